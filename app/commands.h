@@ -1,0 +1,34 @@
+// The hetu subcommands as plain functions, one file each (cmd_*.cpp). main.cpp owns the
+// CLI11 definitions and calls these; they return the process exit code and throw
+// hetu::UsageError (exit 2) or hetu::Error (exit 1) on failure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "app/config/config.h"
+#include "lib/util/logging.h"
+
+namespace hetu::app {
+
+struct ConfigOptions {
+  std::string config_path;             // empty: the embedded default job
+  std::vector<std::string> overrides;  // --set table.key=value (without "--set")
+  LogLevel log_level = LogLevel::info;
+};
+
+struct TrainOptions : ConfigOptions {
+  bool dry_run = false;
+};
+
+int run_config_check(const ConfigOptions& options);
+int run_train(const TrainOptions& options);
+int run_env();
+
+// Loads options.config_path (or the embedded default job) with the overrides applied.
+config::LoadedConfig load_job(const ConfigOptions& options);
+
+// "hetu 0.1.0 (git abc1234, Release)"
+std::string version_string();
+
+}  // namespace hetu::app

@@ -1,0 +1,261 @@
+// Reads the job file's tables into JobConfig: types, unknown and missing keys, defaults,
+// model flavors. Cross-field rules live in config_validate.cpp.
+#include <filesystem>
+
+#include "app/config/config_internal.h"
+#include "app/config/device_spec.h"
+#include "lib/util/error.h"
+#include "lib/util/strings.h"
+
+namespace hetu::config {
+namespace {
+
+// Runs `parse` and turns a UsageError from the device/layer parsers into one naming the key.
+template <typename Fn>
+auto with_key(TableReader& table, std::string_view key, Fn&& parse) {
+  try {
+    return parse();
+  } catch (const UsageError& error) {
+    table.fail(key, error.message());
+  }
+}
+
+void read_job(TableReader& t, JobSection& job) {
+  if (auto v = t.get_string("name")) job.name = *v;
+  if (auto v = t.get_string("out_dir")) job.out_dir = *v;
+  if (auto v = t.get_int("seed")) {
+    if (*v < 0) t.fail("seed", "must be >= 0, got " + std::to_string(*v));
+    job.seed = static_cast<uint64_t>(*v);
+  }
+  t.finish();
+}
+
+void read_model(TableReader& t, ModelConfig& model) {
+  std::optional<std::string> arch_text = t.get_string("arch");
+  if (!arch_text) t.fail("arch", "required key is missing (\"gpt2\" or \"llama\")");
+  std::optional<Arch> arch = parse_arch(*arch_text);
+  if (!arch) t.fail("arch", "unknown value \"" + *arch_text + "\" (expected one of: gpt2, llama)");
+
+  std::optional<std::string> flavor = t.get_string("flavor");
+  if (flavor) {
+    std::optional<ModelConfig> preset = find_flavor(*arch, *flavor);
+    if (!preset) {
+      t.fail("flavor", "unknown " + std::string(to_string(*arch)) + " flavor \"" + *flavor +
+                           "\" (known: " + join(flavor_names(*arch), ", ") + ")");
+    }
+    model = *preset;
+  } else {
+    model = ModelConfig{};
+    model.arch = *arch;
+    model.tie_embeddings = *arch == Arch::gpt2;
+    if (*arch == Arch::llama) model.rope_theta = 10000.0;
+  }
+
+  const bool explicit_shape = !flavor.has_value();
+  auto shape_key = [&](std::string_view key, int64_t& field, bool required) {
+    if (auto v = t.get_int(key)) {
+      field = *v;
+    } else if (explicit_shape && required) {
+      t.fail(key, "required key is missing (no model.flavor given, so the shape must be explicit; "
+                  "flavors: " + join(flavor_names(*arch), ", ") + ")");
+    }
+  };
+  shape_key("layers", model.layers, true);
+  shape_key("hidden", model.hidden, true);
+  shape_key("heads", model.heads, true);
+  shape_key("vocab", model.vocab, true);
+  shape_key("max_seq_len", model.max_seq_len, true);
+  shape_key("ffn_hidden", model.ffn_hidden, *arch == Arch::llama);
+  if (explicit_shape && model.ffn_hidden == 0) model.ffn_hidden = 4 * model.hidden;
+  if (auto v = t.get_int("vocab_multiple")) model.vocab_multiple = *v;
+  if (auto v = t.get_number("norm_eps")) model.norm_eps = *v;
+
+  if (*arch == Arch::gpt2) {
+    if (t.has("kv_heads")) t.fail("kv_heads", "applies to llama only (gpt2 attention has kv_heads == heads)");
+    if (t.has("rope_theta")) t.fail("rope_theta", "applies to llama only (gpt2 has learned positions)");
+    if (auto v = t.get_bool("tie_embeddings"); v && !*v) {
+      t.fail("tie_embeddings", "gpt2 always ties the LM head to the token embedding");
+    }
+    model.kv_heads = model.heads;
+  } else {
+    if (explicit_shape) model.kv_heads = model.heads;
+    if (auto v = t.get_int("kv_heads")) model.kv_heads = *v;
+    if (auto v = t.get_number("rope_theta")) model.rope_theta = *v;
+    if (auto v = t.get_bool("tie_embeddings")) model.tie_embeddings = *v;
+  }
+  t.finish();
+}
+
+void read_data(TableReader& t, DataSection& data) {
+  data.train = t.require_string("train");
+  if (auto v = t.get_string("val")) data.val = *v;
+  if (auto v = t.get_choice("tokenizer", {"byte", "gpt2", "none"})) data.tokenizer = static_cast<Tokenizer>(*v);
+  t.finish();
+}
+
+void read_training(TableReader& t, TrainingSection& training) {
+  training.steps = t.require_int("steps");
+  training.global_batch = t.require_int("global_batch");
+  training.seq_len = t.require_int("seq_len");
+  if (auto v = t.get_int("micro_batch")) training.micro_batch = *v;
+  if (auto v = t.get_choice("precision", {"fp32", "bf16"})) training.precision = static_cast<Precision>(*v);
+  if (auto v = t.get_number("grad_clip")) training.grad_clip = *v;
+  if (auto v = t.get_int("eval_every")) training.eval_every = *v;
+  if (auto v = t.get_int("eval_steps")) training.eval_steps = *v;
+  if (auto v = t.get_int("log_every")) training.log_every = *v;
+  t.finish();
+}
+
+void read_optimizer(TableReader& t, OptimizerSection& opt) {
+  if (auto v = t.get_choice("name", {"adamw"})) opt.name = "adamw";
+  if (auto v = t.get_number("lr")) opt.lr = *v;
+  if (auto v = t.get_number_array("betas")) {
+    if (v->size() != 2) t.fail("betas", "expected two numbers [beta1, beta2], got " + std::to_string(v->size()));
+    opt.beta1 = (*v)[0];
+    opt.beta2 = (*v)[1];
+  }
+  if (auto v = t.get_number("eps")) opt.eps = *v;
+  if (auto v = t.get_number("weight_decay")) opt.weight_decay = *v;
+  t.finish();
+}
+
+void read_lr_schedule(TableReader& t, LrScheduleSection& schedule) {
+  if (auto v = t.get_int("warmup_steps")) schedule.warmup_steps = *v;
+  if (auto v = t.get_choice("decay", {"constant", "linear", "cosine"})) schedule.decay = static_cast<LrDecay>(*v);
+  if (auto v = t.get_number("min_lr_ratio")) schedule.min_lr_ratio = *v;
+  t.finish();
+}
+
+void read_checkpoint(TableReader& t, CheckpointSection& ckpt) {
+  if (auto v = t.get_int("every")) ckpt.every = *v;
+  if (auto v = t.get_int("keep")) ckpt.keep = *v;
+  if (auto v = t.get_string("resume")) ckpt.resume = *v;
+  t.finish();
+}
+
+void read_cluster(TableReader& t, ClusterSection& cluster, DeviceCatalog& catalog,
+                  const std::string& job_file) {
+  if (auto v = t.get_string("device_catalog")) cluster.device_catalog = *v;
+  if (cluster.device_catalog != "builtin") {
+    std::filesystem::path path(cluster.device_catalog);
+    if (path.is_relative()) path = std::filesystem::path(job_file).parent_path() / path;
+    with_key(t, "device_catalog", [&] { read_device_catalog_file(path.string(), catalog); return 0; });
+  }
+  std::vector<TableReader> nodes = t.get_table_array("node");
+  if (nodes.empty()) t.fail("node", "required: at least one [[cluster.node]] with host and devices");
+  for (TableReader& n : nodes) {
+    NodeSection node;
+    node.host = n.require_string("host");
+    std::optional<TableReader> devices = n.get_table("devices");
+    if (!devices) n.fail("devices", "required key is missing (e.g. devices = { type = \"A100-80G\", count = 4 })");
+    node.device_type = devices->require_string("type");
+    node.count = devices->require_int("count");
+    devices->finish();
+    n.finish();
+    cluster.nodes.push_back(std::move(node));
+  }
+  t.finish();
+}
+
+StageSection read_stage(TableReader& s, size_t num_stages) {
+  StageSection stage;
+  std::string devices = s.require_string("devices");
+  stage.devices = with_key(s, "devices", [&] { return parse_device_list(devices); });
+  if (auto layers = s.get_string("layers")) {
+    stage.layers = with_key(s, "layers", [&] { return parse_layer_range(*layers); });
+  } else if (num_stages > 1) {
+    s.fail("layers", "required key is missing: a replica with several stages names each stage's "
+                     "layers, e.g. layers = \"0-5\"");
+  } else {
+    stage.layers = LayerRange{0, -1};  // the whole model; filled in by read_parallel
+  }
+  s.finish();
+  return stage;
+}
+
+void read_parallel(TableReader& t, JobConfig& config, const SourceMap& sources) {
+  ParallelSection& parallel = config.parallel;
+  std::optional<int64_t> dp = t.get_int("dp");
+  std::optional<int64_t> tp = t.get_int("tp");
+  std::optional<int64_t> pp = t.get_int("pp");
+  std::optional<std::string> order = t.get_string("order");
+  std::vector<TableReader> replicas = t.get_table_array("replica");
+  const bool shorthand = dp || tp || pp || order;
+  if (shorthand && !replicas.empty()) {
+    t.fail(dp ? "dp" : tp ? "tp" : pp ? "pp" : "order",
+           "use either the dp/tp/pp shorthand or [[parallel.replica]] groups, not both");
+  }
+  for (TableReader& r : replicas) {
+    ReplicaSection replica;
+    replica.micro_batch = config.training.micro_batch;
+    if (auto v = r.get_number("batch_share")) replica.batch_share = *v;
+    if (auto v = r.get_int("micro_batch")) replica.micro_batch = *v;
+    if (auto v = r.get_choice("schedule", {"gpipe", "1f1b"})) replica.schedule = static_cast<PipelineSchedule>(*v);
+    std::vector<TableReader> stages = r.get_table_array("stage");
+    if (stages.empty()) r.fail("stage", "required: at least one [[parallel.replica.stage]] with devices and layers");
+    for (TableReader& s : stages) {
+      replica.stages.push_back(read_stage(s, stages.size()));
+      if (replica.stages.back().layers.last < 0) replica.stages.back().layers = {0, config.model.layers - 1};
+    }
+    r.finish();
+    parallel.replicas.push_back(std::move(replica));
+  }
+  t.finish();
+  if (replicas.empty()) {
+    // No groups: the shorthand, defaulting to pure data parallelism over every device.
+    ParallelShorthand s;
+    const int64_t n = config.cluster.num_devices();
+    s.tp = tp.value_or(1);
+    s.pp = pp.value_or(1);
+    if (s.tp < 1) t.fail("tp", "must be >= 1, got " + std::to_string(s.tp));
+    if (s.pp < 1) t.fail("pp", "must be >= 1, got " + std::to_string(s.pp));
+    if (dp) {
+      s.dp = *dp;
+      if (s.dp < 1) t.fail("dp", "must be >= 1, got " + std::to_string(s.dp));
+    } else {
+      if (n % (s.tp * s.pp) != 0) {
+        t.fail(tp ? "tp" : "pp", "tp*pp = " + std::to_string(s.tp * s.pp) + " does not divide the " +
+                                     std::to_string(n) + " devices of [cluster]");
+      }
+      s.dp = n / (s.tp * s.pp);
+    }
+    if (order) s.order = *order;
+    parallel.shorthand = s;
+    parallel.replicas = expand_shorthand(s, config, sources);
+  }
+}
+
+}  // namespace
+
+void read_job_config(TableReader& root, JobConfig& out, DeviceCatalog& catalog) {
+  auto section = [&](std::string_view name, bool required, auto&& read) {
+    std::optional<TableReader> table = root.get_table(name);
+    if (!table && required) root.fail(name, "required table [" + std::string(name) + "] is missing");
+    if (table) read(*table);
+  };
+  section("job", false, [&](TableReader& t) { read_job(t, out.job); });
+  section("model", true, [&](TableReader& t) { read_model(t, out.model); });
+  section("data", true, [&](TableReader& t) { read_data(t, out.data); });
+  section("training", true, [&](TableReader& t) { read_training(t, out.training); });
+  section("optimizer", false, [&](TableReader& t) { read_optimizer(t, out.optimizer); });
+  section("lr_schedule", false, [&](TableReader& t) { read_lr_schedule(t, out.lr_schedule); });
+  section("checkpoint", false, [&](TableReader& t) { read_checkpoint(t, out.checkpoint); });
+  section("cluster", true, [&](TableReader& t) { read_cluster(t, out.cluster, catalog, out.source); });
+  std::optional<TableReader> parallel = root.get_table("parallel");
+  if (parallel) {
+    read_parallel(*parallel, out, root.sources());
+  } else {
+    toml::table empty;
+    TableReader defaults(empty, "parallel", root.sources());
+    read_parallel(defaults, out, root.sources());
+  }
+  root.finish();
+
+  // "{name}" in out_dir expands to the job name.
+  const std::string placeholder = "{name}";
+  for (size_t pos; (pos = out.job.out_dir.find(placeholder)) != std::string::npos;) {
+    out.job.out_dir.replace(pos, placeholder.size(), out.job.name);
+  }
+}
+
+}  // namespace hetu::config

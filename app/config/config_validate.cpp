@@ -1,0 +1,322 @@
+// Cross-field rules of the job file, checked before any compute. Each rule throws a
+// UsageError naming the key and its line; advisory rules return warnings instead.
+// The list (docs/config.md mirrors it): value ranges per key; cluster hosts unique and
+// device types known; every group device exists and is used once; each replica's stages
+// cover every layer exactly once, in order; each stage's tp divides heads, kv_heads,
+// ffn_hidden (and the padded vocab on the first and last stage); global_batch splits over
+// replicas by batch_share into whole micro-batches; bf16 needs GPUs with bf16 support.
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "app/config/config_internal.h"
+#include "app/config/device_spec.h"
+#include "lib/util/strings.h"
+
+namespace hetu::config {
+namespace {
+
+using std::to_string;
+
+class Rules {
+ public:
+  Rules(const JobConfig& config, const DeviceCatalog& catalog, const SourceMap& sources)
+      : c_(config), catalog_(catalog), sources_(sources) {}
+
+  std::vector<std::string> check() {
+    check_job();
+    check_model();
+    check_data();
+    check_training();
+    check_optimizer();
+    check_cluster();
+    check_parallel();
+    return std::move(warnings_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
+    config_error(sources_, key, message);
+  }
+  void at_least(const std::string& key, int64_t value, int64_t min) const {
+    if (value < min) fail(key, "must be >= " + to_string(min) + ", got " + to_string(value));
+  }
+  void positive(const std::string& key, double value) const {
+    if (!(value > 0)) fail(key, "must be > 0, got " + fmt::format("{}", value));
+  }
+  void warn(const std::string& key, const std::string& message) {
+    warnings_.push_back(sources_.where(key) + ": " + key + ": " + message);
+  }
+
+  // The key a user should edit for a property of replica r / stage s. Groups that came
+  // from the dp/tp/pp shorthand have no keys of their own, so name the shorthand.
+  std::string group_key(size_t r, std::optional<size_t> s, const std::string& field,
+                        const std::string& shorthand_key) const {
+    if (c_.parallel.shorthand) return "parallel." + shorthand_key;
+    std::string key = "parallel.replica[" + to_string(r) + "]";
+    if (s) key += ".stage[" + to_string(*s) + "]";
+    return key + "." + field;
+  }
+
+  void check_job() {
+    const std::string& name = c_.job.name;
+    if (name.empty()) fail("job.name", "must not be empty");
+    for (char ch : name) {
+      if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.')) {
+        fail("job.name", "\"" + name + "\" may hold only letters, digits, '-', '_' and '.' (it names the run folder)");
+      }
+    }
+    if (c_.job.out_dir.empty()) fail("job.out_dir", "must not be empty");
+  }
+
+  void check_model() {
+    const ModelConfig& m = c_.model;
+    at_least("model.layers", m.layers, 1);
+    at_least("model.hidden", m.hidden, 1);
+    at_least("model.heads", m.heads, 1);
+    at_least("model.kv_heads", m.kv_heads, 1);
+    at_least("model.ffn_hidden", m.ffn_hidden, 1);
+    at_least("model.vocab", m.vocab, 1);
+    at_least("model.vocab_multiple", m.vocab_multiple, 1);
+    at_least("model.max_seq_len", m.max_seq_len, 1);
+    positive("model.norm_eps", m.norm_eps);
+    if (m.hidden % m.heads != 0) {
+      fail("model.heads", "heads = " + to_string(m.heads) + " does not divide hidden = " + to_string(m.hidden));
+    }
+    if (m.heads % m.kv_heads != 0) {
+      fail("model.kv_heads", "kv_heads = " + to_string(m.kv_heads) + " does not divide heads = " + to_string(m.heads) +
+                                 " (each kv head serves heads/kv_heads query heads)");
+    }
+    if (m.arch == Arch::llama) {
+      positive("model.rope_theta", m.rope_theta);
+      if (m.head_dim() % 2 != 0) {
+        fail("model.heads", "head_dim = hidden/heads = " + to_string(m.head_dim()) + " must be even for rotary embeddings");
+      }
+    }
+  }
+
+  void check_data() {
+    if (c_.data.train.empty()) fail("data.train", "must name the training token shards (a path or glob)");
+    if (c_.data.tokenizer == Tokenizer::none) return;  // the data loader checks ids < vocab
+    const int64_t needed = c_.data.tokenizer == Tokenizer::gpt2 ? 50257 : 256;
+    if (c_.model.vocab < needed) {
+      fail("model.vocab", "vocab = " + to_string(c_.model.vocab) + " is smaller than the " +
+                              std::string(to_string(c_.data.tokenizer)) + " tokenizer's " + to_string(needed) +
+                              " ids (data.tokenizer)");
+    }
+  }
+
+  void check_training() {
+    const TrainingSection& t = c_.training;
+    at_least("training.steps", t.steps, 1);
+    at_least("training.global_batch", t.global_batch, 1);
+    at_least("training.seq_len", t.seq_len, 1);
+    at_least("training.micro_batch", t.micro_batch, 1);
+    at_least("training.eval_every", t.eval_every, 0);
+    at_least("training.eval_steps", t.eval_steps, 1);
+    at_least("training.log_every", t.log_every, 1);
+    if (t.grad_clip < 0) fail("training.grad_clip", "must be >= 0 (0 disables clipping), got " + fmt::format("{}", t.grad_clip));
+    if (t.seq_len > c_.model.max_seq_len) {
+      fail("training.seq_len", "seq_len = " + to_string(t.seq_len) + " exceeds model.max_seq_len = " +
+                                   to_string(c_.model.max_seq_len));
+    }
+    if (t.eval_every > 0 && c_.data.val.empty()) fail("training.eval_every", "evaluation needs data.val");
+    const LrScheduleSection& s = c_.lr_schedule;
+    at_least("lr_schedule.warmup_steps", s.warmup_steps, 0);
+    if (s.warmup_steps > t.steps) {
+      fail("lr_schedule.warmup_steps", "warmup_steps = " + to_string(s.warmup_steps) + " exceeds training.steps = " +
+                                           to_string(t.steps));
+    }
+    if (!(s.min_lr_ratio >= 0 && s.min_lr_ratio <= 1)) {
+      fail("lr_schedule.min_lr_ratio", "must be in [0, 1], got " + fmt::format("{}", s.min_lr_ratio));
+    }
+    at_least("checkpoint.every", c_.checkpoint.every, 0);
+    at_least("checkpoint.keep", c_.checkpoint.keep, 1);
+    if (c_.checkpoint.resume.empty()) fail("checkpoint.resume", "must be \"auto\", \"never\" or a checkpoint path");
+  }
+
+  void check_optimizer() {
+    const OptimizerSection& o = c_.optimizer;
+    positive("optimizer.lr", o.lr);
+    positive("optimizer.eps", o.eps);
+    for (double beta : {o.beta1, o.beta2}) {
+      if (!(beta >= 0 && beta < 1)) fail("optimizer.betas", "each beta must be in [0, 1), got " + fmt::format("{}", beta));
+    }
+    if (!(o.weight_decay >= 0)) fail("optimizer.weight_decay", "must be >= 0, got " + fmt::format("{}", o.weight_decay));
+  }
+
+  void check_cluster() {
+    std::set<std::string> hosts;
+    for (size_t i = 0; i < c_.cluster.nodes.size(); ++i) {
+      const NodeSection& node = c_.cluster.nodes[i];
+      const std::string key = "cluster.node[" + to_string(i) + "]";
+      if (node.host.empty()) fail(key + ".host", "must not be empty");
+      if (!hosts.insert(node.host).second) fail(key + ".host", "host \"" + node.host + "\" is listed twice");
+      if (catalog_.find(node.device_type) == nullptr) {
+        fail(key + ".devices.type", "unknown device type \"" + node.device_type + "\" (known: " +
+                                        join(catalog_.names(), ", ") + "; add others with cluster.device_catalog)");
+      }
+      at_least(key + ".devices.count", node.count, 1);
+    }
+  }
+
+  const NodeSection* node_of(const DeviceId& id) const {
+    for (const NodeSection& node : c_.cluster.nodes) {
+      if (node.host == id.host) return &node;
+    }
+    return nullptr;
+  }
+
+  void check_parallel() {
+    const auto& replicas = c_.parallel.replicas;
+    if (replicas.empty()) fail("parallel", "needs at least one replica");
+    std::map<DeviceId, std::string> owner;  // device -> "replica[r].stage[s]"
+    double share_sum = 0;
+    for (size_t r = 0; r < replicas.size(); ++r) {
+      const ReplicaSection& replica = replicas[r];
+      positive(group_key(r, {}, "batch_share", "dp"), replica.batch_share);
+      at_least(group_key(r, {}, "micro_batch", "micro_batch"), replica.micro_batch, 1);
+      share_sum += replica.batch_share;
+      for (size_t s = 0; s < replica.stages.size(); ++s) {
+        check_stage_devices(r, s, owner);
+        check_stage_tp(r, s);
+      }
+      check_layer_cover(r);
+    }
+    check_batch_split(share_sum);
+    check_precision();
+  }
+
+  void check_stage_devices(size_t r, size_t s, std::map<DeviceId, std::string>& owner) {
+    const StageSection& stage = c_.parallel.replicas[r].stages[s];
+    const std::string key = group_key(r, s, "devices", "dp");
+    const std::string here = "parallel.replica[" + to_string(r) + "].stage[" + to_string(s) + "]";
+    std::set<std::string> types;
+    for (const DeviceId& id : stage.devices) {
+      const NodeSection* node = node_of(id);
+      if (node == nullptr) fail(key, "host \"" + id.host + "\" is not a [[cluster.node]]");
+      if (id.index >= node->count) {
+        fail(key, "device " + id.str() + " does not exist: node " + id.host + " has " + to_string(node->count) +
+                      " devices (0-" + to_string(node->count - 1) + ")");
+      }
+      auto [it, inserted] = owner.emplace(id, here);
+      if (!inserted) fail(key, "device " + id.str() + " is used twice: by " + it->second + " and " + here);
+      types.insert(node->device_type);
+    }
+    std::set<std::string> hosts;
+    for (const DeviceId& id : stage.devices) hosts.insert(id.host);
+    if (hosts.size() > 1) {
+      warn(key, "the tp group " + format_device_list(stage.devices) + " spans " + to_string(hosts.size()) +
+                    " nodes: tensor-parallel collectives run every layer and are slow across the network");
+    }
+    if (types.size() > 1) {
+      warn(key, "the tp group mixes device types (" + join({types.begin(), types.end()}, ", ") +
+                    "): every tp rank waits for the slowest");
+    }
+  }
+
+  void check_stage_tp(size_t r, size_t s) {
+    const ReplicaSection& replica = c_.parallel.replicas[r];
+    const StageSection& stage = replica.stages[s];
+    const ModelConfig& m = c_.model;
+    const int64_t tp = stage.tp();
+    const std::string key = group_key(r, s, "devices", "tp");
+    auto divides = [&](int64_t value, const std::string& what) {
+      if (value % tp != 0) {
+        fail(key, "tp = " + to_string(tp) + " (" + format_device_list(stage.devices) + ") does not divide " + what +
+                      " = " + to_string(value));
+      }
+    };
+    divides(m.heads, "model.heads");
+    divides(m.kv_heads, "model.kv_heads");
+    divides(m.ffn_hidden, "model.ffn_hidden");
+    const bool holds_vocab = s == 0 || s + 1 == replica.stages.size();
+    if (holds_vocab) divides(m.padded_vocab(), "the padded vocab (model.vocab rounded up to model.vocab_multiple)");
+  }
+
+  void check_layer_cover(size_t r) {
+    const ReplicaSection& replica = c_.parallel.replicas[r];
+    const int64_t layers = c_.model.layers;
+    int64_t next = 0;  // first layer not yet covered
+    for (size_t s = 0; s < replica.stages.size(); ++s) {
+      const LayerRange& range = replica.stages[s].layers;
+      const std::string key = group_key(r, s, "layers", "pp");
+      if (range.last >= layers) {
+        fail(key, "layers \"" + format_layer_range(range) + "\" go past the model's " + to_string(layers) +
+                      " layers (0-" + to_string(layers - 1) + ")");
+      }
+      if (range.first < next) {
+        fail(key, "layer " + to_string(range.first) + " is covered twice (stages must cover each layer once, in order)");
+      }
+      if (range.first > next) {
+        fail(key, "layers " + format_layer_range({next, range.first - 1}) + " are not covered by any stage");
+      }
+      next = range.last + 1;
+    }
+    if (next < layers) {
+      fail(group_key(r, replica.stages.size() - 1, "layers", "pp"),
+           "layers " + format_layer_range({next, layers - 1}) + " are not covered by any stage (model.layers = " +
+               to_string(layers) + ")");
+    }
+  }
+
+  void check_batch_split(double share_sum) {
+    const auto& replicas = c_.parallel.replicas;
+    const int64_t global = c_.training.global_batch;
+    for (size_t r = 0; r < replicas.size(); ++r) {
+      const double exact = static_cast<double>(global) * replicas[r].batch_share / share_sum;
+      const int64_t batch = std::llround(exact);
+      if (std::fabs(exact - static_cast<double>(batch)) > 1e-9) {
+        fail(group_key(r, {}, "batch_share", "dp"),
+             "training.global_batch = " + to_string(global) + " does not split into whole sequences by batch_share (" +
+                 "replica " + to_string(r) + " would get " + fmt::format("{:.3f}", exact) + ")");
+      }
+      if (batch < 1) fail(group_key(r, {}, "batch_share", "dp"), "replica " + to_string(r) + " gets no sequences");
+      const int64_t micro = replicas[r].micro_batch;
+      if (batch % micro != 0) {
+        fail(group_key(r, {}, "micro_batch", "micro_batch"),
+             "replica " + to_string(r) + "'s batch of " + to_string(batch) + " sequences does not split into micro-batches of " +
+                 to_string(micro));
+      }
+      const int64_t count = batch / micro;
+      const int64_t stages = static_cast<int64_t>(replicas[r].stages.size());
+      if (stages > 1 && count < stages) {
+        warn(group_key(r, {}, "micro_batch", "micro_batch"),
+             "replica " + to_string(r) + " runs " + to_string(count) + " micro-batches through " + to_string(stages) +
+                 " pipeline stages: most stages will idle (use at least as many micro-batches as stages)");
+      }
+    }
+  }
+
+  void check_precision() {
+    if (c_.training.precision != Precision::bf16) return;
+    for (const auto& replica : c_.parallel.replicas) {
+      for (const auto& stage : replica.stages) {
+        for (const DeviceId& id : stage.devices) {
+          const DeviceType* type = catalog_.find(node_of(id)->device_type);
+          if (type->kind != DeviceKind::gpu || type->peak_tflops_bf16 <= 0) {
+            fail("training.precision", "\"bf16\" needs GPUs with bf16 support, but " + id.str() + " is a \"" + type->name +
+                                           "\" (use precision = \"fp32\")");
+          }
+        }
+      }
+    }
+  }
+
+  const JobConfig& c_;
+  const DeviceCatalog& catalog_;
+  const SourceMap& sources_;
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace
+
+std::vector<std::string> validate_job_config(const JobConfig& config, const DeviceCatalog& catalog,
+                                             const SourceMap& sources) {
+  return Rules(config, catalog, sources).check();
+}
+
+}  // namespace hetu::config

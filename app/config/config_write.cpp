@@ -1,0 +1,169 @@
+// The resolved config as TOML (printed by `hetu config check`, written to
+// out_dir/config.resolved.toml) and as a short human summary.
+#include <fmt/format.h>
+
+#include "app/config/config.h"
+#include "app/config/device_spec.h"
+
+namespace hetu::config {
+namespace {
+
+std::string quoted(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default: out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// Shortest round-trip form that TOML reads as a float ("1.0", "0.0006", "1e-08").
+std::string toml_float(double value) {
+  std::string text = fmt::format("{}", value);
+  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
+  return text;
+}
+
+// batch_share is a number; print whole shares as integers, which reads best.
+std::string toml_number(double value) {
+  if (value == static_cast<double>(static_cast<int64_t>(value))) return std::to_string(static_cast<int64_t>(value));
+  return toml_float(value);
+}
+
+std::string human_count(int64_t n) {
+  if (n >= 1'000'000'000) return fmt::format("{:.2f}B", static_cast<double>(n) / 1e9);
+  if (n >= 1'000'000) return fmt::format("{:.1f}M", static_cast<double>(n) / 1e6);
+  if (n >= 1'000) return fmt::format("{:.1f}K", static_cast<double>(n) / 1e3);
+  return std::to_string(n);
+}
+
+}  // namespace
+
+std::string to_toml(const JobConfig& c) {
+  std::string out;
+  auto line = [&](std::string_view key, const std::string& value) {
+    out += fmt::format("{} = {}\n", key, value);
+  };
+  auto str = [](std::string_view s) { return quoted(s); };
+  auto num = [](int64_t v) { return std::to_string(v); };
+
+  out += "# Resolved by hetu from " + c.source + ": flavor expanded, overrides applied,\n";
+  out += "# defaults filled, parallel groups explicit. Loading this file gives the same job.\n\n";
+  out += "[job]\n";
+  line("name", str(c.job.name));
+  line("out_dir", str(c.job.out_dir));
+  line("seed", std::to_string(c.job.seed));
+
+  const ModelConfig& m = c.model;
+  out += "\n[model]\n";
+  line("arch", str(to_string(m.arch)));
+  if (!m.flavor.empty()) line("flavor", str(m.flavor));
+  line("layers", num(m.layers));
+  line("hidden", num(m.hidden));
+  line("heads", num(m.heads));
+  if (m.arch == Arch::llama) line("kv_heads", num(m.kv_heads));
+  line("ffn_hidden", num(m.ffn_hidden));
+  line("vocab", num(m.vocab));
+  line("vocab_multiple", num(m.vocab_multiple));
+  line("max_seq_len", num(m.max_seq_len));
+  if (m.arch == Arch::llama) line("rope_theta", toml_float(m.rope_theta));
+  line("norm_eps", toml_float(m.norm_eps));
+  line("tie_embeddings", m.tie_embeddings ? "true" : "false");
+
+  out += "\n[data]\n";
+  line("train", str(c.data.train));
+  if (!c.data.val.empty()) line("val", str(c.data.val));
+  line("tokenizer", str(to_string(c.data.tokenizer)));
+
+  const TrainingSection& t = c.training;
+  out += "\n[training]\n";
+  line("steps", num(t.steps));
+  line("global_batch", num(t.global_batch));
+  line("seq_len", num(t.seq_len));
+  line("micro_batch", num(t.micro_batch));
+  line("precision", str(to_string(t.precision)));
+  line("grad_clip", toml_float(t.grad_clip));
+  line("eval_every", num(t.eval_every));
+  line("eval_steps", num(t.eval_steps));
+  line("log_every", num(t.log_every));
+
+  const OptimizerSection& o = c.optimizer;
+  out += "\n[optimizer]\n";
+  line("name", str(o.name));
+  line("lr", toml_float(o.lr));
+  line("betas", "[" + toml_float(o.beta1) + ", " + toml_float(o.beta2) + "]");
+  line("eps", toml_float(o.eps));
+  line("weight_decay", toml_float(o.weight_decay));
+
+  out += "\n[lr_schedule]\n";
+  line("warmup_steps", num(c.lr_schedule.warmup_steps));
+  line("decay", str(to_string(c.lr_schedule.decay)));
+  line("min_lr_ratio", toml_float(c.lr_schedule.min_lr_ratio));
+
+  out += "\n[checkpoint]\n";
+  line("every", num(c.checkpoint.every));
+  line("keep", num(c.checkpoint.keep));
+  line("resume", str(c.checkpoint.resume));
+
+  out += "\n[cluster]\n";
+  line("device_catalog", str(c.cluster.device_catalog));
+  for (const NodeSection& node : c.cluster.nodes) {
+    out += "\n[[cluster.node]]\n";
+    line("host", str(node.host));
+    line("devices", "{ type = " + str(node.device_type) + ", count = " + num(node.count) + " }");
+  }
+
+  out += "\n";
+  if (const auto& s = c.parallel.shorthand) {
+    out += fmt::format("# expanded from dp = {}, tp = {}, pp = {}, order = \"{}\"\n", s->dp, s->tp, s->pp, s->order);
+  }
+  for (const ReplicaSection& replica : c.parallel.replicas) {
+    out += "[[parallel.replica]]\n";
+    line("batch_share", toml_number(replica.batch_share));
+    line("micro_batch", num(replica.micro_batch));
+    line("schedule", str(to_string(replica.schedule)));
+    for (const StageSection& stage : replica.stages) {
+      out += "  [[parallel.replica.stage]]\n";
+      out += "  devices = " + str(format_device_list(stage.devices)) + "\n";
+      out += "  layers = " + str(format_layer_range(stage.layers)) + "\n";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string describe(const JobConfig& c) {
+  const ModelConfig& m = c.model;
+  std::string out = fmt::format("model: {} {} with {} parameters ({} layers, hidden {}, {} heads", to_string(m.arch),
+                                m.flavor.empty() ? "(custom)" : m.flavor, human_count(m.num_params()), m.layers,
+                                m.hidden, m.heads);
+  if (m.kv_heads != m.heads) out += fmt::format(" / {} kv", m.kv_heads);
+  out += fmt::format(", vocab {}", m.vocab);
+  if (m.padded_vocab() != m.vocab) out += fmt::format(" padded to {}", m.padded_vocab());
+  out += ")\n";
+  out += fmt::format("cluster: {} devices on {} node(s):", c.cluster.num_devices(), c.cluster.nodes.size());
+  for (const NodeSection& node : c.cluster.nodes) out += fmt::format(" {} {}x{}", node.host, node.count, node.device_type);
+  out += "\n";
+  out += fmt::format("training: {} steps, global batch {} x {} tokens, {}, {} replica(s) on {} devices\n",
+                     c.training.steps, c.training.global_batch, c.training.seq_len, to_string(c.training.precision),
+                     c.parallel.replicas.size(), c.parallel.num_devices());
+  for (size_t r = 0; r < c.parallel.replicas.size(); ++r) {
+    const ReplicaSection& replica = c.parallel.replicas[r];
+    out += fmt::format("  replica {}: {} sequences/step = {} micro-batches of {}, {} schedule, {} stage(s)\n", r,
+                       c.replica_batch(r), c.replica_micro_batches(r), replica.micro_batch,
+                       to_string(replica.schedule), replica.stages.size());
+    for (size_t s = 0; s < replica.stages.size(); ++s) {
+      const StageSection& stage = replica.stages[s];
+      out += fmt::format("    stage {}: layers {:<7} tp={} on {}\n", s, format_layer_range(stage.layers), stage.tp(),
+                         format_device_list(stage.devices));
+    }
+  }
+  return out;
+}
+
+}  // namespace hetu::config

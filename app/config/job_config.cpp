@@ -1,0 +1,57 @@
+// Derived quantities of a JobConfig and enum names.
+#include "app/config/job_config.h"
+
+#include <cmath>
+
+namespace hetu::config {
+
+int64_t ClusterSection::num_devices() const {
+  int64_t n = 0;
+  for (const NodeSection& node : nodes) n += node.count;
+  return n;
+}
+
+int64_t ReplicaSection::num_devices() const {
+  int64_t n = 0;
+  for (const StageSection& stage : stages) n += stage.tp();
+  return n;
+}
+
+int64_t ParallelSection::num_devices() const {
+  int64_t n = 0;
+  for (const ReplicaSection& replica : replicas) n += replica.num_devices();
+  return n;
+}
+
+int64_t JobConfig::replica_batch(size_t r) const {
+  double sum = 0;
+  for (const ReplicaSection& replica : parallel.replicas) sum += replica.batch_share;
+  return std::llround(static_cast<double>(training.global_batch) * parallel.replicas[r].batch_share / sum);
+}
+
+int64_t JobConfig::replica_micro_batches(size_t r) const {
+  return replica_batch(r) / parallel.replicas[r].micro_batch;
+}
+
+std::string_view to_string(Tokenizer value) {
+  switch (value) {
+    case Tokenizer::byte: return "byte";
+    case Tokenizer::gpt2: return "gpt2";
+    case Tokenizer::none: return "none";
+  }
+  return "none";
+}
+std::string_view to_string(Precision value) { return value == Precision::fp32 ? "fp32" : "bf16"; }
+std::string_view to_string(LrDecay value) {
+  switch (value) {
+    case LrDecay::constant: return "constant";
+    case LrDecay::linear: return "linear";
+    case LrDecay::cosine: return "cosine";
+  }
+  return "cosine";
+}
+std::string_view to_string(PipelineSchedule value) {
+  return value == PipelineSchedule::gpipe ? "gpipe" : "1f1b";
+}
+
+}  // namespace hetu::config

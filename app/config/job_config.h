@@ -1,0 +1,149 @@
+// The job file as typed structs, one per TOML table ([job] [model] [data] [training]
+// [optimizer] [lr_schedule] [checkpoint] [cluster] [parallel]). A JobConfig is always the
+// *resolved* form: flavor expanded, --set overrides applied, defaults filled, the dp/tp/pp
+// shorthand expanded into explicit replica → stage → device groups, and every cross-field
+// rule checked. See docs/config.md for the schema and load_job_config() in config.h.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/model_config.h"
+
+namespace hetu::config {
+
+// none: shards were tokenized outside hetu (e.g. LLaMA's SentencePiece); ids < vocab.
+enum class Tokenizer { byte, gpt2, none };
+enum class Precision { fp32, bf16 };
+enum class LrDecay { constant, linear, cosine };
+enum class PipelineSchedule { gpipe, one_f_one_b };
+
+// One device of the cluster: the index-th device of node `host` ("gpu-a:3").
+struct DeviceId {
+  std::string host;
+  int64_t index = 0;
+  bool operator==(const DeviceId&) const = default;
+  auto operator<=>(const DeviceId&) const = default;
+  std::string str() const { return host + ":" + std::to_string(index); }
+};
+
+// Inclusive range of transformer layers ("0-6" = layers 0..6).
+struct LayerRange {
+  int64_t first = 0;
+  int64_t last = 0;
+  bool operator==(const LayerRange&) const = default;
+  int64_t count() const { return last - first + 1; }
+};
+
+struct JobSection {
+  std::string name = "hetu";
+  std::string out_dir = "runs/{name}";  // resolved: "{name}" replaced
+  uint64_t seed = 1234;
+};
+
+struct DataSection {
+  std::string train;                  // glob of llm.c token shards
+  std::string val;                    // optional
+  Tokenizer tokenizer = Tokenizer::gpt2;
+};
+
+struct TrainingSection {
+  int64_t steps = 0;
+  int64_t global_batch = 0;           // sequences per optimizer step, whole cluster
+  int64_t seq_len = 0;
+  int64_t micro_batch = 1;            // default per replica
+  Precision precision = Precision::fp32;
+  double grad_clip = 1.0;             // global-norm clipping; 0 disables
+  int64_t eval_every = 0;             // 0: never
+  int64_t eval_steps = 20;            // validation batches per evaluation
+  int64_t log_every = 10;
+};
+
+struct OptimizerSection {
+  std::string name = "adamw";
+  double lr = 3e-4;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;          // applied to tensors with ndim >= 2
+};
+
+struct LrScheduleSection {
+  int64_t warmup_steps = 0;
+  LrDecay decay = LrDecay::cosine;
+  double min_lr_ratio = 0.1;
+};
+
+struct CheckpointSection {
+  int64_t every = 0;                  // 0: only at the end
+  int64_t keep = 3;
+  std::string resume = "auto";        // auto | never | path to a checkpoint
+};
+
+struct NodeSection {
+  std::string host;
+  std::string device_type;            // a name in the device catalogue
+  int64_t count = 0;
+};
+
+struct ClusterSection {
+  std::string device_catalog = "builtin";  // or a TOML file extending the builtin one
+  std::vector<NodeSection> nodes;
+  int64_t num_devices() const;
+};
+
+// Level 3: one pipeline stage, its device group (size = tp) and its layers.
+struct StageSection {
+  std::vector<DeviceId> devices;
+  LayerRange layers;
+  int64_t tp() const { return static_cast<int64_t>(devices.size()); }
+};
+
+// Level 2: one data-parallel replica (a pipeline), with its own share and schedule.
+struct ReplicaSection {
+  double batch_share = 1;
+  int64_t micro_batch = 1;
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  std::vector<StageSection> stages;
+  int64_t num_devices() const;
+};
+
+// The homogeneous shorthand, kept for display; `replicas` is what everything uses.
+struct ParallelShorthand {
+  int64_t dp = 1;
+  int64_t tp = 1;
+  int64_t pp = 1;
+  std::string order = "dp-pp-tp";     // outermost first
+};
+
+struct ParallelSection {
+  std::vector<ReplicaSection> replicas;      // level 1
+  std::optional<ParallelShorthand> shorthand;  // set when the file used dp/tp/pp
+  int64_t num_devices() const;
+};
+
+struct JobConfig {
+  std::string source;                 // the job file path as given
+  JobSection job;
+  ModelConfig model;
+  DataSection data;
+  TrainingSection training;
+  OptimizerSection optimizer;
+  LrScheduleSection lr_schedule;
+  CheckpointSection checkpoint;
+  ClusterSection cluster;
+  ParallelSection parallel;
+
+  // Sequences per optimizer step for replica r (global_batch split by batch_share).
+  int64_t replica_batch(size_t r) const;
+  int64_t replica_micro_batches(size_t r) const;
+};
+
+std::string_view to_string(Tokenizer value);
+std::string_view to_string(Precision value);
+std::string_view to_string(LrDecay value);
+std::string_view to_string(PipelineSchedule value);
+
+}  // namespace hetu::config

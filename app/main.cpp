@@ -1,0 +1,95 @@
+// hetu: the command line. Defines the subcommands with CLI11 and maps outcomes to exit
+// codes: 0 success, 2 usage or config errors (bad flags, bad job file), 1 runtime failures.
+// Each subcommand's behaviour lives in its own cmd_*.cpp (see app/commands.h).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+
+#include "app/commands.h"
+#include "lib/util/error.h"
+
+namespace {
+
+using namespace hetu;
+using namespace hetu::app;
+
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;
+
+// The launcher's rank, read from its environment (no MPI needed): errors that every rank
+// hits alike (a bad job file) are printed once, by rank 0.
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(name)) return std::atoi(value);
+  }
+  return 0;
+}
+
+void add_config_options(CLI::App& cmd, ConfigOptions& options, bool config_required) {
+  auto* config = cmd.add_option("CONFIG", options.config_path, "TOML job file");
+  if (config_required) config->required();
+  cmd.add_option("--set", options.overrides,
+                 "Override one key of the job file, e.g. --set training.steps=100 (repeatable; "
+                 "values are TOML: numbers, true, \"text\", [1, 2])")
+      ->type_name("TABLE.KEY=VALUE")
+      ->allow_extra_args(false);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hetu: train GPT-2 and LLaMA models across heterogeneous GPU clusters from one TOML job file"};
+  app.name("hetu");
+  app.set_version_flag("--version", version_string());
+  app.require_subcommand(1);
+  app.fallthrough();  // global flags such as --log-level may follow the subcommand
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "Console and log-file verbosity")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+
+  std::function<int()> selected;
+
+  TrainOptions train;
+  CLI::App* train_cmd = app.add_subcommand("train", "Train a model as described by a job file (launch with mpirun/srun for several ranks)");
+  add_config_options(*train_cmd, train, /*config_required=*/true);
+  train_cmd->add_flag("--dry-run", train.dry_run,
+                      "Validate the job, check launched ranks against the device groups, print the plan; train nothing");
+  train_cmd->callback([&] { selected = [&] { return run_train(train); }; });
+
+  ConfigOptions check;
+  CLI::App* config_cmd = app.add_subcommand("config", "Work with job files");
+  config_cmd->require_subcommand(1);
+  CLI::App* check_cmd = config_cmd->add_subcommand(
+      "check", "Validate a job file and print the resolved config (no CONFIG: the embedded default job)");
+  add_config_options(*check_cmd, check, /*config_required=*/false);
+  check_cmd->callback([&] { selected = [&] { return run_config_check(check); }; });
+
+  CLI::App* env_cmd = app.add_subcommand("env", "Show build options, BLAS, MPI and the CUDA devices this process sees");
+  env_cmd->callback([&] { selected = [] { return run_env(); }; });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);  // prints help/version (code 0) or the usage error
+    return code == 0 ? 0 : kExitUsage;
+  }
+
+  try {
+    train.log_level = check.log_level = parse_log_level(log_level);
+    return selected();
+  } catch (const UsageError& error) {
+    if (launcher_rank() == 0) std::fprintf(stderr, "hetu: error: %s\n", error.message().c_str());
+    return kExitUsage;
+  } catch (const Error& error) {
+    std::fprintf(stderr, "hetu: error (rank %d): %s [%s]\n", launcher_rank(), error.message().c_str(),
+                 error.where().c_str());
+    return kExitRuntime;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "hetu: error (rank %d): %s\n", launcher_rank(), error.what());
+    return kExitRuntime;
+  }
+}

@@ -1,0 +1,38 @@
+# Optional CUDA backend. HETU_CUDA=AUTO enables it when nvcc is found, ON requires it,
+# OFF skips it. Sets HETU_HAVE_CUDA and, when on, the target hetu::nccl.
+# Note [CUDA in CI]: the CI machine has the toolkit but no GPU, so the CUDA sources are
+# compiled and linked in every run; the binary reports "no CUDA device" at run time.
+set(HETU_HAVE_CUDA OFF)
+string(TOUPPER "${HETU_CUDA}" _hetu_cuda_mode)
+if(NOT _hetu_cuda_mode MATCHES "^(AUTO|ON|OFF)$")
+  message(FATAL_ERROR "HETU_CUDA must be AUTO, ON or OFF (got '${HETU_CUDA}')")
+endif()
+if(NOT _hetu_cuda_mode STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)  # A100, H100/H200 (CUDA 13's minimum is sm_75)
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 17)            # CMake 3.25 knows CUDA dialects only up to 17
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared) # one cudart, never the static one as well
+    find_package(CUDAToolkit REQUIRED)
+    find_path(HETU_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}/include)
+    find_library(HETU_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib)
+    if(NOT HETU_NCCL_INCLUDE_DIR OR NOT HETU_NCCL_LIBRARY)
+      message(FATAL_ERROR "CUDA toolkit found at ${CUDAToolkit_LIBRARY_ROOT} but NCCL (nccl.h, libnccl) is missing")
+    endif()
+    add_library(hetu_nccl INTERFACE)
+    add_library(hetu::nccl ALIAS hetu_nccl)
+    target_include_directories(hetu_nccl SYSTEM INTERFACE ${HETU_NCCL_INCLUDE_DIR})
+    target_link_libraries(hetu_nccl INTERFACE ${HETU_NCCL_LIBRARY})
+    set(HETU_HAVE_CUDA ON)
+    message(STATUS "CUDA backend ON: nvcc ${CMAKE_CUDA_COMPILER_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES}, NCCL ${HETU_NCCL_LIBRARY}")
+  elseif(_hetu_cuda_mode STREQUAL "ON")
+    message(FATAL_ERROR "HETU_CUDA=ON but no CUDA compiler was found (put nvcc on PATH or set CMAKE_CUDA_COMPILER)")
+  else()
+    message(STATUS "CUDA backend OFF: no CUDA compiler found")
+  endif()
+endif()

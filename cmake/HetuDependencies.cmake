@@ -1,0 +1,23 @@
+# Finds every required dependency (all Debian 12 packages; see scripts/setup.sh).
+# Targets: tomlplusplus::tomlplusplus CLI11::CLI11 spdlog::spdlog fmt::fmt
+#          hdf5::hdf5 hdf5::hdf5_cpp MPI::MPI_C BLAS::BLAS OpenMP::OpenMP_CXX hetu::cblas
+find_package(tomlplusplus 3 CONFIG REQUIRED)
+find_package(CLI11 2 CONFIG REQUIRED)
+find_package(spdlog 1.10 CONFIG REQUIRED)
+find_package(fmt CONFIG REQUIRED)
+find_package(HDF5 REQUIRED COMPONENTS C CXX)
+find_package(MPI REQUIRED COMPONENTS C)
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS REQUIRED)
+find_path(HETU_CBLAS_INCLUDE_DIR cblas.h
+          PATH_SUFFIXES x86_64-linux-gnu/openblas-pthread aarch64-linux-gnu/openblas-pthread openblas
+          REQUIRED)
+add_library(hetu_cblas INTERFACE)
+add_library(hetu::cblas ALIAS hetu_cblas)
+target_include_directories(hetu_cblas SYSTEM INTERFACE ${HETU_CBLAS_INCLUDE_DIR})
+target_link_libraries(hetu_cblas INTERFACE BLAS::BLAS)
+if(HETU_BUILD_TESTS)
+  find_package(Catch2 2 CONFIG REQUIRED)
+  include(Catch)
+endif()

@@ -1,0 +1,32 @@
+// The MPI process context: MpiSession initialises MPI on construction (when the launcher
+// did not already) and finalises it on destruction. One per process, owned by main.
+// mpi_library_version() works without initialising MPI (used by `hetu env`).
+#pragma once
+
+#include <string>
+
+namespace hetu {
+
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  const std::string& host() const { return host_; }
+  // Aborts every rank (MPI_Abort); use after a fatal error on one rank in a multi-rank run.
+  [[noreturn]] void abort(int exit_code) const;
+
+ private:
+  int rank_ = 0;
+  int world_size_ = 1;
+  std::string host_;
+  bool owns_mpi_ = false;
+};
+
+std::string mpi_library_version();
+
+}  // namespace hetu

@@ -1,0 +1,49 @@
+// Builtin device types (vendor datasheet peaks, dense, no sparsity) and catalogue lookup.
+#include "lib/plan/device_catalog.h"
+
+#include <algorithm>
+
+namespace hetu {
+
+std::string_view to_string(DeviceKind kind) { return kind == DeviceKind::cpu ? "cpu" : "gpu"; }
+
+DeviceCatalog DeviceCatalog::builtin() {
+  DeviceCatalog catalog;
+  //           name          kind              bf16    fp32   memory GiB
+  catalog.add({"cpu",        DeviceKind::cpu,   0.0,    0.2,   0});
+  catalog.add({"T4",         DeviceKind::gpu,   0.0,    8.1,   16});
+  catalog.add({"A10",        DeviceKind::gpu,   125.0,  31.2,  24});
+  catalog.add({"RTX-4090",   DeviceKind::gpu,   165.2,  82.6,  24});
+  catalog.add({"L40S",       DeviceKind::gpu,   362.0,  91.6,  48});
+  catalog.add({"A100-40G",   DeviceKind::gpu,   312.0,  19.5,  40});
+  catalog.add({"A100-80G",   DeviceKind::gpu,   312.0,  19.5,  80});
+  catalog.add({"H100-PCIe",  DeviceKind::gpu,   756.0,  51.2,  80});
+  catalog.add({"H100-80G",   DeviceKind::gpu,   989.0,  67.0,  80});
+  catalog.add({"H200-141G",  DeviceKind::gpu,   989.0,  67.0,  141});
+  return catalog;
+}
+
+void DeviceCatalog::add(DeviceType type) {
+  auto it = std::find_if(types_.begin(), types_.end(),
+                         [&](const DeviceType& t) { return t.name == type.name; });
+  if (it != types_.end()) {
+    *it = std::move(type);
+  } else {
+    types_.push_back(std::move(type));
+  }
+}
+
+const DeviceType* DeviceCatalog::find(std::string_view name) const {
+  for (const DeviceType& type : types_) {
+    if (type.name == name) return &type;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> DeviceCatalog::names() const {
+  std::vector<std::string> names;
+  for (const DeviceType& type : types_) names.push_back(type.name);
+  return names;
+}
+
+}  // namespace hetu

@@ -1,0 +1,41 @@
+// The device catalogue: peak throughput and memory per device type, used for MFU, for
+// checking that a layout fits, and (later) by the strategy planner. Builtin entries cover
+// common GPUs; a job may extend or override them from a TOML file ([cluster] device_catalog).
+//
+//   DeviceCatalog catalog = DeviceCatalog::builtin();
+//   const DeviceType* h100 = catalog.find("H100-80G");   // peak_tflops_bf16 == 989
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hetu {
+
+enum class DeviceKind { cpu, gpu };
+
+std::string_view to_string(DeviceKind kind);
+
+struct DeviceType {
+  std::string name;              // as written in [[cluster.node]] devices.type
+  DeviceKind kind = DeviceKind::gpu;
+  double peak_tflops_bf16 = 0;   // dense tensor-core peak; 0 when the type has no bf16 path
+  double peak_tflops_fp32 = 0;   // dense fp32 (non-TF32) peak
+  double memory_gib = 0;         // device memory; 0 for host CPUs (bounded by the node)
+};
+
+class DeviceCatalog {
+ public:
+  static DeviceCatalog builtin();
+
+  // Adds a type, replacing one with the same name (so files can correct builtin numbers).
+  void add(DeviceType type);
+  const DeviceType* find(std::string_view name) const;  // nullptr when unknown
+  std::vector<std::string> names() const;
+  const std::vector<DeviceType>& types() const { return types_; }
+
+ private:
+  std::vector<DeviceType> types_;
+};
+
+}  // namespace hetu

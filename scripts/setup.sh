@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of hetu from Debian 12 packages.
+# Idempotent and non-interactive: packages already present are skipped without
+# touching the network, so test.sh and quickstart.sh may call it every time.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ ccache pkg-config
+  libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev
+  libhdf5-dev hdf5-tools catch2 libopenmpi-dev openmpi-bin libopenblas-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all dependencies present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: done"
