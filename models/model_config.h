@@ -38,6 +38,7 @@ struct ModelConfig {
   int64_t padded_vocab() const;
   // Parameters of the (unpadded) model, counting a tied embedding once.
   int64_t num_params() const;
+  bool operator==(const ModelConfig&) const = default;
 };
 
 std::optional<ModelConfig> find_flavor(Arch arch, std::string_view name);

@@ -41,12 +41,14 @@ struct JobSection {
   std::string name = "hetu";
   std::string out_dir = "runs/{name}";  // resolved: "{name}" replaced
   uint64_t seed = 1234;
+  bool operator==(const JobSection&) const = default;
 };
 
 struct DataSection {
   std::string train;                  // glob of llm.c token shards
   std::string val;                    // optional
   Tokenizer tokenizer = Tokenizer::gpt2;
+  bool operator==(const DataSection&) const = default;
 };
 
 struct TrainingSection {
@@ -59,6 +61,7 @@ struct TrainingSection {
   int64_t eval_every = 0;             // 0: never
   int64_t eval_steps = 20;            // validation batches per evaluation
   int64_t log_every = 10;
+  bool operator==(const TrainingSection&) const = default;
 };
 
 struct OptimizerSection {
@@ -68,30 +71,35 @@ struct OptimizerSection {
   double beta2 = 0.95;
   double eps = 1e-8;
   double weight_decay = 0.1;          // applied to tensors with ndim >= 2
+  bool operator==(const OptimizerSection&) const = default;
 };
 
 struct LrScheduleSection {
   int64_t warmup_steps = 0;
   LrDecay decay = LrDecay::cosine;
   double min_lr_ratio = 0.1;
+  bool operator==(const LrScheduleSection&) const = default;
 };
 
 struct CheckpointSection {
   int64_t every = 0;                  // 0: only at the end
   int64_t keep = 3;
   std::string resume = "auto";        // auto | never | path to a checkpoint
+  bool operator==(const CheckpointSection&) const = default;
 };
 
 struct NodeSection {
   std::string host;
   std::string device_type;            // a name in the device catalogue
   int64_t count = 0;
+  bool operator==(const NodeSection&) const = default;
 };
 
 struct ClusterSection {
   std::string device_catalog = "builtin";  // or a TOML file extending the builtin one
   std::vector<NodeSection> nodes;
   int64_t num_devices() const;
+  bool operator==(const ClusterSection&) const = default;
 };
 
 // Level 3: one pipeline stage, its device group (size = tp) and its layers.
@@ -99,6 +107,7 @@ struct StageSection {
   std::vector<DeviceId> devices;
   LayerRange layers;
   int64_t tp() const { return static_cast<int64_t>(devices.size()); }
+  bool operator==(const StageSection&) const = default;
 };
 
 // Level 2: one data-parallel replica (a pipeline), with its own share and schedule.
@@ -108,6 +117,7 @@ struct ReplicaSection {
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   std::vector<StageSection> stages;
   int64_t num_devices() const;
+  bool operator==(const ReplicaSection&) const = default;
 };
 
 // The homogeneous shorthand, kept for display; `replicas` is what everything uses.
@@ -116,12 +126,14 @@ struct ParallelShorthand {
   int64_t tp = 1;
   int64_t pp = 1;
   std::string order = "dp-pp-tp";     // outermost first
+  bool operator==(const ParallelShorthand&) const = default;
 };
 
 struct ParallelSection {
   std::vector<ReplicaSection> replicas;      // level 1
   std::optional<ParallelShorthand> shorthand;  // set when the file used dp/tp/pp
   int64_t num_devices() const;
+  bool operator==(const ParallelSection&) const = default;
 };
 
 struct JobConfig {
@@ -139,6 +151,7 @@ struct JobConfig {
   // Sequences per optimizer step for replica r (global_batch split by batch_share).
   int64_t replica_batch(size_t r) const;
   int64_t replica_micro_batches(size_t r) const;
+  bool operator==(const JobConfig&) const = default;
 };
 
 std::string_view to_string(Tokenizer value);

@@ -1,1 +1,158 @@
+// Every job file in configs/ validates; the dp/tp/pp shorthand expands to the same groups
+// as the hand-written explicit form; the resolved TOML loads back to the same config;
+// model flavors have the published shapes (parameter counts from the model cards).
 #include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "app/build_info.h"
+#include "app/config/config.h"
+#include "app/config/device_spec.h"
+
+using namespace hetu;
+using namespace hetu::config;
+
+namespace {
+
+std::vector<std::string> config_files() {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(HETU_SOURCE_DIR "/configs")) {
+    if (entry.path().extension() == ".toml") files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// The resolved form must describe the same job; only the source name and the record of
+// the shorthand (the printed form is explicit) may differ.
+void require_same_job(JobConfig a, JobConfig b) {
+  a.source = b.source = "";
+  a.parallel.shorthand.reset();
+  b.parallel.shorthand.reset();
+  CHECK(a.job == b.job);
+  CHECK(a.model == b.model);
+  CHECK(a.data == b.data);
+  CHECK(a.training == b.training);
+  CHECK(a.optimizer == b.optimizer);
+  CHECK(a.lr_schedule == b.lr_schedule);
+  CHECK(a.checkpoint == b.checkpoint);
+  CHECK(a.cluster == b.cluster);
+  CHECK(a.parallel == b.parallel);
+  CHECK(a == b);
+}
+
+StageSection stage(const std::string& devices, const std::string& layers) {
+  return StageSection{parse_device_list(devices), parse_layer_range(layers)};
+}
+
+}  // namespace
+
+TEST_CASE("every file in configs/ validates and its resolved form loads back identically", "[configs]") {
+  const std::vector<std::string> files = config_files();
+  REQUIRE(files.size() >= 4);
+  for (const std::string& file : files) {
+    INFO(file);
+    LoadedConfig loaded = load_job_config(file, {});
+    CHECK(loaded.warnings.empty());
+    LoadedConfig again = load_job_config_text(to_toml(loaded.config), "resolved.toml", {});
+    require_same_job(loaded.config, again.config);
+  }
+}
+
+TEST_CASE("the embedded default job is configs/gpt2-tiny-cpu.toml", "[configs]") {
+  LoadedConfig embedded = load_job_config_text(app::default_job_toml(), "embedded", {});
+  LoadedConfig file = load_job_config(HETU_SOURCE_DIR "/configs/gpt2-tiny-cpu.toml", {});
+  require_same_job(embedded.config, file.config);
+}
+
+TEST_CASE("dp/tp/pp shorthand expands to the explicit groups a user would write", "[configs]") {
+  LoadedConfig shorthand = load_job_config(HETU_SOURCE_DIR "/configs/gpt2-124m-dp2-tp2-pp2.toml", {});
+  REQUIRE(shorthand.config.parallel.shorthand.has_value());
+  // Written by hand: dp-pp-tp order, tp innermost, 12 layers split 6/6.
+  const std::string explicit_groups = R"(
+[[parallel.replica]]
+  [[parallel.replica.stage]]
+  devices = "gpu-node-0:0-1"
+  layers = "0-5"
+  [[parallel.replica.stage]]
+  devices = "gpu-node-0:2-3"
+  layers = "6-11"
+[[parallel.replica]]
+  [[parallel.replica.stage]]
+  devices = "gpu-node-0:4-5"
+  layers = "0-5"
+  [[parallel.replica.stage]]
+  devices = "gpu-node-0:6-7"
+  layers = "6-11"
+)";
+  std::string text = to_toml(shorthand.config);
+  text = text.substr(0, text.find("[[parallel.replica]]")) + explicit_groups;
+  // micro_batch 4 comes from [training]; the explicit replicas inherit it too.
+  LoadedConfig written = load_job_config_text(text, "explicit.toml", {});
+  require_same_job(shorthand.config, written.config);
+}
+
+TEST_CASE("shorthand order decides which devices form tp groups and stages", "[configs]") {
+  const std::string path = HETU_SOURCE_DIR "/configs/gpt2-124m-dp2-tp2-pp2.toml";
+  // tp outermost: device i has dp rank i % 2, pp rank (i / 2) % 2, tp rank i / 4.
+  LoadedConfig loaded = load_job_config(path, {"parallel.order=\"tp-pp-dp\""});
+  const auto& r = loaded.config.parallel.replicas;
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].stages[0] == stage("gpu-node-0:0,4", "0-5"));
+  CHECK(r[0].stages[1] == stage("gpu-node-0:2,6", "6-11"));
+  CHECK(r[1].stages[0] == stage("gpu-node-0:1,5", "0-5"));
+  CHECK(r[1].stages[1] == stage("gpu-node-0:3,7", "6-11"));
+  CHECK(loaded.warnings.empty());
+}
+
+TEST_CASE("uneven pipeline split gives the extra layers to the first stages", "[configs]") {
+  LoadedConfig loaded = load_job_config(HETU_SOURCE_DIR "/configs/gpt2-124m-dp2-tp2-pp2.toml",
+                                        {"parallel.dp=1", "parallel.tp=1", "parallel.pp=5",
+                                         "cluster.node[0].devices.count=5", "training.micro_batch=8"});
+  const auto& stages = loaded.config.parallel.replicas.at(0).stages;
+  REQUIRE(stages.size() == 5);
+  CHECK(stages[0].layers == LayerRange{0, 2});
+  CHECK(stages[1].layers == LayerRange{3, 5});
+  CHECK(stages[2].layers == LayerRange{6, 7});
+  CHECK(stages[3].layers == LayerRange{8, 9});
+  CHECK(stages[4].layers == LayerRange{10, 11});
+}
+
+TEST_CASE("no [parallel] table means data parallelism over every device", "[configs]") {
+  std::string text = to_toml(load_job_config(HETU_SOURCE_DIR "/configs/llama-tiny-cpu.toml", {}).config);
+  text = text.substr(0, text.find("[[parallel.replica]]"));
+  LoadedConfig loaded = load_job_config_text(text, "no_parallel.toml", {"cluster.node[0].devices.count=4"});
+  REQUIRE(loaded.config.parallel.replicas.size() == 4);
+  for (const auto& replica : loaded.config.parallel.replicas) CHECK(replica.stages.size() == 1);
+  CHECK(loaded.config.replica_batch(3) == 4);
+}
+
+TEST_CASE("heterogeneous example: uneven shares, layers and tp per stage", "[configs]") {
+  LoadedConfig loaded = load_job_config(HETU_SOURCE_DIR "/configs/llama-7b-hetero-a100-h100.toml", {});
+  const JobConfig& c = loaded.config;
+  REQUIRE(c.parallel.replicas.size() == 2);
+  CHECK(c.replica_batch(0) == 32);  // 80 * 2/5
+  CHECK(c.replica_batch(1) == 48);  // 80 * 3/5
+  CHECK(c.replica_micro_batches(0) == 32);
+  CHECK(c.replica_micro_batches(1) == 24);
+  CHECK(c.parallel.replicas[0].stages[0].tp() == 4);
+  CHECK(c.parallel.replicas[0].stages[2].layers == LayerRange{24, 31});
+  CHECK(c.parallel.num_devices() == 12);
+}
+
+TEST_CASE("flavors have the published shapes", "[configs]") {
+  // Parameter counts as published (HF model cards / config.json), vocab unpadded.
+  CHECK(find_flavor(Arch::gpt2, "124m")->num_params() == 124'439'808);
+  CHECK(find_flavor(Arch::gpt2, "350m")->num_params() == 354'823'168);
+  CHECK(find_flavor(Arch::gpt2, "774m")->num_params() == 774'030'080);
+  CHECK(find_flavor(Arch::llama, "7b")->num_params() == 6'738'415'616);
+  CHECK(find_flavor(Arch::llama, "13b")->num_params() == 13'015'864'320);
+  CHECK(find_flavor(Arch::llama, "1b")->num_params() == 1'235'814'400);
+  CHECK(find_flavor(Arch::gpt2, "124m")->padded_vocab() == 50304);
+  // tiny flavors match the PyTorch fixtures in ../shared/reference (root attributes).
+  ModelConfig gpt2 = *find_flavor(Arch::gpt2, "tiny");
+  CHECK((gpt2.layers == 2 && gpt2.hidden == 64 && gpt2.heads == 4 && gpt2.vocab == 256 && gpt2.max_seq_len == 64));
+  ModelConfig llama = *find_flavor(Arch::llama, "tiny");
+  CHECK((llama.kv_heads == 2 && llama.ffn_hidden == 176 && llama.rope_theta == 10000.0 && !llama.tie_embeddings));
+  CHECK_FALSE(find_flavor(Arch::gpt2, "7b").has_value());
+}
