@@ -150,6 +150,8 @@ void read_cluster(TableReader& t, ClusterSection& cluster, DeviceCatalog& catalo
     if (!devices) n.fail("devices", "required key is missing (e.g. devices = { type = \"A100-80G\", count = 4 })");
     node.device_type = devices->require_string("type");
     node.count = devices->require_int("count");
+    // Checked here, not with the other rules: the dp/tp/pp shorthand expands over it.
+    if (node.count < 1) devices->fail("count", "must be >= 1, got " + std::to_string(node.count));
     devices->finish();
     n.finish();
     cluster.nodes.push_back(std::move(node));

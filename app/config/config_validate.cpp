@@ -69,6 +69,7 @@ class Rules {
         fail("job.name", "\"" + name + "\" may hold only letters, digits, '-', '_' and '.' (it names the run folder)");
       }
     }
+    if (name == "." || name == "..") fail("job.name", "\"" + name + "\" is not a usable folder name");
     if (c_.job.out_dir.empty()) fail("job.out_dir", "must not be empty");
   }
 
@@ -159,7 +160,6 @@ class Rules {
         fail(key + ".devices.type", "unknown device type \"" + node.device_type + "\" (known: " +
                                         join(catalog_.names(), ", ") + "; add others with cluster.device_catalog)");
       }
-      at_least(key + ".devices.count", node.count, 1);
     }
   }
 
@@ -188,6 +188,10 @@ class Rules {
     }
     check_batch_split(share_sum);
     check_precision();
+    const int64_t unused = c_.cluster.num_devices() - static_cast<int64_t>(owner.size());
+    if (unused > 0) {
+      warn("parallel", to_string(unused) + " device(s) of [cluster] are in no group and will stay idle");
+    }
   }
 
   void check_stage_devices(size_t r, size_t s, std::map<DeviceId, std::string>& owner) {
@@ -237,6 +241,11 @@ class Rules {
     if (holds_vocab) divides(m.padded_vocab(), "the padded vocab (model.vocab rounded up to model.vocab_multiple)");
   }
 
+  static std::string uncovered(const LayerRange& range) {
+    return (range.count() == 1 ? "layer " : "layers ") + format_layer_range(range) +
+           (range.count() == 1 ? " is" : " are") + " not covered by any stage";
+  }
+
   void check_layer_cover(size_t r) {
     const ReplicaSection& replica = c_.parallel.replicas[r];
     const int64_t layers = c_.model.layers;
@@ -251,15 +260,12 @@ class Rules {
       if (range.first < next) {
         fail(key, "layer " + to_string(range.first) + " is covered twice (stages must cover each layer once, in order)");
       }
-      if (range.first > next) {
-        fail(key, "layers " + format_layer_range({next, range.first - 1}) + " are not covered by any stage");
-      }
+      if (range.first > next) fail(key, uncovered({next, range.first - 1}));
       next = range.last + 1;
     }
     if (next < layers) {
       fail(group_key(r, replica.stages.size() - 1, "layers", "pp"),
-           "layers " + format_layer_range({next, layers - 1}) + " are not covered by any stage (model.layers = " +
-               to_string(layers) + ")");
+           uncovered({next, layers - 1}) + " (model.layers = " + to_string(layers) + ")");
     }
   }
 
@@ -285,7 +291,8 @@ class Rules {
       const int64_t stages = static_cast<int64_t>(replicas[r].stages.size());
       if (stages > 1 && count < stages) {
         warn(group_key(r, {}, "micro_batch", "micro_batch"),
-             "replica " + to_string(r) + " runs " + to_string(count) + " micro-batches through " + to_string(stages) +
+             "replica " + to_string(r) + " runs " + to_string(count) + (count == 1 ? " micro-batch" : " micro-batches") +
+                 " through " + to_string(stages) +
                  " pipeline stages: most stages will idle (use at least as many micro-batches as stages)");
       }
     }

@@ -100,10 +100,7 @@ const toml::node* TableReader::lookup(std::string_view key) {
   return node;
 }
 
-bool TableReader::has(std::string_view key) {
-  known_.emplace(key);
-  return table_->contains(key);
-}
+bool TableReader::has(std::string_view key) { return lookup(key) != nullptr; }
 
 void TableReader::fail(std::string_view key, const std::string& message) const {
   config_error(*sources_, key_path(key), message);
