@@ -109,7 +109,7 @@ TEST_CASE("config check prints the resolved config with overrides applied", "[cl
   CHECK_THAT(embedded.output, Catch::Contains("name = \"gpt2-tiny-cpu\""));
 }
 
-TEST_CASE("train --dry-run validates and writes nothing; a real run prepares out_dir", "[cli]") {
+TEST_CASE("train --dry-run validates and writes nothing, a real run prepares out_dir", "[cli]") {
   namespace fs = std::filesystem;
   const fs::path out = fs::temp_directory_path() / ("hetu_cli_run_" + std::to_string(::getpid()));
   const std::string set_out = " --set job.out_dir=\\\"" + out.string() + "\\\"";
