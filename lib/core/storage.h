@@ -1,0 +1,50 @@
+// Storage: reference-counted bytes on one device, from an Allocator (64-byte aligned on
+// CPU) or wrapped around memory the caller owns (from_blob). Tensors and their views share
+// one Storage through std::shared_ptr.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "lib/core/device.h"
+
+namespace hetu {
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* allocate(size_t nbytes) = 0;
+  virtual void deallocate(void* ptr, size_t nbytes) = 0;
+};
+
+// The allocator for a device type; the CPU one is built in, the CUDA backend registers its
+// caching allocator at startup. Throws "no allocator for device cuda:0" when none is.
+Allocator* allocator_for(Device device);
+void register_allocator(DeviceType type, Allocator* allocator);
+
+inline constexpr size_t kCpuAlignment = 64;
+
+class Storage {
+ public:
+  static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);
+  // Wraps external memory; `release` (may be empty) runs when the last tensor lets go.
+  static std::shared_ptr<Storage> wrap(void* data, size_t nbytes, Device device, std::function<void(void*)> release);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+
+ private:
+  Storage(void* data, size_t nbytes, Device device) : data_(data), nbytes_(nbytes), device_(device) {}
+  void* data_;
+  size_t nbytes_;
+  Device device_;
+  Allocator* allocator_ = nullptr;         // owning storage
+  std::function<void(void*)> release_;     // wrapped storage
+};
+
+}  // namespace hetu

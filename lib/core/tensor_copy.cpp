@@ -1,0 +1,69 @@
+// Copies between tensors: strided, broadcasting and casting, on the CPU. Cross-device copies
+// go through a hook that a GPU backend registers (none yet: to(cuda) fails clearly).
+#include <cstring>
+
+#include "lib/core/dispatch.h"
+#include "lib/core/strided_loop.h"
+#include "lib/core/tensor.h"
+
+namespace hetu {
+namespace {
+
+template <typename Src, typename Dst>
+void copy_rows(const Tensor& dst, const Tensor& src) {
+  Dst* out = static_cast<Dst*>(dst.storage()->data());
+  const Src* in = static_cast<const Src*>(src.storage()->data());
+  for_each_row<2>(dst.shape(), {dst.strides(), src.strides()}, {dst.offset(), src.offset()},
+                  [&](auto off, int64_t n, auto step) {
+                    Dst* o = out + off[0];
+                    const Src* s = in + off[1];
+                    if constexpr (std::is_same_v<Src, Dst>) {
+                      if (step[0] == 1 && step[1] == 1) {
+                        std::memcpy(o, s, static_cast<size_t>(n) * sizeof(Dst));
+                        return;
+                      }
+                      for (int64_t i = 0; i < n; ++i) o[i * step[0]] = s[i * step[1]];
+                    } else if constexpr (std::is_arithmetic_v<Src> && std::is_arithmetic_v<Dst>) {
+                      for (int64_t i = 0; i < n; ++i) o[i * step[0]] = static_cast<Dst>(s[i * step[1]]);
+                    } else {
+                      for (int64_t i = 0; i < n; ++i) o[i * step[0]] = from_double<Dst>(to_double(s[i * step[1]]));
+                    }
+                  });
+}
+
+}  // namespace
+
+void Tensor::copy_from(const Tensor& src) const {
+  HT_CHECK(device().is_cpu() && src.device().is_cpu(), "copy_from: {} -> {} copies need a GPU backend",
+           src.device().str(), device().str());
+  const Tensor expanded = src.shape() == shape() ? src : src.expand(shape());
+  HT_DISPATCH_ALL(src.dtype(), [&] {
+    using Src = scalar_t;
+    HT_DISPATCH_ALL(dtype(), [&] { copy_rows<Src, scalar_t>(*this, expanded); });
+  });
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return clone();
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape(), dtype(), device());
+  out.copy_from(*this);
+  return out;
+}
+
+Tensor Tensor::to(DType target) const {
+  if (target == dtype()) return *this;
+  Tensor out = empty(shape(), target, device());
+  out.copy_from(*this);
+  return out;
+}
+
+Tensor Tensor::to(Device target) const {
+  if (target == device()) return *this;
+  HT_THROW("to({}): no backend for {} -> {} copies in this build", target.str(), device().str(), target.str());
+}
+
+}  // namespace hetu
