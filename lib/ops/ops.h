@@ -1,0 +1,142 @@
+// The public ops of hetu's tensor library (no autograd: lib/autograd wraps these). Each
+// function checks its arguments (shape, dtype, device; errors say "<op>: ...") and infers the
+// output shape, then runs the kernel for the tensors' device. Inputs may be non-contiguous
+// views. CPU compute dtypes are f32 and f64; other combinations fail with
+// "op X not implemented for device Y / dtype Z". The catalogue is lib/ops/op_list.h.
+//
+//   Tensor y = ops::gelu(ops::matmul(x, w, /*trans_a=*/false, /*trans_b=*/true));  // x Wᵀ
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "lib/core/tensor.h"
+
+namespace hetu::ops {
+
+// ---- linear algebra (lib/ops/matmul.cpp) ----
+// a: (..., M, K) or (..., K, M) when trans_a; b: (..., K, N) or (..., N, K) when trans_b.
+// Batch dims broadcast (a 2-d b against a 3-d a is a linear layer). Out: (..., M, N).
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+
+// ---- elementwise (lib/ops/elementwise.cpp) ----
+Tensor add(const Tensor& a, const Tensor& b);  // NumPy broadcasting
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor add_scalar(const Tensor& a, double s);
+Tensor mul_scalar(const Tensor& a, double s);
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor relu(const Tensor& x);
+
+// ---- activations with fused backward (lib/ops/activation.cpp) ----
+Tensor gelu(const Tensor& x);  // tanh approximation: 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))
+Tensor gelu_backward(const Tensor& grad, const Tensor& x);
+Tensor silu(const Tensor& x);  // x·σ(x)
+Tensor silu_backward(const Tensor& grad, const Tensor& x);
+
+// ---- reductions (lib/ops/reduce.cpp) ----
+// Empty `dims` reduces every dim. Negative dims count from the end.
+Tensor sum(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+// Max over one dim; `argmax` (optional, i64) receives the first index of the maximum.
+Tensor max(const Tensor& x, int64_t dim, bool keepdim = false, Tensor* argmax = nullptr);
+// Sums a broadcast result back to `shape` (the reverse of broadcasting; autograd uses it).
+Tensor sum_to_shape(const Tensor& x, const Shape& shape);
+
+// ---- softmax family, over the last dim (lib/ops/softmax.cpp) ----
+Tensor softmax(const Tensor& x);
+Tensor softmax_backward(const Tensor& grad, const Tensor& y);      // y = softmax(x)
+Tensor log_softmax(const Tensor& x);
+Tensor log_softmax_backward(const Tensor& grad, const Tensor& y);  // y = log_softmax(x)
+
+// ---- normalisation over the last dim (lib/ops/layer_norm.cpp, lib/ops/rms_norm.cpp) ----
+// x (..., C), weight/bias (C). mean/rstd (..., ) f32/f64 like x are saved for the backward.
+struct LayerNormResult {
+  Tensor out, mean, rstd;
+};
+LayerNormResult layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
+struct LayerNormGrads {
+  Tensor dx, dweight, dbias;
+};
+LayerNormGrads layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                                   const Tensor& rstd);
+// out = x · rsqrt(mean(x²) + eps) · weight
+struct RmsNormResult {
+  Tensor out, rstd;
+};
+RmsNormResult rms_norm(const Tensor& x, const Tensor& weight, double eps);
+struct RmsNormGrads {
+  Tensor dx, dweight;
+};
+RmsNormGrads rms_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& rstd);
+
+// ---- lookup and indexing (lib/ops/indexing.cpp) ----
+// weight (V, C), ids i32/i64 of any shape -> (ids..., C). Ids outside [0, V) are an error.
+Tensor embedding(const Tensor& weight, const Tensor& ids);
+Tensor embedding_backward(const Tensor& grad, const Tensor& ids, int64_t num_rows);  // (V, C), sums repeats
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor index_select_backward(const Tensor& grad, int64_t dim, const Tensor& index, const Shape& input_shape);
+
+// ---- rotary embedding (lib/ops/rotary.cpp) ----
+// x (B, T, H, D), D even, "rotate half" pairing (i, i + D/2); position of row t is
+// position_offset + t; angle = pos · theta^(-2i/D). inverse = true rotates by -angle
+// (the backward of the forward rotation).
+Tensor rotary(const Tensor& x, int64_t position_offset, double theta, bool inverse = false);
+
+// ---- fused causal attention (lib/ops/attention.cpp) ----
+// q (B, H, T, D), k and v (B, Hkv, T, D) with H % Hkv == 0: query head h reads kv head
+// h / (H / Hkv). out = softmax(q kᵀ · scale + causal mask) v, computed blockwise with an
+// online softmax (no T×T matrix per head). lse (B, H, T) = log-sum-exp of each score row.
+struct AttentionResult {
+  Tensor out, lse;
+};
+AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale);
+struct AttentionGrads {
+  Tensor dq, dk, dv;
+};
+AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& out, const Tensor& lse, double scale);
+
+// ---- loss (lib/ops/cross_entropy.cpp) ----
+// logits (N, V), targets (N) i32/i64. Returns the scalar sum of -log softmax(logits)[target]
+// over tokens whose target != ignore_index, and sets *count to how many there were (callers
+// divide by the local or global count; see Note [Uneven batch shares] when it exists).
+Tensor cross_entropy_sum(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100,
+                         int64_t* count = nullptr);
+// d(scale · sum)/d logits = scale · (softmax(logits) - onehot(target)), 0 on ignored rows.
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, double scale, int64_t ignore_index = -100);
+
+// ---- shape (lib/ops/shape_ops.cpp) ----
+Tensor concat(const std::vector<Tensor>& tensors, int64_t dim);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim);  // views
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim);                    // views
+
+// ---- copy, cast, fill (lib/ops/copy.cpp) ----
+void copy_(const Tensor& dst, const Tensor& src);  // broadcasting, casting
+Tensor cast(const Tensor& x, DType dtype);
+void fill_(const Tensor& x, double value);
+
+// ---- optimizer (lib/ops/optimizer.cpp) ----
+struct AdamWStep {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
+  int64_t step = 1;  // 1-based, for bias correction
+};
+// In place, decoupled weight decay: p -= lr·(m̂/(√v̂ + eps) + wd·p). param, m, v contiguous f32/f64.
+void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamWStep& step);
+// √(Σ over tensors of Σ x²), accumulated in double.
+double global_norm(const std::vector<Tensor>& tensors);
+
+// ---- threading (lib/ops/threading.cpp) ----
+// One thread count for our OpenMP loops and OpenBLAS, so they never oversubscribe.
+// 0 = HETU_NUM_THREADS from the environment, else every core.
+void set_num_threads(int threads);
+int num_threads();
+
+}  // namespace hetu::ops
