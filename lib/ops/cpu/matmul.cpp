@@ -1,0 +1,76 @@
+// Batched GEMM on OpenBLAS. A matrix operand may be row-major (stride (ld, 1)) or column-
+// major (stride (1, ld)) in memory; the second is passed to BLAS as a transpose, so
+// transposed views never copy. Batch dims may have any strides (including 0: broadcast).
+#include "lib/ops/cpu/matmul.h"
+
+#include <cblas.h>
+
+#include "lib/core/dispatch.h"
+#include "lib/core/strided_loop.h"
+
+namespace hetu::ops::cpu {
+namespace {
+
+template <typename T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
+          int64_t ldc) {
+  const CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE opb = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, opa, opb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
+                static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, opa, opb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a,
+                static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c, static_cast<int>(ldc));
+  }
+}
+
+}  // namespace
+
+std::optional<MatrixLayout> blas_layout(const Tensor& t) {
+  const int64_t rows = t.size(-2), cols = t.size(-1);
+  const int64_t s_row = t.strides()[static_cast<size_t>(t.dim() - 2)];
+  const int64_t s_col = t.strides()[static_cast<size_t>(t.dim() - 1)];
+  // Size-1 dims may carry any stride: BLAS never steps along them.
+  if ((cols == 1 || s_col == 1) && (rows == 1 || s_row >= cols)) {
+    return MatrixLayout{false, rows == 1 ? std::max<int64_t>(cols, 1) : std::max<int64_t>(s_row, 1)};
+  }
+  if ((rows == 1 || s_row == 1) && (cols == 1 || s_col >= rows)) {
+    return MatrixLayout{true, cols == 1 ? std::max<int64_t>(rows, 1) : std::max<int64_t>(s_col, 1)};
+  }
+  return std::nullopt;
+}
+
+void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const Tensor& out) {
+  const int64_t m = out.size(-2), n = out.size(-1);
+  const int64_t k = trans_a ? a.size(-2) : a.size(-1);
+  const std::optional<MatrixLayout> la_opt = blas_layout(a), lb_opt = blas_layout(b);
+  HT_CHECK(la_opt && lb_opt, "matmul: internal error: operand strides not BLAS-compatible");
+  const MatrixLayout la = *la_opt, lb = *lb_opt;
+  // Row-major BLAS sees a column-major operand as its transpose.
+  const bool blas_ta = trans_a != la.transposed_in_memory;
+  const bool blas_tb = trans_b != lb.transposed_in_memory;
+  Shape batch(out.shape().begin(), out.shape().end() - 2);
+  auto batch_strides = [&](const Tensor& t) { return Shape(t.strides().begin(), t.strides().end() - 2); };
+  HT_DISPATCH_FLOAT(out.dtype(), "matmul", out.device(), [&] {
+    const scalar_t* pa = static_cast<const scalar_t*>(a.storage()->data());
+    const scalar_t* pb = static_cast<const scalar_t*>(b.storage()->data());
+    scalar_t* pc = static_cast<scalar_t*>(out.storage()->data());
+    if (k == 0) {
+      std::fill_n(pc + out.offset(), out.numel(), scalar_t(0));
+      return;
+    }
+    // A trailing batch dim of size 1 per row so for_each_row visits one matrix per "element".
+    Shape walk = batch;
+    walk.push_back(1);
+    Shape sa = batch_strides(a), sb = batch_strides(b), sc = batch_strides(out);
+    sa.push_back(0);
+    sb.push_back(0);
+    sc.push_back(0);
+    for_each_row<3>(walk, {sa, sb, sc}, {a.offset(), b.offset(), out.offset()}, [&](auto off, int64_t, auto) {
+      gemm<scalar_t>(blas_ta, blas_tb, m, n, k, pa + off[0], la.ld, pb + off[1], lb.ld, pc + off[2], n);
+    });
+  });
+}
+
+}  // namespace hetu::ops::cpu

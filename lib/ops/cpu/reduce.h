@@ -1,0 +1,13 @@
+// CPU reduction kernels over the innermost `inner` elements of each of `outer` rows.
+#pragma once
+
+#include "lib/core/tensor.h"
+
+namespace hetu::ops::cpu {
+
+// x contiguous, viewed as (outer, inner); out (outer) = Σ row · scale (accumulated in double).
+void sum_rows(const Tensor& x, int64_t inner, double scale, const Tensor& out);
+// x contiguous (outer, inner); out (outer) = max of each row; argmax (i64, may be undefined).
+void max_rows(const Tensor& x, int64_t inner, const Tensor& out, const Tensor& argmax);
+
+}  // namespace hetu::ops::cpu

@@ -1,0 +1,44 @@
+// Elementwise ops: broadcasting binary ops (add, sub, mul, div), scalar forms and unary math.
+#include "lib/ops/cpu/elementwise.h"
+#include "lib/ops/op_checks.h"
+#include "lib/ops/ops.h"
+
+namespace hetu::ops {
+namespace {
+
+Tensor binary_op(std::string_view name, cpu::BinaryOp op, const Tensor& a, const Tensor& b) {
+  check_inputs(name, {&a, &b});
+  check_float_dtype(name, {&a, &b});
+  const Shape shape = broadcast_shapes(a.shape(), b.shape());
+  Tensor out = empty(shape, a.dtype(), a.device());
+  const Tensor ea = a.shape() == shape ? a : a.expand(shape);
+  const Tensor eb = b.shape() == shape ? b : b.expand(shape);
+  cpu::binary(op, ea, eb, out);
+  return out;
+}
+
+Tensor unary_op(std::string_view name, cpu::UnaryOp op, const Tensor& x, double scalar = 0) {
+  check_inputs(name, {&x});
+  check_float_dtype(name, {&x});
+  Tensor out = empty(x.shape(), x.dtype(), x.device());
+  cpu::unary(op, x.contiguous(), out, scalar);
+  return out;
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary_op("add", cpu::BinaryOp::add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary_op("sub", cpu::BinaryOp::sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary_op("mul", cpu::BinaryOp::mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary_op("div", cpu::BinaryOp::div, a, b); }
+Tensor add_scalar(const Tensor& a, double s) { return unary_op("add_scalar", cpu::UnaryOp::add_scalar, a, s); }
+Tensor mul_scalar(const Tensor& a, double s) { return unary_op("mul_scalar", cpu::UnaryOp::mul_scalar, a, s); }
+Tensor neg(const Tensor& x) { return unary_op("neg", cpu::UnaryOp::neg, x); }
+Tensor exp(const Tensor& x) { return unary_op("exp", cpu::UnaryOp::exp, x); }
+Tensor log(const Tensor& x) { return unary_op("log", cpu::UnaryOp::log, x); }
+Tensor sqrt(const Tensor& x) { return unary_op("sqrt", cpu::UnaryOp::sqrt, x); }
+Tensor rsqrt(const Tensor& x) { return unary_op("rsqrt", cpu::UnaryOp::rsqrt, x); }
+Tensor tanh(const Tensor& x) { return unary_op("tanh", cpu::UnaryOp::tanh, x); }
+Tensor relu(const Tensor& x) { return unary_op("relu", cpu::UnaryOp::relu, x); }
+
+}  // namespace hetu::ops

@@ -1,0 +1,44 @@
+// matmul: argument checks, batch broadcasting, and the choice of a copy-free BLAS layout.
+#include "lib/ops/cpu/matmul.h"
+#include "lib/ops/op_checks.h"
+#include "lib/ops/ops.h"
+
+namespace hetu::ops {
+namespace {
+
+// Operands whose last two dims have no unit stride (e.g. a slice with step) are copied.
+Tensor blas_ready(const Tensor& t) { return cpu::blas_layout(t) ? t : t.contiguous(); }
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  check_inputs("matmul", {&a, &b});
+  check_float_dtype("matmul", {&a, &b});
+  HT_CHECK(a.dim() >= 2 && b.dim() >= 2, "matmul: operands need at least 2 dims, got {} and {}", shape_str(a.shape()),
+           shape_str(b.shape()));
+  const int64_t m = trans_a ? a.size(-1) : a.size(-2);
+  const int64_t ka = trans_a ? a.size(-2) : a.size(-1);
+  const int64_t kb = trans_b ? b.size(-1) : b.size(-2);
+  const int64_t n = trans_b ? b.size(-2) : b.size(-1);
+  HT_CHECK(ka == kb, "matmul: inner dims differ: {} vs {} (shapes {}{} and {}{})", ka, kb, shape_str(a.shape()),
+           trans_a ? "ᵀ" : "", shape_str(b.shape()), trans_b ? "ᵀ" : "");
+  const Shape batch_a(a.shape().begin(), a.shape().end() - 2);
+  const Shape batch_b(b.shape().begin(), b.shape().end() - 2);
+  Shape out_shape = broadcast_shapes(batch_a, batch_b);
+  Shape a_full = out_shape, b_full = out_shape;
+  a_full.insert(a_full.end(), a.shape().end() - 2, a.shape().end());
+  b_full.insert(b_full.end(), b.shape().end() - 2, b.shape().end());
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+  Tensor out = empty(out_shape, a.dtype(), a.device());
+  // A 2-d weight against a contiguous (..., M, K) input: one GEMM over all rows (linear layers).
+  if (b.dim() == 2 && a.dim() > 2 && !trans_a && a.is_contiguous()) {
+    const Tensor a2 = a.view({-1, ka});
+    cpu::matmul(a2, blas_ready(b), false, trans_b, out.view({-1, n}));
+    return out;
+  }
+  cpu::matmul(blas_ready(a).expand(a_full), blas_ready(b).expand(b_full), trans_a, trans_b, out);
+  return out;
+}
+
+}  // namespace hetu::ops

@@ -1,0 +1,92 @@
+// Reductions: sum / mean over any set of dims, max over one dim, sum_to_shape. The reduced
+// dims are permuted to the end so every kernel reduces contiguous rows.
+#include <algorithm>
+
+#include "lib/ops/cpu/reduce.h"
+#include "lib/ops/op_checks.h"
+#include "lib/ops/ops.h"
+
+namespace hetu::ops {
+namespace {
+
+struct Plan {
+  Tensor rows;       // contiguous, kept dims first, reduced dims last
+  int64_t inner = 1; // product of the reduced sizes
+  Shape out_shape;   // with or without the reduced dims (keepdim)
+};
+
+Plan plan_reduction(std::string_view op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  const int64_t nd = x.dim();
+  std::vector<bool> reduced(static_cast<size_t>(nd), dims.empty());
+  for (int64_t d : dims) {
+    const size_t w = static_cast<size_t>(wrap_dim(d, nd));
+    HT_CHECK(!reduced[w] || dims.empty(), "{}: dim {} listed twice", op, d);
+    reduced[w] = true;
+  }
+  std::vector<int64_t> order;
+  Plan plan;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (!reduced[static_cast<size_t>(d)]) order.push_back(d);
+  }
+  for (int64_t d = 0; d < nd; ++d) {
+    const size_t du = static_cast<size_t>(d);
+    if (reduced[du]) {
+      order.push_back(d);
+      plan.inner *= x.shape()[du];
+      if (keepdim) plan.out_shape.push_back(1);
+    } else {
+      plan.out_shape.push_back(x.shape()[du]);
+    }
+  }
+  plan.rows = x.permute(order).contiguous();
+  return plan;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  check_inputs("sum", {&x});
+  check_float_dtype("sum", {&x});
+  Plan plan = plan_reduction("sum", x, dims, keepdim);
+  Tensor out = empty(plan.out_shape, x.dtype(), x.device());
+  cpu::sum_rows(plan.rows, plan.inner, 1.0, out);
+  return out;
+}
+
+Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  check_inputs("mean", {&x});
+  check_float_dtype("mean", {&x});
+  Plan plan = plan_reduction("mean", x, dims, keepdim);
+  HT_CHECK(plan.inner > 0, "mean: reducing an empty dim of {}", shape_str(x.shape()));
+  Tensor out = empty(plan.out_shape, x.dtype(), x.device());
+  cpu::sum_rows(plan.rows, plan.inner, 1.0 / static_cast<double>(plan.inner), out);
+  return out;
+}
+
+Tensor max(const Tensor& x, int64_t dim, bool keepdim, Tensor* argmax) {
+  check_inputs("max", {&x});
+  check_float_dtype("max", {&x});
+  HT_CHECK(x.dim() > 0 && x.size(dim) > 0, "max: dim {} of {} is empty", dim, shape_str(x.shape()));
+  Plan plan = plan_reduction("max", x, {dim}, keepdim);
+  Tensor out = empty(plan.out_shape, x.dtype(), x.device());
+  Tensor index;
+  if (argmax != nullptr) index = empty(plan.out_shape, DType::i64, x.device());
+  cpu::max_rows(plan.rows, plan.inner, out, index);
+  if (argmax != nullptr) *argmax = index;
+  return out;
+}
+
+Tensor sum_to_shape(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  HT_CHECK(broadcast_shapes(shape, x.shape()) == x.shape(), "sum_to_shape: {} does not broadcast to {}",
+           shape_str(shape), shape_str(x.shape()));
+  const size_t lead = x.shape().size() - shape.size();
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < x.shape().size(); ++d) {
+    if (d < lead || (shape[d - lead] == 1 && x.shape()[d] != 1)) dims.push_back(static_cast<int64_t>(d));
+  }
+  if (dims.empty()) return x.reshape(shape);
+  return sum(x, dims, /*keepdim=*/true).reshape(shape);
+}
+
+}  // namespace hetu::ops
