@@ -41,4 +41,14 @@ Tensor rsqrt(const Tensor& x) { return unary_op("rsqrt", cpu::UnaryOp::rsqrt, x)
 Tensor tanh(const Tensor& x) { return unary_op("tanh", cpu::UnaryOp::tanh, x); }
 Tensor relu(const Tensor& x) { return unary_op("relu", cpu::UnaryOp::relu, x); }
 
+Tensor relu_backward(const Tensor& grad, const Tensor& x) {
+  check_inputs("relu_backward", {&grad, &x});
+  check_float_dtype("relu_backward", {&grad, &x});
+  HT_CHECK(grad.shape() == x.shape(), "relu_backward: grad {} and input {} differ", shape_str(grad.shape()),
+           shape_str(x.shape()));
+  Tensor out = empty(x.shape(), x.dtype(), x.device());
+  cpu::relu_backward(grad.contiguous(), x.contiguous(), out);
+  return out;
+}
+
 }  // namespace hetu::ops

@@ -34,6 +34,7 @@ Tensor sqrt(const Tensor& x);
 Tensor rsqrt(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor relu(const Tensor& x);
+Tensor relu_backward(const Tensor& grad, const Tensor& x);  // grad where x > 0, else 0
 
 // ---- activations with fused backward (lib/ops/activation.cpp) ----
 Tensor gelu(const Tensor& x);  // tanh approximation: 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))
@@ -47,6 +48,8 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim 
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
 // Max over one dim; `argmax` (optional, i64) receives the first index of the maximum.
 Tensor max(const Tensor& x, int64_t dim, bool keepdim = false, Tensor* argmax = nullptr);
+// Routes grad (shape of max's output with keepdim) to the argmax positions of a tensor of `shape`.
+Tensor max_backward(const Tensor& grad, const Tensor& argmax, int64_t dim, const Shape& shape);
 // Sums a broadcast result back to `shape` (the reverse of broadcasting; autograd uses it).
 Tensor sum_to_shape(const Tensor& x, const Shape& shape);
 

@@ -76,6 +76,35 @@ Tensor max(const Tensor& x, int64_t dim, bool keepdim, Tensor* argmax) {
   return out;
 }
 
+Tensor max_backward(const Tensor& grad, const Tensor& argmax, int64_t dim, const Shape& shape) {
+  check_inputs("max_backward", {&grad, &argmax});
+  check_float_dtype("max_backward", {&grad});
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  dim = wrap_dim(dim, nd);
+  Shape kept = shape;
+  kept[static_cast<size_t>(dim)] = 1;
+  HT_CHECK(grad.numel() == shape_numel(kept) && argmax.numel() == grad.numel(),
+           "max_backward: grad {} does not match input {} reduced over dim {}", shape_str(grad.shape()),
+           shape_str(shape), dim);
+  // Work in (outer, n, inner) coordinates of the input.
+  const int64_t n = shape[static_cast<size_t>(dim)];
+  int64_t inner = 1;
+  for (int64_t d = dim + 1; d < nd; ++d) inner *= shape[static_cast<size_t>(d)];
+  Tensor out = zeros(shape, grad.dtype(), grad.device());
+  const Tensor g = grad.contiguous();
+  const Tensor idx = argmax.contiguous();
+  const int64_t* pi = idx.data<int64_t>();
+  HT_DISPATCH_FLOAT(grad.dtype(), "max_backward", grad.device(), [&] {
+    const scalar_t* pg = g.data<scalar_t>();
+    scalar_t* po = out.data<scalar_t>();
+    for (int64_t r = 0; r < g.numel(); ++r) {
+      const int64_t o = r / inner, i = r % inner;
+      po[(o * n + pi[r]) * inner + i] = pg[r];
+    }
+  });
+  return out;
+}
+
 Tensor sum_to_shape(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   HT_CHECK(broadcast_shapes(shape, x.shape()) == x.shape(), "sum_to_shape: {} does not broadcast to {}",

@@ -85,10 +85,25 @@ void unary_impl(UnaryOp op, const Tensor& x, const Tensor& out, double scalar) {
   }
 }
 
+template <typename T>
+void relu_backward_impl(const T* g, const T* x, T* out, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] > T(0) ? g[i] : T(0);
+}
+
 }  // namespace
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   HT_DISPATCH_FLOAT(out.dtype(), "binary", out.device(), [&] { binary_impl<scalar_t>(op, a, b, out); });
+}
+
+void relu_backward(const Tensor& grad, const Tensor& x, const Tensor& out) {
+  HT_DISPATCH_FLOAT(out.dtype(), "relu_backward", out.device(), [&] {
+    const scalar_t* g = grad.data<scalar_t>();
+    const scalar_t* px = x.data<scalar_t>();
+    scalar_t* po = out.data<scalar_t>();
+    relu_backward_impl(g, px, po, out.numel());
+  });
 }
 
 void unary(UnaryOp op, const Tensor& x, const Tensor& out, double scalar) {

@@ -12,5 +12,7 @@ enum class UnaryOp { neg, exp, log, sqrt, rsqrt, tanh, relu, add_scalar, mul_sca
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
 // out (contiguous) = op(x) for contiguous x; `scalar` feeds add_scalar / mul_scalar.
 void unary(UnaryOp op, const Tensor& x, const Tensor& out, double scalar = 0);
+// out = grad · [x > 0] for contiguous grad, x of one shape.
+void relu_backward(const Tensor& grad, const Tensor& x, const Tensor& out);
 
 }  // namespace hetu::ops::cpu

@@ -1,0 +1,26 @@
+// The backward rules: one table (backward_rules.cpp) mapping each differentiable op, and
+// each differentiable view (reshape, transpose, ...), to a function from the saved context
+// and the output gradient to the input gradients. Rules are written with the public ops
+// in lib/ops, so they run on every backend that has the forward ops.
+#pragma once
+
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "lib/autograd/node.h"
+
+namespace hetu::autograd {
+
+using BackwardFn = std::vector<Tensor> (*)(const SavedContext& ctx, const Tensor& grad_out);
+
+struct BackwardRule {
+  std::string_view name;  // the op name in lib/ops/op_list.h, or the view name
+  BackwardFn fn;
+};
+
+std::span<const BackwardRule> backward_rules();
+// The rule for `name`; throws when there is none (an op recorded without a rule is a bug).
+const BackwardRule& find_rule(std::string_view name);
+
+}  // namespace hetu::autograd

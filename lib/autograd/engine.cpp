@@ -1,0 +1,119 @@
+// The tape engine: recording nodes, topological order, gradient accumulation.
+#include "lib/autograd/engine.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "lib/autograd/backward_rules.h"
+#include "lib/autograd/grad_mode.h"
+#include "lib/ops/ops.h"
+
+namespace hetu {
+
+std::vector<Tensor> AutogradNode::run_backward(const Tensor& grad_out) {
+  HT_CHECK(!released_, "backward through the {} node a second time: its saved tensors were freed", rule_->name);
+  std::vector<Tensor> grads = rule_->fn(ctx_, grad_out);
+  HT_CHECK(grads.size() == edges_.size(), "backward rule {} returned {} gradients for {} inputs", rule_->name,
+           grads.size(), edges_.size());
+  ctx_ = autograd::SavedContext{};  // release saved tensors now
+  released_ = true;
+  return grads;
+}
+
+namespace autograd {
+namespace {
+
+thread_local bool t_grad_enabled = true;
+
+void accumulate_leaf(const Tensor& leaf, const Tensor& grad) {
+  HT_CHECK(grad.shape() == leaf.shape(), "gradient of shape {} for a leaf of shape {}", shape_str(grad.shape()),
+           shape_str(leaf.shape()));
+  const Tensor g = grad.dtype() == leaf.dtype() ? grad : grad.to(leaf.dtype());
+  if (!leaf.grad().defined()) {
+    leaf.set_grad(g.clone());  // own the memory: g may alias another gradient or a view
+  } else {
+    leaf.set_grad(ops::add(leaf.grad(), g));
+  }
+}
+
+}  // namespace
+
+bool grad_enabled() { return t_grad_enabled; }
+NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
+
+Tensor record(std::string_view name, std::span<const Tensor* const> inputs, Tensor out, SavedContext ctx) {
+  if (!grad_enabled()) return out;
+  std::vector<Edge> edges;
+  bool any = false;
+  for (const Tensor* input : inputs) {
+    Edge edge;
+    if (input->defined() && input->requires_grad()) {
+      any = true;
+      if (input->grad_fn()) {
+        edge.node = input->grad_fn();
+      } else {
+        edge.leaf = *input;
+      }
+    }
+    edges.push_back(std::move(edge));
+  }
+  if (!any) return out;
+  out.set_requires_grad(true);
+  out.set_grad_fn(std::make_shared<AutogradNode>(&find_rule(name), std::move(ctx), std::move(edges)));
+  return out;
+}
+
+void backward(const Tensor& root, const Tensor& grad) {
+  HT_CHECK(root.requires_grad(), "backward: the tensor does not require grad (no input of it required grad)");
+  Tensor seed = grad;
+  if (!seed.defined()) {
+    HT_CHECK(root.numel() == 1, "backward: a gradient is needed for a tensor of shape {} (only scalars get 1)",
+             shape_str(root.shape()));
+    seed = ones(root.shape(), root.dtype(), root.device());
+  }
+  HT_CHECK(seed.shape() == root.shape(), "backward: gradient shape {} for a tensor of shape {}",
+           shape_str(seed.shape()), shape_str(root.shape()));
+  NoGradGuard no_grad;
+  if (!root.grad_fn()) {  // the root is itself a leaf
+    accumulate_leaf(root, seed);
+    return;
+  }
+  // Topological order by iterative DFS (post-order), so deep graphs do not overflow the stack.
+  std::vector<AutogradNode*> order;
+  std::unordered_set<AutogradNode*> visited;
+  std::vector<std::pair<AutogradNode*, size_t>> stack = {{root.grad_fn().get(), 0}};
+  visited.insert(root.grad_fn().get());
+  while (!stack.empty()) {
+    auto& [node, next_edge] = stack.back();
+    if (next_edge < node->edges().size()) {
+      AutogradNode* child = node->edges()[next_edge++].node.get();
+      if (child != nullptr && visited.insert(child).second) stack.push_back({child, 0});
+    } else {
+      order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  std::unordered_map<AutogradNode*, Tensor> pending = {{root.grad_fn().get(), seed}};
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    AutogradNode* node = *it;
+    auto found = pending.find(node);
+    if (found == pending.end()) continue;  // no gradient reached this node
+    const Tensor grad_out = std::move(found->second);
+    pending.erase(found);
+    std::vector<Tensor> grads = node->run_backward(grad_out);
+    for (size_t i = 0; i < grads.size(); ++i) {
+      const Edge& edge = node->edges()[i];
+      if (!edge.needs_grad() || !grads[i].defined()) continue;
+      if (edge.node) {
+        auto [slot, inserted] = pending.try_emplace(edge.node.get(), grads[i]);
+        if (!inserted) slot->second = ops::add(slot->second, grads[i]);
+      } else {
+        accumulate_leaf(edge.leaf, grads[i]);
+      }
+    }
+  }
+}
+
+}  // namespace autograd
+}  // namespace hetu

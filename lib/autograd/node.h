@@ -1,0 +1,53 @@
+// The autograd tape: each differentiable op that sees an input requiring grad records an
+// AutogradNode on its output. The node names its backward rule (backward_rules.h), keeps
+// what the rule needs (SavedContext) and an Edge per input: the input's own node, or the
+// leaf tensor whose .grad receives the gradient. Saved tensors are freed as soon as the
+// node's backward has run.
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "lib/core/tensor.h"
+
+namespace hetu::autograd {
+
+// What a backward rule may read: saved tensors plus small integer/real/shape arguments.
+struct SavedContext {
+  std::vector<Tensor> tensors;
+  std::vector<int64_t> ints;
+  std::vector<double> reals;
+  std::vector<Shape> shapes;
+};
+
+struct BackwardRule;
+
+struct Edge {
+  std::shared_ptr<AutogradNode> node;  // set when the input came from another op
+  Tensor leaf;                         // set when the input is a leaf that requires grad
+  bool needs_grad() const { return node != nullptr || leaf.defined(); }
+};
+
+}  // namespace hetu::autograd
+
+namespace hetu {
+
+class AutogradNode {
+ public:
+  AutogradNode(const autograd::BackwardRule* rule, autograd::SavedContext ctx, std::vector<autograd::Edge> edges)
+      : rule_(rule), ctx_(std::move(ctx)), edges_(std::move(edges)) {}
+
+  const autograd::BackwardRule& rule() const { return *rule_; }
+  const std::vector<autograd::Edge>& edges() const { return edges_; }
+  // Runs the rule (one gradient per input, undefined where not needed) and frees ctx.
+  std::vector<Tensor> run_backward(const Tensor& grad_out);
+
+ private:
+  const autograd::BackwardRule* rule_;
+  autograd::SavedContext ctx_;
+  std::vector<autograd::Edge> edges_;
+  bool released_ = false;
+};
+
+}  // namespace hetu
