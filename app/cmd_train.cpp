@@ -10,6 +10,7 @@
 #include "app/commands.h"
 #include "app/config/device_spec.h"
 #include "lib/dist/mpi_session.h"
+#include "lib/ops/ops.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -51,6 +52,7 @@ int run_train(const TrainOptions& options) {
 
   config::LoadedConfig loaded = load_job(options);
   const config::JobConfig& c = loaded.config;
+  ops::set_num_threads(static_cast<int>(c.training.threads));
   const std::vector<RankSlot> slots = rank_slots(c);
   const int64_t needed = static_cast<int64_t>(slots.size());
   const bool single_process_dry_run = options.dry_run && mpi.world_size() == 1;

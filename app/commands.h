@@ -21,7 +21,13 @@ struct TrainOptions : ConfigOptions {
   bool dry_run = false;
 };
 
+struct BenchOptions {
+  int threads = 0;     // 0: HETU_NUM_THREADS or every core
+  bool quick = false;  // shorter timings (smoke test)
+};
+
 int run_config_check(const ConfigOptions& options);
+int run_bench_ops(const BenchOptions& options);
 int run_train(const TrainOptions& options);
 int run_env();
 

@@ -68,6 +68,16 @@ int main(int argc, char** argv) {
   add_config_options(*check_cmd, check, /*config_required=*/false);
   check_cmd->callback([&] { selected = [&] { return run_config_check(check); }; });
 
+  BenchOptions bench;
+  CLI::App* bench_cmd = app.add_subcommand("bench", "Measure performance against peers timed in the same run");
+  bench_cmd->require_subcommand(1);
+  CLI::App* bench_ops_cmd = bench_cmd->add_subcommand(
+      "ops", "CPU kernel throughput: matmul and attention GFLOP/s vs single-thread sgemm peak, layer_norm GB/s vs memcpy");
+  bench_ops_cmd->add_option("--threads", bench.threads, "Threads for OpenMP and OpenBLAS (0: HETU_NUM_THREADS or all cores)")
+      ->check(CLI::NonNegativeNumber);
+  bench_ops_cmd->add_flag("--quick", bench.quick, "Short timings, for a smoke test");
+  bench_ops_cmd->callback([&] { selected = [&] { return run_bench_ops(bench); }; });
+
   CLI::App* env_cmd = app.add_subcommand("env", "Show build options, BLAS, MPI and the CUDA devices this process sees");
   env_cmd->callback([&] { selected = [] { return run_env(); }; });
 

@@ -119,6 +119,7 @@ class Rules {
     at_least("training.eval_every", t.eval_every, 0);
     at_least("training.eval_steps", t.eval_steps, 1);
     at_least("training.log_every", t.log_every, 1);
+    at_least("training.threads", t.threads, 0);
     if (t.grad_clip < 0) fail("training.grad_clip", "must be >= 0 (0 disables clipping), got " + fmt::format("{}", t.grad_clip));
     if (t.seq_len > c_.model.max_seq_len) {
       fail("training.seq_len", "seq_len = " + to_string(t.seq_len) + " exceeds model.max_seq_len = " +
@@ -303,7 +304,7 @@ class Rules {
     for (const auto& replica : c_.parallel.replicas) {
       for (const auto& stage : replica.stages) {
         for (const DeviceId& id : stage.devices) {
-          const DeviceType* type = catalog_.find(node_of(id)->device_type);
+          const DeviceProfile* type = catalog_.find(node_of(id)->device_type);
           if (type->kind != DeviceKind::gpu || type->peak_tflops_bf16 <= 0) {
             fail("training.precision", "\"bf16\" needs GPUs with bf16 support, but " + id.str() + " is a \"" + type->name +
                                            "\" (use precision = \"fp32\")");

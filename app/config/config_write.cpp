@@ -91,6 +91,7 @@ std::string to_toml(const JobConfig& c) {
   line("eval_every", num(t.eval_every));
   line("eval_steps", num(t.eval_steps));
   line("log_every", num(t.log_every));
+  line("threads", num(t.threads));
 
   const OptimizerSection& o = c.optimizer;
   out += "\n[optimizer]\n";

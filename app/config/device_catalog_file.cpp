@@ -23,7 +23,7 @@ void read_device_catalog_file(const std::string& path, DeviceCatalog& catalog) {
   std::vector<TableReader> devices = reader.get_table_array("device");
   if (devices.empty()) reader.fail("device", "a device catalogue file needs at least one [[device]] table");
   for (TableReader& d : devices) {
-    DeviceType type;
+    DeviceProfile type;
     type.name = d.require_string("name");
     if (auto kind = d.get_choice("kind", {"cpu", "gpu"})) type.kind = static_cast<DeviceKind>(*kind);
     if (auto v = d.get_number("peak_tflops_bf16")) type.peak_tflops_bf16 = *v;

@@ -61,6 +61,7 @@ struct TrainingSection {
   int64_t eval_every = 0;             // 0: never
   int64_t eval_steps = 20;            // validation batches per evaluation
   int64_t log_every = 10;
+  int64_t threads = 0;                // per rank, for OpenMP and OpenBLAS; 0: HETU_NUM_THREADS or all cores
   bool operator==(const TrainingSection&) const = default;
 };
 

@@ -2,9 +2,9 @@
 // compute (round-to-nearest-even on the way back); i32/i64/u8 hold indices, tokens, masks.
 //
 //   dtype_size(DType::bf16) == 2;  float_to_bf16(1.0f) == 0x3F80;  bf16_to_float(0x3F80) == 1.0f
-// Note: bf16 from double goes through float first (double rounding is harmless at 8 bits).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -70,7 +70,22 @@ template <typename T> inline double to_double(T value) { return static_cast<doub
 template <> inline double to_double(bfloat16 value) { return bf16_to_float(value.bits); }
 template <> inline double to_double(float16 value) { return f16_to_float(value.bits); }
 template <typename T> inline T from_double(double value) { return static_cast<T>(value); }
-template <> inline bfloat16 from_double(double value) { return {float_to_bf16(static_cast<float>(value))}; }
-template <> inline float16 from_double(double value) { return {float_to_f16(static_cast<float>(value))}; }
+// Note [Rounding f64 to 16 bits]: rounding f64 -> f32 -> bf16 with round-to-nearest twice
+// can land on the wrong side of a tie (1 + 2^-8 + 2^-30 becomes the tie 1 + 2^-8 in f32).
+// The f32 step therefore rounds to odd (truncate, then set the last bit if anything was
+// lost), which makes the second rounding exact: the result equals one direct rounding.
+inline float round_to_odd_float(double value) {
+  float f = static_cast<float>(value);
+  if (static_cast<double>(f) == value || f != f) return f;  // exact or NaN
+  if (std::fabs(static_cast<double>(f)) > std::fabs(value)) f = std::nextafter(f, 0.0f);  // truncate
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  if ((bits & 0x7F800000u) == 0x7F800000u) return f;  // truncation never reaches inf; keep guards simple
+  bits |= 1u;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+template <> inline bfloat16 from_double(double value) { return {float_to_bf16(round_to_odd_float(value))}; }
+template <> inline float16 from_double(double value) { return {float_to_f16(round_to_odd_float(value))}; }
 
 }  // namespace hetu

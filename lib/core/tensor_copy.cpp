@@ -1,6 +1,8 @@
 // Copies between tensors: strided, broadcasting and casting, on the CPU. Cross-device copies
 // go through a hook that a GPU backend registers (none yet: to(cuda) fails clearly).
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "lib/core/dispatch.h"
 #include "lib/core/strided_loop.h"
@@ -8,6 +10,17 @@
 
 namespace hetu {
 namespace {
+
+// Float -> integer truncates toward zero; NaN, inf and out-of-range values are errors
+// (the plain conversion would be undefined behaviour).
+template <typename Int, typename Float>
+Int to_integer(Float value) {
+  const double v = static_cast<double>(value);
+  HT_CHECK(std::isfinite(v) && v > static_cast<double>(std::numeric_limits<Int>::min()) - 1.0 &&
+               v < static_cast<double>(std::numeric_limits<Int>::max()) + 1.0,
+           "cast: value {} does not fit the integer dtype {}", v, to_string(dtype_of<Int>()));
+  return static_cast<Int>(value);
+}
 
 template <typename Src, typename Dst>
 void copy_rows(const Tensor& dst, const Tensor& src) {
@@ -23,6 +36,8 @@ void copy_rows(const Tensor& dst, const Tensor& src) {
                         return;
                       }
                       for (int64_t i = 0; i < n; ++i) o[i * step[0]] = s[i * step[1]];
+                    } else if constexpr (std::is_floating_point_v<Src> && std::is_integral_v<Dst>) {
+                      for (int64_t i = 0; i < n; ++i) o[i * step[0]] = to_integer<Dst>(s[i * step[1]]);
                     } else if constexpr (std::is_arithmetic_v<Src> && std::is_arithmetic_v<Dst>) {
                       for (int64_t i = 0; i < n; ++i) o[i * step[0]] = static_cast<Dst>(s[i * step[1]]);
                     } else {

@@ -23,9 +23,9 @@ DeviceCatalog DeviceCatalog::builtin() {
   return catalog;
 }
 
-void DeviceCatalog::add(DeviceType type) {
+void DeviceCatalog::add(DeviceProfile type) {
   auto it = std::find_if(types_.begin(), types_.end(),
-                         [&](const DeviceType& t) { return t.name == type.name; });
+                         [&](const DeviceProfile& t) { return t.name == type.name; });
   if (it != types_.end()) {
     *it = std::move(type);
   } else {
@@ -33,8 +33,8 @@ void DeviceCatalog::add(DeviceType type) {
   }
 }
 
-const DeviceType* DeviceCatalog::find(std::string_view name) const {
-  for (const DeviceType& type : types_) {
+const DeviceProfile* DeviceCatalog::find(std::string_view name) const {
+  for (const DeviceProfile& type : types_) {
     if (type.name == name) return &type;
   }
   return nullptr;
@@ -42,7 +42,7 @@ const DeviceType* DeviceCatalog::find(std::string_view name) const {
 
 std::vector<std::string> DeviceCatalog::names() const {
   std::vector<std::string> names;
-  for (const DeviceType& type : types_) names.push_back(type.name);
+  for (const DeviceProfile& type : types_) names.push_back(type.name);
   return names;
 }
 

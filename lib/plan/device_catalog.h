@@ -3,7 +3,7 @@
 // common GPUs; a job may extend or override them from a TOML file ([cluster] device_catalog).
 //
 //   DeviceCatalog catalog = DeviceCatalog::builtin();
-//   const DeviceType* h100 = catalog.find("H100-80G");   // peak_tflops_bf16 == 989
+//   const DeviceProfile* h100 = catalog.find("H100-80G");   // peak_tflops_bf16 == 989
 #pragma once
 
 #include <string>
@@ -16,7 +16,7 @@ enum class DeviceKind { cpu, gpu };
 
 std::string_view to_string(DeviceKind kind);
 
-struct DeviceType {
+struct DeviceProfile {
   std::string name;              // as written in [[cluster.node]] devices.type
   DeviceKind kind = DeviceKind::gpu;
   double peak_tflops_bf16 = 0;   // dense tensor-core peak; 0 when the type has no bf16 path
@@ -29,13 +29,13 @@ class DeviceCatalog {
   static DeviceCatalog builtin();
 
   // Adds a type, replacing one with the same name (so files can correct builtin numbers).
-  void add(DeviceType type);
-  const DeviceType* find(std::string_view name) const;  // nullptr when unknown
+  void add(DeviceProfile type);
+  const DeviceProfile* find(std::string_view name) const;  // nullptr when unknown
   std::vector<std::string> names() const;
-  const std::vector<DeviceType>& types() const { return types_; }
+  const std::vector<DeviceProfile>& types() const { return types_; }
 
  private:
-  std::vector<DeviceType> types_;
+  std::vector<DeviceProfile> types_;
 };
 
 }  // namespace hetu

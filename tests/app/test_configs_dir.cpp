@@ -118,7 +118,7 @@ TEST_CASE("uneven pipeline split gives the extra layers to the first stages", "[
   CHECK(stages[4].layers == LayerRange{10, 11});
 }
 
-TEST_CASE("no [parallel] table means data parallelism over every device", "[configs]") {
+TEST_CASE("no parallel table means data parallelism over every device", "[configs]") {
   std::string text = to_toml(load_job_config(HETU_SOURCE_DIR "/configs/llama-tiny-cpu.toml", {}).config);
   text = text.substr(0, text.find("[[parallel.replica]]"));
   LoadedConfig loaded = load_job_config_text(text, "no_parallel.toml", {"cluster.node[0].devices.count=4"});

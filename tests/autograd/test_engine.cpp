@@ -41,7 +41,7 @@ TEST_CASE("no-grad mode records nothing", "[autograd]") {
   CHECK_FALSE(ag::mul(ones({2}), ones({2})).requires_grad());
 }
 
-TEST_CASE("saved tensors are freed after backward; a second pass is an error", "[autograd]") {
+TEST_CASE("saved tensors are freed after backward and a second pass is an error", "[autograd]") {
   Tensor w = ones({4}).set_requires_grad(true);
   const Tensor y = ag::sum(ag::exp(w));
   ag::backward(y);
@@ -57,7 +57,7 @@ TEST_CASE("backward needs a scalar or an explicit gradient", "[autograd]") {
   CHECK_THROWS_WITH(ag::backward(ones({1})), Catch::Contains("does not require grad"));
 }
 
-TEST_CASE("a leaf as the root gets gradient 1; detach cuts history", "[autograd]") {
+TEST_CASE("a leaf as the root gets gradient 1 and detach cuts history", "[autograd]") {
   Tensor w = full({1}, 3.0).set_requires_grad(true);
   ag::backward(w);
   CHECK(w.grad().item() == 1.0);

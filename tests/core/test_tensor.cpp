@@ -77,7 +77,7 @@ TEST_CASE("view works on compatible strides, reshape copies otherwise", "[tensor
   CHECK_THROWS_WITH(x.view({-1, -1}), Catch::Contains("only one dimension may be -1"));
 }
 
-TEST_CASE("expand broadcasts with stride 0; unsqueeze and squeeze", "[tensor]") {
+TEST_CASE("expand broadcasts with stride 0, unsqueeze and squeeze", "[tensor]") {
   const Tensor row = arange(0, 3).view({1, 3});
   const Tensor e = row.expand({4, 3});
   CHECK(e.strides() == Shape{0, 1});
@@ -109,6 +109,9 @@ TEST_CASE("copies are contiguous, cast between dtypes and broadcast", "[tensor]"
   dst.narrow(1, 1, 2).copy_from(tensor_from<int32_t>({7, 8}, {2}));
   CHECK(to_vector(dst) == std::vector<double>{0, 7, 8, 0, 7, 8});
   CHECK_THROWS_WITH(zeros({2}).to(Device::cuda(0)), Catch::Contains("no backend"));
+  CHECK_THROWS_WITH(tensor_from<float>({NAN}, {1}).to(DType::i32), Catch::Contains("does not fit the integer dtype i32"));
+  CHECK_THROWS_WITH(tensor_from<double>({300.0}, {1}).to(DType::u8), Catch::Contains("does not fit the integer dtype u8"));
+  CHECK(to_vector(tensor_from<double>({255.9, -0.9}, {2}).to(DType::u8)) == std::vector<double>{255, 0});
 }
 
 TEST_CASE("from_blob wraps caller memory and releases it with the last view", "[tensor]") {

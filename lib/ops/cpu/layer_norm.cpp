@@ -1,0 +1,102 @@
+// CPU kernels for layer normalisation over the last dim (llm.c's layernorm, in double):
+// x is (N, C), weight and bias (C), mean and rstd (N). The variance is the biased one and is
+// computed in two passes (mean first), so rows with a large offset keep their precision.
+// Backward (xhat = (x - mean)·rstd, dnorm = grad·w):
+//   dx = rstd · (dnorm - mean(dnorm) - xhat · mean(dnorm · xhat))
+//   dweight = Σ_rows grad · xhat,   dbias = Σ_rows grad
+#include "lib/ops/cpu/layer_norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace hetu::ops::cpu {
+
+template <typename scalar_t>
+void layer_norm_forward(scalar_t* out, scalar_t* mean, scalar_t* rstd, const scalar_t* x, const scalar_t* weight,
+                        const scalar_t* bias, int64_t N, int64_t C, double eps) {
+#pragma omp parallel for
+  for (int64_t n = 0; n < N; n++) {
+    const scalar_t* x_n = x + n * C;
+    scalar_t* out_n = out + n * C;
+    double m = 0.0;
+    for (int64_t i = 0; i < C; i++) m += static_cast<double>(x_n[i]);
+    m /= static_cast<double>(C);
+    double v = 0.0;
+    for (int64_t i = 0; i < C; i++) {
+      const double d = static_cast<double>(x_n[i]) - m;
+      v += d * d;
+    }
+    v /= static_cast<double>(C);
+    const double r = 1.0 / std::sqrt(v + eps);
+    for (int64_t i = 0; i < C; i++) {
+      const double xhat = (static_cast<double>(x_n[i]) - m) * r;
+      out_n[i] = static_cast<scalar_t>(xhat * static_cast<double>(weight[i]) + static_cast<double>(bias[i]));
+    }
+    mean[n] = static_cast<scalar_t>(m);
+    rstd[n] = static_cast<scalar_t>(r);
+  }
+}
+
+// Note [Deterministic parameter gradients]: dweight and dbias sum over every row. The rows are
+// cut into at most kMaxChunks chunks, fixed by N alone; each chunk sums its rows into its own
+// double buffer, and the buffers are then added in chunk order. The result is the same bits
+// whatever the thread count, and no two threads write the same element.
+namespace {
+constexpr int64_t kMaxChunks = 64;
+}  // namespace
+
+template <typename scalar_t>
+void layer_norm_backward(scalar_t* dx, scalar_t* dweight, scalar_t* dbias, const scalar_t* grad, const scalar_t* x,
+                         const scalar_t* weight, const scalar_t* mean, const scalar_t* rstd, int64_t N, int64_t C) {
+  const int64_t chunks = std::min(N, kMaxChunks);
+  std::vector<double> partial(static_cast<size_t>(chunks * 2 * C), 0.0);  // per chunk: dweight, dbias
+#pragma omp parallel for
+  for (int64_t k = 0; k < chunks; k++) {
+    double* dw_k = partial.data() + k * 2 * C;
+    double* db_k = dw_k + C;
+    for (int64_t n = N * k / chunks; n < N * (k + 1) / chunks; n++) {
+      const scalar_t* g_n = grad + n * C;
+      const scalar_t* x_n = x + n * C;
+      scalar_t* dx_n = dx + n * C;
+      const double m = static_cast<double>(mean[n]), r = static_cast<double>(rstd[n]);
+      double dnorm_mean = 0.0, dnorm_xhat_mean = 0.0;
+      for (int64_t i = 0; i < C; i++) {
+        const double xhat = (static_cast<double>(x_n[i]) - m) * r;
+        const double dnorm = static_cast<double>(g_n[i]) * static_cast<double>(weight[i]);
+        dnorm_mean += dnorm;
+        dnorm_xhat_mean += dnorm * xhat;
+      }
+      dnorm_mean /= static_cast<double>(C);
+      dnorm_xhat_mean /= static_cast<double>(C);
+      for (int64_t i = 0; i < C; i++) {
+        const double g = static_cast<double>(g_n[i]);
+        const double xhat = (static_cast<double>(x_n[i]) - m) * r;
+        const double dnorm = g * static_cast<double>(weight[i]);
+        dx_n[i] = static_cast<scalar_t>((dnorm - dnorm_mean - xhat * dnorm_xhat_mean) * r);
+        dw_k[i] += g * xhat;
+        db_k[i] += g;
+      }
+    }
+  }
+#pragma omp parallel for
+  for (int64_t i = 0; i < C; i++) {
+    double dw = 0.0, db = 0.0;
+    for (int64_t k = 0; k < chunks; k++) {
+      dw += partial[static_cast<size_t>(k * 2 * C + i)];
+      db += partial[static_cast<size_t>(k * 2 * C + C + i)];
+    }
+    dweight[i] = static_cast<scalar_t>(dw);
+    dbias[i] = static_cast<scalar_t>(db);
+  }
+}
+
+#define HT_INSTANTIATE_LAYER_NORM(T)                                                                        \
+  template void layer_norm_forward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t, double); \
+  template void layer_norm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, int64_t, \
+                                       int64_t);
+HT_INSTANTIATE_LAYER_NORM(float)
+HT_INSTANTIATE_LAYER_NORM(double)
+#undef HT_INSTANTIATE_LAYER_NORM
+
+}  // namespace hetu::ops::cpu

@@ -1,0 +1,58 @@
+// CPU kernels for AdamW (decoupled weight decay, as torch.optim.AdamW) and the sum of squares
+// used by global-norm clipping. Buffers are flat and contiguous; see cpu/optimizer.h.
+// The update is elementwise; sum_squares reduces fixed 4096-element blocks in parallel and
+// adds the partials serially, so the norm does not depend on the thread count.
+#include "lib/ops/cpu/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace hetu::ops::cpu {
+namespace {
+constexpr int64_t kParallelGrain = 1 << 14;
+constexpr int64_t kBlock = 4096;
+}  // namespace
+
+template <typename scalar_t>
+void adamw_update(scalar_t* param, const scalar_t* grad, scalar_t* m, scalar_t* v, int64_t n, const AdamWScalars& s) {
+  const scalar_t beta1 = static_cast<scalar_t>(s.beta1), beta2 = static_cast<scalar_t>(s.beta2);
+  const scalar_t one_minus_beta1 = static_cast<scalar_t>(1 - s.beta1);
+  const scalar_t one_minus_beta2 = static_cast<scalar_t>(1 - s.beta2);
+  const scalar_t inv_bc1 = static_cast<scalar_t>(1 / s.bc1), inv_bc2 = static_cast<scalar_t>(1 / s.bc2);
+  const scalar_t lr = static_cast<scalar_t>(s.lr), eps = static_cast<scalar_t>(s.eps);
+  const scalar_t wd = static_cast<scalar_t>(s.weight_decay);
+#pragma omp parallel for if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) {
+    const scalar_t g = grad[i];
+    const scalar_t mi = beta1 * m[i] + one_minus_beta1 * g;
+    const scalar_t vi = beta2 * v[i] + one_minus_beta2 * g * g;
+    m[i] = mi;
+    v[i] = vi;
+    const scalar_t m_hat = mi * inv_bc1;
+    const scalar_t v_hat = vi * inv_bc2;
+    param[i] -= lr * (m_hat / (std::sqrt(v_hat) + eps) + wd * param[i]);
+  }
+}
+
+template <typename scalar_t> double sum_squares(const scalar_t* x, int64_t n) {
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
+#pragma omp parallel for if (n > kParallelGrain)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t end = std::min(n, (b + 1) * kBlock);
+    double acc = 0;
+    for (int64_t i = b * kBlock; i < end; ++i) acc += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    partial[static_cast<size_t>(b)] = acc;
+  }
+  double total = 0;
+  for (double p : partial) total += p;
+  return total;
+}
+
+template void adamw_update<float>(float*, const float*, float*, float*, int64_t, const AdamWScalars&);
+template void adamw_update<double>(double*, const double*, double*, double*, int64_t, const AdamWScalars&);
+template double sum_squares<float>(const float*, int64_t);
+template double sum_squares<double>(const double*, int64_t);
+
+}  // namespace hetu::ops::cpu

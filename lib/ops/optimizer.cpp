@@ -1,0 +1,55 @@
+// Public optimizer ops: adamw_update (in place on param, m, v) and global_norm (for gradient
+// clipping). Checks here, arithmetic in cpu/optimizer.cpp.
+//   AdamWStep s; s.lr = 3e-4; s.weight_decay = 0.1; s.step = t;  // t counts from 1
+//   adamw_update(w, w_grad, w_m, w_v, s);                         // all of w's shape
+#include <cmath>
+
+#include "lib/ops/cpu/optimizer.h"
+#include "lib/ops/op_checks.h"
+#include "lib/ops/ops.h"
+
+namespace hetu::ops {
+
+void adamw_update(const Tensor& param, const Tensor& grad_in, const Tensor& m, const Tensor& v,
+                  const AdamWStep& step) {
+  check_inputs("adamw_update", {&param, &grad_in, &m, &v});
+  check_float_dtype("adamw_update", {&param, &grad_in, &m, &v});
+  const char* names[] = {"grad", "m", "v"};
+  const Tensor* others[] = {&grad_in, &m, &v};
+  for (size_t i = 0; i < 3; ++i) {
+    HT_CHECK(others[i]->shape() == param.shape(), "adamw_update: {} shape {} differs from param shape {}", names[i],
+             shape_str(others[i]->shape()), shape_str(param.shape()));
+  }
+  HT_CHECK(param.is_contiguous(), "adamw_update: param must be contiguous (it is updated in place)");
+  HT_CHECK(m.is_contiguous(), "adamw_update: m must be contiguous (it is updated in place)");
+  HT_CHECK(v.is_contiguous(), "adamw_update: v must be contiguous (it is updated in place)");
+  HT_CHECK(step.step >= 1, "adamw_update: step must be >= 1 (bias correction counts from 1), got {}", step.step);
+  HT_CHECK(step.beta1 >= 0 && step.beta1 < 1 && step.beta2 >= 0 && step.beta2 < 1,
+           "adamw_update: betas must lie in [0, 1), got ({}, {})", step.beta1, step.beta2);
+  const Tensor grad = grad_in.contiguous();
+  const cpu::AdamWScalars s{step.lr,
+                            step.beta1,
+                            step.beta2,
+                            step.eps,
+                            step.weight_decay,
+                            1 - std::pow(step.beta1, static_cast<double>(step.step)),
+                            1 - std::pow(step.beta2, static_cast<double>(step.step))};
+  HT_DISPATCH_FLOAT(param.dtype(), "adamw_update", param.device(), [&] {
+    cpu::adamw_update(param.data<scalar_t>(), grad.data<scalar_t>(), m.data<scalar_t>(), v.data<scalar_t>(),
+                      param.numel(), s);
+  });
+}
+
+double global_norm(const std::vector<Tensor>& tensors) {
+  double total = 0;
+  for (const Tensor& t : tensors) {
+    check_inputs("global_norm", {&tensors.front(), &t});
+    check_float_dtype("global_norm", {&t});
+    const Tensor x = t.contiguous();
+    total += HT_DISPATCH_FLOAT(x.dtype(), "global_norm", x.device(),
+                               [&] { return cpu::sum_squares(x.data<scalar_t>(), x.numel()); });
+  }
+  return std::sqrt(total);
+}
+
+}  // namespace hetu::ops

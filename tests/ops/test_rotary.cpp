@@ -1,0 +1,100 @@
+// Tests for ops::rotary against a naive loop written here with std::cos / std::sin:
+// for i < D/2, angle = (offset + t) · theta^(-2i/D) (negated when inverse),
+// out_i = x_i cos − x_{i+D/2} sin, out_{i+D/2} = x_{i+D/2} cos + x_i sin. Also: the inverse
+// undoes the forward, and an offset p equals rows p.. of a longer sequence.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "lib/ops/ops.h"
+#include "op_test_utils.h"
+
+namespace {
+
+using hetu::DType;
+using hetu::Shape;
+using hetu::Tensor;
+using hetu::test::Layout;
+
+// x is (B, T, H, D), row-major values.
+std::vector<double> naive_rotary(const std::vector<double>& x, const Shape& shape, int64_t offset, double theta,
+                                 bool inverse) {
+  const int64_t B = shape[0], T = shape[1], H = shape[2], D = shape[3], half = D / 2;
+  std::vector<double> out(x.size());
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t h = 0; h < H; ++h) {
+        const size_t base = static_cast<size_t>(((b * T + t) * H + h) * D);
+        for (int64_t i = 0; i < half; ++i) {
+          double angle =
+              static_cast<double>(offset + t) * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(D));
+          if (inverse) angle = -angle;
+          const double lo = x[base + static_cast<size_t>(i)], hi = x[base + static_cast<size_t>(i + half)];
+          out[base + static_cast<size_t>(i)] = lo * std::cos(angle) - hi * std::sin(angle);
+          out[base + static_cast<size_t>(i + half)] = hi * std::cos(angle) + lo * std::sin(angle);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("rotary matches the naive loop", "[rotary]") {
+  uint64_t seed = 100;
+  for (int64_t D : {2, 8, 64}) {
+    for (int64_t offset : {0, 1, 17, 4096}) {
+      for (double theta : {10000.0, 500000.0}) {
+        for (bool inverse : {false, true}) {
+          for (DType dtype : {DType::f32, DType::f64}) {
+            for (Layout layout : {Layout::contiguous, Layout::transposed, Layout::strided}) {
+              INFO("D " << D << " offset " << offset << " theta " << theta << " inverse " << inverse << " "
+                        << hetu::to_string(dtype) << " " << hetu::test::to_string(layout));
+              const Shape shape{2, 5, 3, D};
+              const Tensor x = hetu::test::random_tensor(shape, dtype, ++seed);
+              const Tensor out = hetu::ops::rotary(hetu::test::with_layout(x, layout), offset, theta, inverse);
+              REQUIRE(out.shape() == shape);
+              REQUIRE(out.dtype() == dtype);
+              const std::vector<double> expected = naive_rotary(hetu::to_vector(x), shape, offset, theta, inverse);
+              CHECK(hetu::test::max_abs_diff(out, expected) <= hetu::test::tolerance(dtype));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("rotary inverse undoes the forward rotation", "[rotary]") {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    INFO(hetu::to_string(dtype));
+    const Tensor x = hetu::test::random_tensor({2, 9, 4, 16}, dtype, 7);
+    const Tensor back = hetu::ops::rotary(hetu::ops::rotary(x, 3, 10000.0), 3, 10000.0, /*inverse=*/true);
+    CHECK(hetu::test::max_abs_diff(back, hetu::to_vector(x)) <= hetu::test::tolerance(dtype));
+  }
+}
+
+TEST_CASE("rotary with offset p equals rows p.. of a longer sequence", "[rotary]") {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    for (int64_t p : {1, 5, 11}) {
+      INFO(hetu::to_string(dtype) << " p " << p);
+      const Tensor x = hetu::test::random_tensor({2, 16, 3, 8}, dtype, 8);
+      const Tensor whole = hetu::ops::rotary(x, 0, 10000.0);
+      const Tensor tail = hetu::ops::rotary(x.narrow(1, p, 16 - p), p, 10000.0);
+      CHECK(hetu::test::max_abs_diff(tail, hetu::to_vector(whole.narrow(1, p, 16 - p))) <=
+            hetu::test::tolerance(dtype));
+    }
+  }
+}
+
+TEST_CASE("rotary rejects bad arguments with specific messages", "[rotary]") {
+  using hetu::ops::rotary;
+  CHECK_THROWS_WITH(rotary(hetu::zeros({1, 2, 3, 5}), 0, 10000.0), "rotary: head dim D must be even, got 5");
+  CHECK_THROWS_WITH(rotary(hetu::zeros({2, 3, 4}), 0, 10000.0), "rotary: x must be (B, T, H, D), got shape (2, 3, 4)");
+  CHECK_THROWS_WITH(rotary(hetu::zeros({1, 2, 3, 4}), -1, 10000.0), "rotary: position_offset must be >= 0, got -1");
+  CHECK_THROWS_WITH(rotary(hetu::zeros({1, 2, 3, 4}), 0, 0.0), "rotary: theta must be positive and finite, got 0");
+  CHECK_THROWS_WITH(rotary(hetu::zeros({1, 2, 3, 4}, DType::i64), 0, 10000.0),
+                    Catch::StartsWith("op rotary not implemented"));
+}
