@@ -2,6 +2,8 @@
 // storage type of a runtime dtype, or fail with "op X not implemented for device Y / dtype Z".
 //
 //   HT_DISPATCH_FLOAT(x.dtype(), "gelu", x.device(), [&] { gelu_kernel<scalar_t>(...); });
+// The lambda is a macro argument, so it cannot hold #pragma omp: put parallel loops in a
+// templated kernel function and call it from the lambda, as above.
 #pragma once
 
 #include "lib/core/device.h"

@@ -20,15 +20,18 @@ void layer_norm_forward(scalar_t* out, scalar_t* mean, scalar_t* rstd, const sca
     const scalar_t* x_n = x + n * C;
     scalar_t* out_n = out + n * C;
     double m = 0.0;
+#pragma omp simd reduction(+ : m)
     for (int64_t i = 0; i < C; i++) m += static_cast<double>(x_n[i]);
     m /= static_cast<double>(C);
     double v = 0.0;
+#pragma omp simd reduction(+ : v)
     for (int64_t i = 0; i < C; i++) {
       const double d = static_cast<double>(x_n[i]) - m;
       v += d * d;
     }
     v /= static_cast<double>(C);
     const double r = 1.0 / std::sqrt(v + eps);
+#pragma omp simd
     for (int64_t i = 0; i < C; i++) {
       const double xhat = (static_cast<double>(x_n[i]) - m) * r;
       out_n[i] = static_cast<scalar_t>(xhat * static_cast<double>(weight[i]) + static_cast<double>(bias[i]));
@@ -61,6 +64,7 @@ void layer_norm_backward(scalar_t* dx, scalar_t* dweight, scalar_t* dbias, const
       scalar_t* dx_n = dx + n * C;
       const double m = static_cast<double>(mean[n]), r = static_cast<double>(rstd[n]);
       double dnorm_mean = 0.0, dnorm_xhat_mean = 0.0;
+#pragma omp simd reduction(+ : dnorm_mean, dnorm_xhat_mean)
       for (int64_t i = 0; i < C; i++) {
         const double xhat = (static_cast<double>(x_n[i]) - m) * r;
         const double dnorm = static_cast<double>(g_n[i]) * static_cast<double>(weight[i]);
@@ -69,6 +73,7 @@ void layer_norm_backward(scalar_t* dx, scalar_t* dweight, scalar_t* dbias, const
       }
       dnorm_mean /= static_cast<double>(C);
       dnorm_xhat_mean /= static_cast<double>(C);
+#pragma omp simd
       for (int64_t i = 0; i < C; i++) {
         const double g = static_cast<double>(g_n[i]);
         const double xhat = (static_cast<double>(x_n[i]) - m) * r;
