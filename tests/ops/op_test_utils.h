@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,5 +64,41 @@ inline double max_abs_diff(const Tensor& actual, const std::vector<double>& expe
 
 // Tolerance for comparing against a double-precision naive loop.
 inline double tolerance(DType dtype, double scale = 1.0) { return (dtype == DType::f64 ? 1e-12 : 2e-5) * scale; }
+
+// Shapes for row-wise ops: last dim C in {1, 7, 33, 129}, 0 to 2 leading dims.
+inline std::vector<Shape> row_shapes() {
+  std::vector<Shape> shapes;
+  for (int64_t C : {1, 7, 33, 129}) {
+    for (Shape shape : {Shape{}, Shape{1}, Shape{5}, Shape{2, 3}}) {
+      shape.push_back(C);
+      shapes.push_back(shape);
+    }
+  }
+  return shapes;
+}
+
+// Σ a ∘ b, with a tensor's values in row-major order.
+inline double dot(const Tensor& a, const std::vector<double>& b) {
+  const std::vector<double> va = to_vector(a);
+  double s = 0;
+  for (size_t i = 0; i < va.size(); ++i) s += va[i] * b[i];
+  return s;
+}
+
+// d loss / d theta by central differences; theta is contiguous f64 and is perturbed in place.
+inline std::vector<double> numeric_grad(const Tensor& theta, const std::function<double()>& loss, double h = 1e-6) {
+  std::vector<double> grad(static_cast<size_t>(theta.numel()));
+  double* p = theta.data<double>();
+  for (size_t i = 0; i < grad.size(); ++i) {
+    const double saved = p[i];
+    p[i] = saved + h;
+    const double up = loss();
+    p[i] = saved - h;
+    const double down = loss();
+    p[i] = saved;
+    grad[i] = (up - down) / (2 * h);
+  }
+  return grad;
+}
 
 }  // namespace hetu::test

@@ -15,17 +15,6 @@ using namespace hetu::test;
 namespace {
 
 // (..., C) shapes with odd C and 0 to 2 leading dims.
-std::vector<Shape> row_shapes() {
-  std::vector<Shape> shapes;
-  for (int64_t C : {1, 7, 33, 129}) {
-    for (Shape shape : {Shape{}, Shape{1}, Shape{5}, Shape{2, 3}}) {
-      shape.push_back(C);
-      shapes.push_back(shape);
-    }
-  }
-  return shapes;
-}
-
 // Naive softmax (or log_softmax) over rows of C, straight from the definition in double.
 std::vector<double> naive_softmax(const std::vector<double>& x, int64_t C, bool log) {
   std::vector<double> out(x.size());
@@ -55,29 +44,6 @@ std::vector<double> naive_backward(const std::vector<double>& g, const std::vect
     }
   }
   return dx;
-}
-
-double dot(const Tensor& a, const std::vector<double>& b) {
-  const std::vector<double> va = to_vector(a);
-  double s = 0;
-  for (size_t i = 0; i < va.size(); ++i) s += va[i] * b[i];
-  return s;
-}
-
-// d loss / d theta by central differences; theta is contiguous f64 and is perturbed in place.
-std::vector<double> numeric_grad(const Tensor& theta, const std::function<double()>& loss, double h = 1e-6) {
-  std::vector<double> grad(static_cast<size_t>(theta.numel()));
-  double* p = theta.data<double>();
-  for (size_t i = 0; i < grad.size(); ++i) {
-    const double saved = p[i];
-    p[i] = saved + h;
-    const double up = loss();
-    p[i] = saved - h;
-    const double down = loss();
-    p[i] = saved;
-    grad[i] = (up - down) / (2 * h);
-  }
-  return grad;
 }
 
 }  // namespace
