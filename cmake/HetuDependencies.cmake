@@ -1,6 +1,7 @@
 # Finds every required dependency (all Debian 12 packages; see scripts/setup.sh).
 # Targets: tomlplusplus::tomlplusplus CLI11::CLI11 spdlog::spdlog fmt::fmt
 #          hdf5::hdf5 hdf5::hdf5_cpp MPI::MPI_C BLAS::BLAS OpenMP::OpenMP_CXX hetu::cblas
+#          PkgConfig::PCRE2
 find_package(tomlplusplus 3 CONFIG REQUIRED)
 find_package(CLI11 2 CONFIG REQUIRED)
 find_package(spdlog 1.10 CONFIG REQUIRED)
@@ -21,3 +22,8 @@ if(HETU_BUILD_TESTS)
   find_package(Catch2 2 CONFIG REQUIRED)
   include(Catch)
 endif()
+# PCRE2 (Unicode-aware regex for GPT-2's pre-tokenisation pattern): pkg-config only in Debian.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+# JSON (tokenizer vocabularies, safetensors headers, metrics): header-only nlohmann/json.
+find_package(nlohmann_json 3 CONFIG REQUIRED)

@@ -1,0 +1,16 @@
+// Byte-level tokenizer: every byte is its own id (vocab 256), so any text round-trips.
+#pragma once
+
+#include "lib/io/tokenizer.h"
+
+namespace hetu::io {
+
+class ByteTokenizer final : public Tokenizer {
+ public:
+  std::vector<int32_t> encode(std::string_view text) const override;
+  std::string decode(const std::vector<int32_t>& ids) const override;
+  int64_t vocab_size() const override { return 256; }
+  int32_t eot_id() const override { return -1; }
+};
+
+}  // namespace hetu::io
