@@ -26,7 +26,13 @@ struct BenchOptions {
   bool quick = false;  // shorter timings (smoke test)
 };
 
+struct VerifyOptions {
+  std::string reference;  // the .h5 dump
+  bool all = false;       // list every tensor, not only the summary
+};
+
 int run_config_check(const ConfigOptions& options);
+int run_verify(const VerifyOptions& options);
 int run_bench_ops(const BenchOptions& options);
 int run_train(const TrainOptions& options);
 int run_env();

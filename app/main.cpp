@@ -78,6 +78,13 @@ int main(int argc, char** argv) {
   bench_ops_cmd->add_flag("--quick", bench.quick, "Short timings, for a smoke test");
   bench_ops_cmd->callback([&] { selected = [&] { return run_bench_ops(bench); }; });
 
+  VerifyOptions verify;
+  CLI::App* verify_cmd = app.add_subcommand(
+      "verify", "Compare hetu's model with a PyTorch dump (logits, loss, gradients, AdamW steps); exit 1 beyond tolerance");
+  verify_cmd->add_option("REFERENCE", verify.reference, "HDF5 dump (scripts/make_reference.py)")->required();
+  verify_cmd->add_flag("--all", verify.all, "List every gradient and parameter, not only the worst");
+  verify_cmd->callback([&] { selected = [&] { return run_verify(verify); }; });
+
   CLI::App* env_cmd = app.add_subcommand("env", "Show build options, BLAS, MPI and the CUDA devices this process sees");
   env_cmd->callback([&] { selected = [] { return run_env(); }; });
 

@@ -1,0 +1,52 @@
+// Module parameter registry.
+#include "lib/nn/module.h"
+
+#include "lib/core/tensor_random.h"
+
+namespace hetu::nn {
+
+std::vector<NamedParameter> Module::named_parameters(const std::string& prefix) const {
+  std::vector<NamedParameter> out;
+  for (const auto& [name, tensor] : parameters_) out.push_back({prefix + name, tensor});
+  for (const auto& [name, child] : children_) {
+    std::vector<NamedParameter> sub = child->named_parameters(prefix + name + ".");
+    out.insert(out.end(), sub.begin(), sub.end());
+  }
+  return out;
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (const NamedParameter& p : named_parameters()) n += p.tensor.numel();
+  return n;
+}
+
+Tensor Module::parameter(const std::string& name) const {
+  for (const NamedParameter& p : named_parameters()) {
+    if (p.name == name) return p.tensor;
+  }
+  HT_THROW("no parameter named {}", name);
+}
+
+void Module::zero_grad() const {
+  for (const NamedParameter& p : named_parameters()) p.tensor.set_grad(Tensor());
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor tensor) {
+  tensor.set_requires_grad(true);
+  parameters_.emplace_back(name, tensor);
+  return tensor;
+}
+
+Tensor ParamInit::normal(const std::string& param, const Shape& shape, double std) const {
+  return random_normal(shape, seed, name(param), 0.0, std);
+}
+
+Tensor ParamInit::constant(const Shape& shape, double value) const { return full(shape, value); }
+
+Module& Module::register_module(const std::string& name, Module& child) {
+  children_.emplace_back(name, &child);
+  return child;
+}
+
+}  // namespace hetu::nn

@@ -1,0 +1,58 @@
+// Module: a named tree of parameters, as in PyTorch. Parameters are leaf tensors that
+// require grad; their full names join the path with dots ("h.0.attn.c_attn.weight"), which
+// is also how checkpoints and the PyTorch fixtures name them.
+//
+//   struct Mlp : Module { Linear fc{*this, "c_fc", 64, 256}; ... };
+//   for (auto& [name, p] : model.named_parameters()) ...
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/core/tensor.h"
+
+namespace hetu::nn {
+
+struct NamedParameter {
+  std::string name;
+  Tensor tensor;
+};
+
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // Every parameter under this module, depth first in registration order.
+  std::vector<NamedParameter> named_parameters(const std::string& prefix = "") const;
+  int64_t num_parameters() const;
+  // The parameter with this full name; throws naming it when there is none.
+  Tensor parameter(const std::string& name) const;
+  // Sets every gradient to undefined (the next backward writes fresh ones).
+  void zero_grad() const;
+
+ protected:
+  // Registers a parameter (marked requires_grad) and returns its handle.
+  Tensor register_parameter(const std::string& name, Tensor tensor);
+  Module& register_module(const std::string& name, Module& child);
+
+ private:
+  std::vector<std::pair<std::string, Tensor>> parameters_;
+  std::vector<std::pair<std::string, Module*>> children_;
+};
+
+// How parameters are initialised: from the counter-based RNG keyed by (seed, full parameter
+// name), so every run, and every shard of a parameter, gets the same values.
+struct ParamInit {
+  uint64_t seed = 0;
+  std::string prefix;  // full name of the module being built, with a trailing '.'
+  ParamInit child(const std::string& name) const { return {seed, prefix + name + "."}; }
+  std::string name(const std::string& param) const { return prefix + param; }
+  Tensor normal(const std::string& param, const Shape& shape, double std) const;
+  Tensor constant(const Shape& shape, double value) const;
+};
+
+}  // namespace hetu::nn

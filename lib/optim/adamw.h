@@ -1,0 +1,50 @@
+// AdamW with decoupled weight decay (as torch.optim.AdamW) over named parameters. Weight
+// decay applies to tensors with ndim >= 2 (matrices and embeddings), never to biases or
+// norm weights. State (m, v per parameter, the step count) is exposed for checkpoints.
+//
+//   AdamW opt(model.named_parameters(), {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1});
+//   opt.step(lr);   // after backward; parameters without a gradient are skipped
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/nn/module.h"
+
+namespace hetu::optim {
+
+struct AdamWConfig {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+
+class AdamW {
+ public:
+  AdamW(std::vector<nn::NamedParameter> params, AdamWConfig config);
+
+  void step(double lr);
+  int64_t steps_taken() const { return step_; }
+
+  // Checkpoint state: "optim.m/<param>", "optim.v/<param>" tensors and the step count.
+  std::vector<nn::NamedParameter> state() const;
+  void set_steps_taken(int64_t step) { step_ = step; }
+
+ private:
+  struct Slot {
+    nn::NamedParameter param;
+    Tensor m, v;
+    bool decay;
+  };
+  std::vector<Slot> slots_;
+  AdamWConfig config_;
+  int64_t step_ = 0;
+};
+
+// Global L2 norm of the gradients of `params` (undefined gradients count as zero).
+double grad_norm(const std::vector<nn::NamedParameter>& params);
+// Scales every gradient by max_norm / norm when norm > max_norm; returns the pre-clip norm.
+double clip_grad_norm(const std::vector<nn::NamedParameter>& params, double max_norm);
+
+}  // namespace hetu::optim

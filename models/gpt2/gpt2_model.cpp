@@ -1,0 +1,83 @@
+// GPT-2 forward pass. Shapes: B batch, T time, C hidden, H heads, D = C / H, V vocab.
+#include "models/gpt2/gpt2_model.h"
+
+#include <cmath>
+
+#include "lib/autograd/functions.h"
+
+namespace hetu {
+namespace ag = autograd;
+namespace {
+
+double residual_std(const ModelConfig& config) { return 0.02 / std::sqrt(2.0 * static_cast<double>(config.layers)); }
+
+}  // namespace
+
+Gpt2Block::Attention::Attention(const nn::ParamInit& init, const ModelConfig& c)
+    : c_attn(init.child("c_attn"), c.hidden, 3 * c.hidden, true),
+      c_proj(init.child("c_proj"), c.hidden, c.hidden, true, residual_std(c)) {
+  register_module("c_attn", c_attn);
+  register_module("c_proj", c_proj);
+}
+
+Gpt2Block::Mlp::Mlp(const nn::ParamInit& init, const ModelConfig& c)
+    : c_fc(init.child("c_fc"), c.hidden, c.ffn_hidden, true),
+      c_proj(init.child("c_proj"), c.ffn_hidden, c.hidden, true, residual_std(c)) {
+  register_module("c_fc", c_fc);
+  register_module("c_proj", c_proj);
+}
+
+Gpt2Block::Gpt2Block(const nn::ParamInit& init, const ModelConfig& c)
+    : config_(c),
+      ln_1(init.child("ln_1"), c.hidden, c.norm_eps),
+      attn(init.child("attn"), c),
+      ln_2(init.child("ln_2"), c.hidden, c.norm_eps),
+      mlp(init.child("mlp"), c) {
+  register_module("ln_1", ln_1);
+  register_module("attn", attn);
+  register_module("ln_2", ln_2);
+  register_module("mlp", mlp);
+}
+
+Tensor Gpt2Block::forward(const Tensor& x) const {
+  const int64_t B = x.size(0), T = x.size(1), C = config_.hidden, H = config_.heads, D = C / H;
+  // Attention: qkv (B, T, 3C) -> q, k, v (B, H, T, D) -> fused causal attention -> (B, T, C).
+  const Tensor qkv = attn.c_attn.forward(ln_1.forward(x));
+  std::vector<Tensor> parts = ag::split(qkv, {C, C, C}, -1);
+  auto heads = [&](const Tensor& t) { return ag::transpose(ag::reshape(t, {B, T, H, D}), 1, 2); };
+  const Tensor y = ag::attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), 1.0 / std::sqrt(static_cast<double>(D)));
+  const Tensor merged = ag::reshape(ag::transpose(y, 1, 2), {B, T, C});
+  const Tensor h = ag::add(x, attn.c_proj.forward(merged));
+  // MLP: C -> 4C -> GELU -> C.
+  const Tensor m = mlp.c_proj.forward(ag::gelu(mlp.c_fc.forward(ln_2.forward(h))));
+  return ag::add(h, m);
+}
+
+Gpt2Model::Gpt2Model(const ModelConfig& c, uint64_t seed)
+    : LanguageModel(c),
+      wte(nn::ParamInit{seed, "wte."}, c.padded_vocab(), c.hidden),
+      wpe(nn::ParamInit{seed, "wpe."}, c.max_seq_len, c.hidden),
+      ln_f(nn::ParamInit{seed, "ln_f."}, c.hidden, c.norm_eps) {
+  register_module("wte", wte);
+  register_module("wpe", wpe);
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const std::string name = "h." + std::to_string(i);
+    h.push_back(std::make_unique<Gpt2Block>(nn::ParamInit{seed, name + "."}, config_));
+    register_module(name, *h.back());
+  }
+  register_module("ln_f", ln_f);
+}
+
+Tensor Gpt2Model::forward(const Tensor& ids, int64_t position_offset) const {
+  const int64_t T = ids.size(1);
+  HT_CHECK(position_offset + T <= config_.max_seq_len, "gpt2: positions {}..{} exceed max_seq_len {}",
+           position_offset, position_offset + T - 1, config_.max_seq_len);
+  const Tensor positions = arange(static_cast<double>(position_offset), static_cast<double>(position_offset + T), 1, DType::i64);
+  Tensor x = ag::add(wte.forward(ids), wpe.forward(positions));  // (B, T, C) + (T, C)
+  for (const auto& block : h) x = block->forward(x);
+  const Tensor logits = ag::matmul(ln_f.forward(x), wte.weight, false, true);  // tied head: (B, T, Vp)
+  const int64_t vocab = config_.vocab;
+  return logits.size(-1) == vocab ? logits : ag::narrow(logits, -1, 0, vocab);
+}
+
+}  // namespace hetu

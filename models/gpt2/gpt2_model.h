@@ -1,0 +1,49 @@
+// GPT-2 (Radford et al. 2019) for one device: learned positions, pre-LayerNorm blocks,
+// fused q|k|v projection, GELU (tanh) MLP, LM head tied to the token embedding. Parameter
+// names are HF's: wte.weight, wpe.weight, h.{i}.ln_1, h.{i}.attn.c_attn, h.{i}.attn.c_proj,
+// h.{i}.ln_2, h.{i}.mlp.c_fc, h.{i}.mlp.c_proj, ln_f; 2-D weights are (out, in).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "lib/nn/embedding.h"
+#include "lib/nn/linear.h"
+#include "lib/nn/norm.h"
+#include "models/language_model.h"
+
+namespace hetu {
+
+class Gpt2Block : public nn::Module {
+ public:
+  Gpt2Block(const nn::ParamInit& init, const ModelConfig& config);
+  Tensor forward(const Tensor& x) const;  // x (B, T, C)
+
+ private:
+  struct Attention : nn::Module {
+    Attention(const nn::ParamInit& init, const ModelConfig& config);
+    nn::Linear c_attn, c_proj;
+  };
+  struct Mlp : nn::Module {
+    Mlp(const nn::ParamInit& init, const ModelConfig& config);
+    nn::Linear c_fc, c_proj;
+  };
+  const ModelConfig& config_;
+  nn::LayerNorm ln_1;
+  Attention attn;
+  nn::LayerNorm ln_2;
+  Mlp mlp;
+};
+
+class Gpt2Model final : public LanguageModel {
+ public:
+  Gpt2Model(const ModelConfig& config, uint64_t seed);
+  Tensor forward(const Tensor& ids, int64_t position_offset = 0) const override;
+
+ private:
+  nn::Embedding wte, wpe;
+  std::vector<std::unique_ptr<Gpt2Block>> h;
+  nn::LayerNorm ln_f;
+};
+
+}  // namespace hetu

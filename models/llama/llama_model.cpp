@@ -1,0 +1,94 @@
+// LLaMA forward pass. Shapes: B batch, T time, C hidden, H heads, Hkv kv heads, D = C / H.
+#include "models/llama/llama_model.h"
+
+#include <cmath>
+
+#include "lib/autograd/functions.h"
+
+namespace hetu {
+namespace ag = autograd;
+namespace {
+
+double residual_std(const ModelConfig& config) { return 0.02 / std::sqrt(2.0 * static_cast<double>(config.layers)); }
+
+}  // namespace
+
+LlamaBlock::Attention::Attention(const nn::ParamInit& init, const ModelConfig& c)
+    : q_proj(init.child("q_proj"), c.hidden, c.heads * c.head_dim(), false),
+      k_proj(init.child("k_proj"), c.hidden, c.kv_heads * c.head_dim(), false),
+      v_proj(init.child("v_proj"), c.hidden, c.kv_heads * c.head_dim(), false),
+      o_proj(init.child("o_proj"), c.heads * c.head_dim(), c.hidden, false, residual_std(c)) {
+  register_module("q_proj", q_proj);
+  register_module("k_proj", k_proj);
+  register_module("v_proj", v_proj);
+  register_module("o_proj", o_proj);
+}
+
+LlamaBlock::Mlp::Mlp(const nn::ParamInit& init, const ModelConfig& c)
+    : gate_proj(init.child("gate_proj"), c.hidden, c.ffn_hidden, false),
+      up_proj(init.child("up_proj"), c.hidden, c.ffn_hidden, false),
+      down_proj(init.child("down_proj"), c.ffn_hidden, c.hidden, false, residual_std(c)) {
+  register_module("gate_proj", gate_proj);
+  register_module("up_proj", up_proj);
+  register_module("down_proj", down_proj);
+}
+
+LlamaBlock::LlamaBlock(const nn::ParamInit& init, const ModelConfig& c)
+    : config_(c),
+      input_layernorm(init.child("input_layernorm"), c.hidden, c.norm_eps),
+      self_attn(init.child("self_attn"), c),
+      post_attention_layernorm(init.child("post_attention_layernorm"), c.hidden, c.norm_eps),
+      mlp(init.child("mlp"), c) {
+  register_module("input_layernorm", input_layernorm);
+  register_module("self_attn", self_attn);
+  register_module("post_attention_layernorm", post_attention_layernorm);
+  register_module("mlp", mlp);
+}
+
+Tensor LlamaBlock::forward(const Tensor& x, int64_t position_offset) const {
+  const ModelConfig& c = config_;
+  const int64_t B = x.size(0), T = x.size(1), D = c.head_dim();
+  const Tensor n = input_layernorm.forward(x);
+  // q (B, T, H, D) and k (B, T, Hkv, D) rotate in place of time; all go to (B, heads, T, D).
+  const Tensor q = ag::rotary(ag::reshape(self_attn.q_proj.forward(n), {B, T, c.heads, D}), position_offset, c.rope_theta);
+  const Tensor k = ag::rotary(ag::reshape(self_attn.k_proj.forward(n), {B, T, c.kv_heads, D}), position_offset, c.rope_theta);
+  const Tensor v = ag::reshape(self_attn.v_proj.forward(n), {B, T, c.kv_heads, D});
+  const Tensor y = ag::attention(ag::transpose(q, 1, 2), ag::transpose(k, 1, 2), ag::transpose(v, 1, 2),
+                                 1.0 / std::sqrt(static_cast<double>(D)));
+  const Tensor h = ag::add(x, self_attn.o_proj.forward(ag::reshape(ag::transpose(y, 1, 2), {B, T, c.heads * D})));
+  // SwiGLU: down(silu(gate(x)) * up(x)).
+  const Tensor m = post_attention_layernorm.forward(h);
+  const Tensor gated = ag::mul(ag::silu(mlp.gate_proj.forward(m)), mlp.up_proj.forward(m));
+  return ag::add(h, mlp.down_proj.forward(gated));
+}
+
+LlamaModel::Body::Body(uint64_t seed, const ModelConfig& c)
+    : embed_tokens(nn::ParamInit{seed, "model.embed_tokens."}, c.padded_vocab(), c.hidden),
+      norm(nn::ParamInit{seed, "model.norm."}, c.hidden, c.norm_eps) {
+  register_module("embed_tokens", embed_tokens);
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const std::string name = "layers." + std::to_string(i);
+    layers.push_back(std::make_unique<LlamaBlock>(nn::ParamInit{seed, "model." + name + "."}, c));
+    register_module(name, *layers.back());
+  }
+  register_module("norm", norm);
+}
+
+LlamaModel::LlamaModel(const ModelConfig& c, uint64_t seed) : LanguageModel(c), model(seed, config_) {
+  register_module("model", model);
+  if (!c.tie_embeddings) {
+    lm_head = std::make_unique<nn::Linear>(nn::ParamInit{seed, "lm_head."}, c.hidden, c.padded_vocab(), false);
+    register_module("lm_head", *lm_head);
+  }
+}
+
+Tensor LlamaModel::forward(const Tensor& ids, int64_t position_offset) const {
+  Tensor x = model.embed_tokens.forward(ids);
+  for (const auto& layer : model.layers) x = layer->forward(x, position_offset);
+  x = model.norm.forward(x);
+  const Tensor logits = lm_head ? lm_head->forward(x) : ag::matmul(x, model.embed_tokens.weight, false, true);
+  const int64_t vocab = config_.vocab;
+  return logits.size(-1) == vocab ? logits : ag::narrow(logits, -1, 0, vocab);
+}
+
+}  // namespace hetu

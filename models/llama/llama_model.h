@@ -1,0 +1,55 @@
+// LLaMA (Touvron et al. 2023) for one device: RMSNorm, rotary embeddings (rotate-half),
+// grouped-query attention, SwiGLU MLP, untied LM head unless tie_embeddings. Parameter names
+// are HF's: model.embed_tokens, model.layers.{i}.input_layernorm, .self_attn.{q,k,v,o}_proj,
+// .post_attention_layernorm, .mlp.{gate,up,down}_proj, model.norm, lm_head; no biases.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "lib/nn/embedding.h"
+#include "lib/nn/linear.h"
+#include "lib/nn/norm.h"
+#include "models/language_model.h"
+
+namespace hetu {
+
+class LlamaBlock : public nn::Module {
+ public:
+  LlamaBlock(const nn::ParamInit& init, const ModelConfig& config);
+  Tensor forward(const Tensor& x, int64_t position_offset) const;  // x (B, T, C)
+
+ private:
+  struct Attention : nn::Module {
+    Attention(const nn::ParamInit& init, const ModelConfig& config);
+    nn::Linear q_proj, k_proj, v_proj, o_proj;
+  };
+  struct Mlp : nn::Module {
+    Mlp(const nn::ParamInit& init, const ModelConfig& config);
+    nn::Linear gate_proj, up_proj, down_proj;
+  };
+  const ModelConfig& config_;
+  nn::RMSNorm input_layernorm;
+  Attention self_attn;
+  nn::RMSNorm post_attention_layernorm;
+  Mlp mlp;
+};
+
+class LlamaModel final : public LanguageModel {
+ public:
+  LlamaModel(const ModelConfig& config, uint64_t seed);
+  Tensor forward(const Tensor& ids, int64_t position_offset = 0) const override;
+
+ private:
+  // The "model." prefix of HF names: embed_tokens, layers, norm.
+  struct Body : nn::Module {
+    Body(uint64_t seed, const ModelConfig& config);
+    nn::Embedding embed_tokens;
+    std::vector<std::unique_ptr<LlamaBlock>> layers;
+    nn::RMSNorm norm;
+  };
+  Body model;
+  std::unique_ptr<nn::Linear> lm_head;  // absent when tied to embed_tokens
+};
+
+}  // namespace hetu
