@@ -17,7 +17,8 @@ int run_verify(const VerifyOptions& options) {
                          report.batch, report.seq, report.train_steps).c_str(), stdout);
   int failures = 0;
   for (const ReferenceRow& row : report.rows) {
-    const bool per_tensor = row.quantity.rfind("grad ", 0) == 0 || row.quantity.rfind("param after ", 0) == 0;
+    const bool per_tensor = row.quantity.rfind("grad ", 0) == 0 || row.quantity.rfind("param after ", 0) == 0 ||
+                            row.quantity.rfind("zero-grad elements of ", 0) == 0;
     const bool show = options.all || !row.ok() || !per_tensor;
     if (!row.ok()) ++failures;
     if (show) {
@@ -26,7 +27,7 @@ int run_verify(const VerifyOptions& options) {
     }
   }
   // Summaries of the per-tensor rows (each tensor is listed with --all).
-  for (const char* prefix : {"grad ", "param after "}) {
+  for (const char* prefix : {"grad ", "param after ", "zero-grad elements of "}) {
     double worst_ratio = 0;
     std::string worst;
     int count = 0;

@@ -14,7 +14,7 @@ namespace hetu {
 
 struct ReferenceRow {
   std::string quantity;   // "logits", "loss", "grad h.0.attn.c_attn.weight", ...
-  double max_diff = 0;    // max |hetu - reference|
+  double max_diff = 0;    // max |hetu - reference| (relative L2 error for "param after")
   double tolerance = 0;   // allowed max_diff
   bool ok() const { return max_diff <= tolerance; }
 };

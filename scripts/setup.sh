@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency of hetu from Debian 12 packages.
+# Installs every build and test dependency of hetu from Debian 12 packages (python3-torch
+# is the independent oracle for reference dumps and benchmarks; bible-kjv the quickstart text).
 # Idempotent and non-interactive: packages already present are skipped without
 # touching the network, so test.sh and quickstart.sh may call it every time.
 set -euo pipefail
@@ -8,6 +9,7 @@ packages=(
   cmake ninja-build g++ ccache pkg-config
   libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev
   libhdf5-dev hdf5-tools catch2 libopenmpi-dev openmpi-bin libopenblas-dev libpcre2-dev nlohmann-json3-dev
+  python3-torch python3-h5py python3-numpy bible-kjv
 )
 
 missing=()

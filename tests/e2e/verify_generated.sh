@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# scripts/make_reference.py writes PyTorch dumps for shapes unlike the shared fixtures (odd
+# vocab, GQA 6/2, tied LLaMA head, T not a power of two, batch 3) and `hetu verify` must
+# accept every one; a dump with a perturbed gradient must be rejected (exit 1).
+set -euo pipefail
+hetu=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+py=/usr/bin/python3
+$py "$src/scripts/make_reference.py" --arch gpt2 --layers 3 --hidden 48 --heads 3 --vocab 300 --max-seq-len 40 \
+    --seq 33 --batch 3 --out "$tmp/gpt2.h5"
+$py "$src/scripts/make_reference.py" --arch llama --layers 3 --hidden 48 --heads 6 --kv-heads 2 --ffn-hidden 80 \
+    --vocab 301 --seq 17 --out "$tmp/llama.h5"
+$py "$src/scripts/make_reference.py" --arch llama --tie-embeddings --layers 1 --hidden 32 --heads 2 --vocab 100 \
+    --seq 9 --out "$tmp/llama_tied.h5"
+for f in gpt2 llama llama_tied; do "$hetu" verify "$tmp/$f.h5"; done
+# A corrupted reference must fail: scale one gradient by 1.01.
+$py - "$tmp/llama.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    d = f["grads/model.layers.1.mlp.up_proj.weight"]
+    d[...] = d[...] * 1.01
+PY
+if "$hetu" verify "$tmp/llama.h5" > "$tmp/out.txt"; then
+  echo "FAIL: a perturbed gradient was accepted"; cat "$tmp/out.txt"; exit 1
+fi
+grep -q "grad model.layers.1.mlp.up_proj.weight .*FAIL" "$tmp/out.txt" || { cat "$tmp/out.txt"; exit 1; }
+echo PASS
