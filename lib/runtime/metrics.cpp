@@ -1,0 +1,67 @@
+// Progress lines and metrics.jsonl.
+#include "lib/runtime/metrics.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "lib/util/error.h"
+
+namespace hetu::runtime {
+namespace {
+
+std::string human_rate(double per_s) {
+  if (per_s >= 1e6) return fmt::format("{:.2f}M", per_s / 1e6);
+  if (per_s >= 1e3) return fmt::format("{:.1f}k", per_s / 1e3);
+  return fmt::format("{:.0f}", per_s);
+}
+
+// JSON numbers cannot be NaN/inf; write null instead.
+std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
+
+}  // namespace
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const int64_t s = static_cast<int64_t>(std::llround(seconds));
+  if (s >= 3600) return fmt::format("{}h{:02}m", s / 3600, s % 3600 / 60);
+  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}s", s);
+}
+
+std::string progress_line(const StepMetrics& m) {
+  const int width = static_cast<int>(std::to_string(m.total_steps).size());
+  std::string line = fmt::format("step {:>{}}/{} | loss {:.4f}", m.step, width, m.total_steps, m.loss);
+  if (m.val_loss) line += fmt::format(" | val {:.4f}", *m.val_loss);
+  line += fmt::format(" | lr {:.2e} | norm {:.3f} | {} tok/s | MFU {:.1f}% | ETA {}", m.lr, m.grad_norm,
+                      human_rate(m.tokens_per_s), 100.0 * m.mfu, format_duration(m.eta_seconds));
+  return line;
+}
+
+std::string metrics_json(const StepMetrics& m) {
+  std::string json = fmt::format(R"({{"step":{},"loss":{},"lr":{},"grad_norm":{},"tokens_per_s":{},"mfu":{},"step_s":{})",
+                                 m.step, json_number(m.loss), json_number(m.lr), json_number(m.grad_norm),
+                                 json_number(m.tokens_per_s), json_number(m.mfu), json_number(m.step_seconds));
+  if (m.val_loss) json += fmt::format(R"(,"val_loss":{})", json_number(*m.val_loss));
+  return json + "}";
+}
+
+MetricsWriter::MetricsWriter(const std::string& path) {
+  const std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  file_ = std::fopen(path.c_str(), "a");
+  HT_CHECK(file_ != nullptr, "cannot open {} for appending", path);
+}
+
+MetricsWriter::~MetricsWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+void MetricsWriter::write(const StepMetrics& m) {
+  const std::string line = metrics_json(m) + "\n";
+  std::fputs(line.c_str(), file_);
+  std::fflush(file_);
+}
+
+}  // namespace hetu::runtime

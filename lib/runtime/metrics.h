@@ -1,0 +1,42 @@
+// Training metrics: the numbers of one logged step, their progress-line and JSON forms, and
+// the writer of out_dir/metrics.jsonl (one JSON object per logged step, flushed each line).
+#pragma once
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+namespace hetu::runtime {
+
+struct StepMetrics {
+  int64_t step = 0;         // 1-based: optimizer steps completed
+  int64_t total_steps = 0;
+  double loss = 0;
+  double lr = 0;
+  double grad_norm = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;           // fraction of peak, 0..1
+  double step_seconds = 0;
+  double eta_seconds = 0;
+  std::optional<double> val_loss;
+};
+
+// "step   40/200 | loss 2.4512 | lr 1.00e-03 | norm 0.812 | 10.2k tok/s | MFU 31.2% | ETA 1m05s"
+std::string progress_line(const StepMetrics& m);
+// {"step":40,"loss":2.4512,...}
+std::string metrics_json(const StepMetrics& m);
+std::string format_duration(double seconds);
+
+class MetricsWriter {
+ public:
+  explicit MetricsWriter(const std::string& path);  // appends; creates folders
+  ~MetricsWriter();
+  MetricsWriter(const MetricsWriter&) = delete;
+  MetricsWriter& operator=(const MetricsWriter&) = delete;
+  void write(const StepMetrics& m);
+
+ private:
+  std::FILE* file_ = nullptr;
+};
+
+}  // namespace hetu::runtime

@@ -1,0 +1,160 @@
+// The training loop. See Note [Loss normalisation]: every micro-batch's loss is a token sum
+// divided by the token count of the whole step, so gradients add up to those of the mean
+// over the step's batch, however it is cut into micro-batches.
+#include "lib/runtime/trainer.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "lib/autograd/functions.h"
+#include "lib/runtime/metrics.h"
+
+namespace hetu::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kDataPositionKey = "data_position";
+constexpr const char* kOptimizerStepKey = "optimizer_steps";
+
+void draw_bar(int64_t step, int64_t total, double loss) {
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(kWidth * step / std::max<int64_t>(total, 1));
+  std::fprintf(stdout, "\r[%.*s%*s] %lld/%lld loss %.4f", filled, "##############################", kWidth - filled, "",
+               static_cast<long long>(step), static_cast<long long>(total), loss);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+Trainer::Trainer(const nn::Module& model, LossFn loss, TrainerOptions options)
+    : model_(model),
+      loss_(std::move(loss)),
+      options_(std::move(options)),
+      params_(model.named_parameters()),
+      optimizer_(params_, options_.adamw) {
+  HT_CHECK(options_.steps >= 1 && options_.micro_batches >= 1 && options_.tokens_per_micro_batch >= 1,
+           "trainer: steps, micro_batches and tokens_per_micro_batch must be >= 1");
+}
+
+Snapshot Trainer::snapshot(int64_t step, const BatchSource& train) const {
+  Snapshot s;
+  s.step = step;
+  for (const nn::NamedParameter& p : params_) s.tensors[p.name] = p.tensor;
+  for (const nn::NamedParameter& p : optimizer_.state()) s.tensors[p.name] = p.tensor;
+  s.metadata = options_.checkpoint_metadata;
+  s.metadata[kDataPositionKey] = train.save_position();
+  s.metadata[kOptimizerStepKey] = std::to_string(optimizer_.steps_taken());
+  return s;
+}
+
+void Trainer::restore(const Snapshot& s, BatchSource& train) {
+  std::vector<nn::NamedParameter> targets = params_;
+  for (const nn::NamedParameter& p : optimizer_.state()) targets.push_back(p);
+  for (const nn::NamedParameter& target : targets) {
+    auto it = s.tensors.find(target.name);
+    HT_CHECK(it != s.tensors.end(), "resume: the checkpoint has no tensor {}", target.name);
+    HT_CHECK(it->second.shape() == target.tensor.shape(), "resume: tensor {} has shape {} in the checkpoint, {} in the model",
+             target.name, shape_str(it->second.shape()), shape_str(target.tensor.shape()));
+    target.tensor.copy_from(it->second);
+  }
+  auto position = s.metadata.find(kDataPositionKey);
+  HT_CHECK(position != s.metadata.end(), "resume: the checkpoint has no data position");
+  train.restore_position(position->second);
+  auto steps = s.metadata.find(kOptimizerStepKey);
+  optimizer_.set_steps_taken(steps != s.metadata.end() ? std::stoll(steps->second) : s.step);
+}
+
+double Trainer::evaluate(BatchSource& val) {
+  autograd::NoGradGuard no_grad;
+  const std::string start = val.save_position();  // every evaluation reads the same batches
+  double total = 0;
+  for (int64_t i = 0; i < options_.eval_steps; ++i) {
+    const Batch batch = val.next();
+    total += loss_(batch, static_cast<double>(batch.targets.numel())).item();
+  }
+  val.restore_position(start);
+  return total / static_cast<double>(options_.eval_steps);
+}
+
+TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* store) {
+  TrainResult result;
+  int64_t step = 0;
+  if (store != nullptr && options_.resume != "never") {
+    std::optional<Snapshot> snap = options_.resume == "auto" ? store->load_latest() : store->load(options_.resume);
+    if (snap) {
+      restore(*snap, train);
+      step = snap->step;
+      spdlog::info("resumed from step {} ({})", step, options_.resume == "auto" ? "latest checkpoint" : options_.resume);
+    }
+  }
+  result.first_step = step;
+  std::unique_ptr<MetricsWriter> metrics;
+  if (!options_.metrics_path.empty()) metrics = std::make_unique<MetricsWriter>(options_.metrics_path);
+
+  const double step_tokens = static_cast<double>(options_.micro_batches * options_.tokens_per_micro_batch);
+  auto window_start = Clock::now();
+  int64_t window_steps = 0;
+  const auto run_start = Clock::now();
+  const int64_t run_first = step;
+  while (step < options_.steps) {
+    const double lr = options_.schedule.at(step);
+    model_.zero_grad();
+    double loss_sum = 0;
+    for (int64_t micro = 0; micro < options_.micro_batches; ++micro) {
+      const Batch batch = train.next();
+      const Tensor loss = loss_(batch, step_tokens);  // See Note [Loss normalisation]
+      autograd::backward(loss);
+      loss_sum += loss.item();
+    }
+    const double norm = optim::clip_grad_norm(params_, options_.grad_clip);
+    if (!std::isfinite(loss_sum) || !std::isfinite(norm)) {
+      HT_THROW("step {}: the loss is {} and the gradient norm {}; stopping before the optimizer step (the last good "
+               "checkpoint is untouched; lower training.lr or check the data)", step + 1, loss_sum, norm);
+    }
+    optimizer_.step(lr);
+    ++step;
+    ++window_steps;
+    result.losses.push_back(loss_sum);
+    if (options_.progress_bar) draw_bar(step, options_.steps, loss_sum);
+
+    const bool evaluate_now = val != nullptr && options_.eval_every > 0 && step % options_.eval_every == 0;
+    const bool log_now = step % options_.log_every == 0 || step == options_.steps || evaluate_now;
+    StepMetrics m;
+    if (evaluate_now) {
+      m.val_loss = evaluate(*val);
+      result.val_losses.push_back(*m.val_loss);
+    }
+    if (log_now) {
+      const double window_s = std::chrono::duration<double>(Clock::now() - window_start).count();
+      const double run_s = std::chrono::duration<double>(Clock::now() - run_start).count();
+      m.step = step;
+      m.total_steps = options_.steps;
+      m.loss = loss_sum;
+      m.lr = lr;
+      m.grad_norm = norm;
+      m.step_seconds = window_s / static_cast<double>(window_steps);
+      m.tokens_per_s = step_tokens / m.step_seconds;
+      m.mfu = options_.peak_flops > 0 ? m.tokens_per_s * options_.flops_per_token / options_.peak_flops : 0;
+      m.eta_seconds = run_s / static_cast<double>(step - run_first) * static_cast<double>(options_.steps - step);
+      if (options_.progress_bar) std::fputs("\n", stdout);
+      spdlog::info("{}", progress_line(m));
+      if (metrics) metrics->write(m);
+      window_start = Clock::now();
+      window_steps = 0;
+    }
+    const bool periodic = options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0;
+    if (store != nullptr && (periodic || step == options_.steps)) {
+      result.last_checkpoint = store->save(snapshot(step, train));
+      spdlog::info("checkpoint: {}", result.last_checkpoint);
+      window_start = Clock::now();  // do not count the save in the next throughput
+    }
+  }
+  return result;
+}
+
+}  // namespace hetu::runtime

@@ -1,0 +1,46 @@
+// What the Trainer needs from the outside, as interfaces: batches (io::DataLoader behind
+// it in hetu train) and checkpoint storage (io::CheckpointManager). lib/runtime sits below
+// lib/io in the layer order, so the app wires the concrete classes in.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "lib/core/tensor.h"
+
+namespace hetu::runtime {
+
+struct Batch {
+  Tensor inputs;   // (B, T) token ids
+  Tensor targets;  // (B, T) next tokens
+};
+
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  virtual Batch next() = 0;
+  // An opaque position; restoring it makes next() continue exactly from there.
+  virtual std::string save_position() const = 0;
+  virtual void restore_position(const std::string& position) = 0;
+};
+
+struct Snapshot {
+  int64_t step = 0;                             // optimizer steps completed
+  std::map<std::string, Tensor> tensors;        // parameters and optimizer state, by name
+  std::map<std::string, std::string> metadata;  // data position, config, ...
+};
+
+class CheckpointStore {
+ public:
+  virtual ~CheckpointStore() = default;
+  // Writes atomically; returns where it went.
+  virtual std::string save(const Snapshot& snapshot) = 0;
+  // The newest complete checkpoint, verified, or nullopt when there is none.
+  virtual std::optional<Snapshot> load_latest() = 0;
+  // A specific checkpoint (a path the user gave as checkpoint.resume).
+  virtual Snapshot load(const std::string& path) = 0;
+};
+
+}  // namespace hetu::runtime
