@@ -1,5 +1,7 @@
 // Public fused causal attention (ops.h): argument checks, output shapes, kernel dispatch.
 // q (B, H, T, D); k, v (B, Hkv, T, D) with H % Hkv == 0; out (B, H, T, D); lse (B, H, T).
+// The forward also takes k, v (B, Hkv, Tk, D) with Tk > T: the queries are then the last T
+// positions (decoding with a KV cache).
 // Kernels (lib/ops/cpu/attention.cpp) take contiguous buffers, so inputs are made contiguous here.
 #include "lib/ops/cpu/attention.h"
 
@@ -13,18 +15,25 @@ namespace hetu::ops {
 namespace {
 
 // Checks q, k, v and scale (forward and backward alike) and returns the dims.
-cpu::AttentionDims check_qkv(std::string_view op, const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
+// Keys may outnumber queries only in the forward (decoding with a KV cache).
+cpu::AttentionDims check_qkv(std::string_view op, const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+                             bool longer_keys) {
   HT_CHECK(q.dim() == 4, "{}: q must be (B, H, T, D), got shape {}", op, shape_str(q.shape()));
   HT_CHECK(k.dim() == 4, "{}: k must be (B, Hkv, T, D), got shape {}", op, shape_str(k.shape()));
   HT_CHECK(k.shape() == v.shape(), "{}: k {} and v {} shapes differ", op, shape_str(k.shape()), shape_str(v.shape()));
   const cpu::AttentionDims dims{q.size(0), q.size(1), k.size(1), q.size(2), q.size(3)};
   HT_CHECK(k.size(0) == dims.B, "{}: batch sizes differ: q {} vs k {}", op, dims.B, k.size(0));
-  HT_CHECK(k.size(2) == dims.T, "{}: sequence lengths differ: q {} vs k {}", op, dims.T, k.size(2));
+  cpu::AttentionDims dims_out = dims;
+  if (longer_keys && k.size(2) > dims.T) {
+    dims_out.Tk = k.size(2);
+  } else {
+    HT_CHECK(k.size(2) == dims.T, "{}: sequence lengths differ: q {} vs k {}", op, dims.T, k.size(2));
+  }
   HT_CHECK(k.size(3) == dims.D, "{}: head dims differ: q {} vs k {}", op, dims.D, k.size(3));
   HT_CHECK(dims.Hkv > 0 && dims.H % dims.Hkv == 0, "{}: {} query heads are not a multiple of {} kv heads", op, dims.H,
            dims.Hkv);
   HT_CHECK(std::isfinite(scale), "{}: scale must be finite, got {}", op, scale);
-  return dims;
+  return dims_out;
 }
 
 }  // namespace
@@ -32,7 +41,7 @@ cpu::AttentionDims check_qkv(std::string_view op, const Tensor& q, const Tensor&
 AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
   check_inputs("attention", {&q, &k, &v});
   check_float_dtype("attention", {&q, &k, &v});
-  const cpu::AttentionDims dims = check_qkv("attention", q, k, v, scale);
+  const cpu::AttentionDims dims = check_qkv("attention", q, k, v, scale, /*longer_keys=*/true);
   const Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
   AttentionResult result{empty(q.shape(), q.dtype()), empty({dims.B, dims.H, dims.T}, q.dtype())};
   HT_DISPATCH_FLOAT(q.dtype(), "attention", q.device(), [&] {
@@ -46,7 +55,7 @@ AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const
                                   const Tensor& out, const Tensor& lse, double scale) {
   check_inputs("attention_backward", {&grad_out, &q, &k, &v, &out, &lse});
   check_float_dtype("attention_backward", {&grad_out, &q, &k, &v, &out, &lse});
-  const cpu::AttentionDims dims = check_qkv("attention_backward", q, k, v, scale);
+  const cpu::AttentionDims dims = check_qkv("attention_backward", q, k, v, scale, /*longer_keys=*/false);
   HT_CHECK(grad_out.shape() == q.shape(), "attention_backward: grad_out {} must match q {}",
            shape_str(grad_out.shape()), shape_str(q.shape()));
   HT_CHECK(out.shape() == q.shape(), "attention_backward: out {} must match q {}", shape_str(out.shape()),

@@ -97,6 +97,8 @@ Tensor rotary(const Tensor& x, int64_t position_offset, double theta, bool inver
 // q (B, H, T, D), k and v (B, Hkv, T, D) with H % Hkv == 0: query head h reads kv head
 // h / (H / Hkv). out = softmax(q kᵀ · scale + causal mask) v, computed blockwise with an
 // online softmax (no T×T matrix per head). lse (B, H, T) = log-sum-exp of each score row.
+// Decoding: k, v may be (B, Hkv, Tk, D) with Tk > T; the queries are then positions
+// Tk - T .. Tk - 1 (forward only; the backward needs Tk == T).
 struct AttentionResult {
   Tensor out, lse;
 };

@@ -245,8 +245,9 @@ TEST_CASE("attention rejects bad arguments with specific messages", "[attention]
   const Tensor q = hetu::zeros({1, 3, 4, 8}), k = hetu::zeros({1, 1, 4, 8});
   CHECK_THROWS_WITH(attention(q, hetu::zeros({1, 2, 4, 8}), hetu::zeros({1, 2, 4, 8}), 1.0),
                     "attention: 3 query heads are not a multiple of 2 kv heads");
-  CHECK_THROWS_WITH(attention(q, hetu::zeros({1, 1, 5, 8}), hetu::zeros({1, 1, 5, 8}), 1.0),
-                    "attention: sequence lengths differ: q 4 vs k 5");
+  // More keys than queries is decoding with a KV cache (allowed); fewer is an error.
+  CHECK_THROWS_WITH(attention(q, hetu::zeros({1, 1, 3, 8}), hetu::zeros({1, 1, 3, 8}), 1.0),
+                    "attention: sequence lengths differ: q 4 vs k 3");
   CHECK_THROWS_WITH(attention(q, hetu::zeros({1, 1, 4, 6}), hetu::zeros({1, 1, 4, 6}), 1.0),
                     "attention: head dims differ: q 8 vs k 6");
   CHECK_THROWS_WITH(attention(q, hetu::zeros({2, 1, 4, 8}), hetu::zeros({2, 1, 4, 8}), 1.0),
@@ -269,4 +270,18 @@ TEST_CASE("attention rejects bad arguments with specific messages", "[attention]
   CHECK_THROWS_WITH(
       hetu::ops::attention_backward(q, q, hetu::zeros({1, 1, 5, 8}), hetu::zeros({1, 1, 5, 8}), res.out, res.lse, 1.0),
       "attention_backward: sequence lengths differ: q 4 vs k 5");
+}
+
+TEST_CASE("attention with a longer key cache equals the last rows of full attention", "[attention]") {
+  // Decoding: queries for the last 3 of 11 positions against all 11 keys must equal rows
+  // 8..10 of attention over the whole sequence (GQA 4/2).
+  const Tensor q = hetu::test::random_tensor({2, 4, 11, 8}, DType::f64, 901);
+  const Tensor k = hetu::test::random_tensor({2, 2, 11, 8}, DType::f64, 902);
+  const Tensor v = hetu::test::random_tensor({2, 2, 11, 8}, DType::f64, 903);
+  const hetu::ops::AttentionResult full = hetu::ops::attention(q, k, v, 0.35);
+  const hetu::ops::AttentionResult tail = hetu::ops::attention(q.narrow(2, 8, 3), k, v, 0.35);
+  CHECK(hetu::test::max_abs_diff(tail.out, to_vector(full.out.narrow(2, 8, 3))) <= 1e-12);
+  CHECK(hetu::test::max_abs_diff(tail.lse, to_vector(full.lse.narrow(2, 8, 3))) <= 1e-12);
+  CHECK_THROWS_WITH(hetu::ops::attention_backward(tail.out, q.narrow(2, 8, 3), k, v, tail.out, tail.lse, 0.35),
+                    Catch::Contains("sequence lengths differ"));
 }

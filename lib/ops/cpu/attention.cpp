@@ -73,6 +73,7 @@ void attention_forward(scalar_t* out, scalar_t* lse, const scalar_t* q, const sc
                        const AttentionDims& dims, double scale) {
   const int64_t B = dims.B, H = dims.H, Hkv = dims.Hkv, T = dims.T, D = dims.D;
   const int64_t group = H / Hkv;
+  const int64_t Tk = dims.keys(), past = Tk - T;  // keys before the first query (KV cache)
   const int64_t query_blocks = (T + kQueryBlock - 1) / kQueryBlock;
   const int64_t tasks = B * H * query_blocks;
   const scalar_t s = static_cast<scalar_t>(scale);
@@ -81,11 +82,11 @@ void attention_forward(scalar_t* out, scalar_t* lse, const scalar_t* q, const sc
   for (int64_t task = 0; task < tasks; ++task) {
     const int64_t bh = task / query_blocks;  // b * H + h
     const int64_t b = bh / H, h = bh % H;
-    const int64_t kv_offset = (b * Hkv + h / group) * T * D;
+    const int64_t kv_offset = (b * Hkv + h / group) * Tk * D;
     const int64_t t_end = std::min(T, (task % query_blocks + 1) * kQueryBlock);
     for (int64_t t = (task % query_blocks) * kQueryBlock; t < t_end; ++t) {
       const int64_t row = bh * T + t;
-      attend_row(out + row * D, lse + row, q + row * D, k + kv_offset, v + kv_offset, t, D, s);
+      attend_row(out + row * D, lse + row, q + row * D, k + kv_offset, v + kv_offset, past + t, D, s);
     }
   }
 }

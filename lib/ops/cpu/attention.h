@@ -11,6 +11,9 @@ namespace hetu::ops::cpu {
 
 struct AttentionDims {
   int64_t B, H, Hkv, T, D;
+  int64_t Tk = 0;  // key/value length when it exceeds T (decoding with a KV cache; forward
+                   // only): query t sits at position Tk - T + t. 0 means Tk == T.
+  int64_t keys() const { return Tk > 0 ? Tk : T; }
 };
 
 template <typename scalar_t>
