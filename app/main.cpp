@@ -8,6 +8,8 @@
 #include <functional>
 #include <string>
 
+#include "app/cmd_data.h"
+#include "app/cmd_tokenize.h"
 #include "app/commands.h"
 #include "lib/util/error.h"
 
@@ -84,6 +86,41 @@ int main(int argc, char** argv) {
   verify_cmd->add_option("REFERENCE", verify.reference, "HDF5 dump (scripts/make_reference.py)")->required();
   verify_cmd->add_flag("--all", verify.all, "List every gradient and parameter, not only the worst");
   verify_cmd->callback([&] { selected = [&] { return run_verify(verify); }; });
+
+  DataPrepareOptions data_prepare;
+  CLI::App* data_cmd = app.add_subcommand("data", "Prepare training data");
+  data_cmd->require_subcommand(1);
+  CLI::App* data_prepare_cmd = data_cmd->add_subcommand(
+      "prepare", "Tokenize text files (one document each) into llm.c token shards: OUT/val_000000.bin holds the "
+                 "first --val-tokens tokens, OUT/train_000000.bin, ... the rest");
+  data_prepare_cmd->add_option("--tokenizer", data_prepare.tokenizer, "Tokenizer")
+      ->check(CLI::IsMember({"byte", "gpt2"}))
+      ->capture_default_str();
+  data_prepare_cmd->add_option("--vocab", data_prepare.vocab_dir, "gpt2: the folder with encoder.json and vocab.bpe")
+      ->type_name("DIR");
+  data_prepare_cmd->add_option("--out", data_prepare.out_dir, "Output folder (created if missing; must hold no .bin file)")
+      ->type_name("DIR")
+      ->required();
+  data_prepare_cmd->add_option("--val-tokens", data_prepare.val_tokens, "Tokens from the start that go to val_000000.bin")
+      ->capture_default_str();
+  data_prepare_cmd->add_option("--shard-tokens", data_prepare.shard_tokens, "Tokens per train shard")
+      ->capture_default_str();
+  data_prepare_cmd->add_option("INPUT", data_prepare.inputs, "Text files, one document each ('-': stdin)")->required();
+  data_prepare_cmd->callback([&] { selected = [&] { return run_data_prepare(data_prepare); }; });
+
+  TokenizeOptions tokenize;
+  CLI::App* tokenize_cmd = app.add_subcommand(
+      "tokenize", "Text on stdin to token ids on stdout, or back with --decode (GPT-2 BPE or bytes)");
+  tokenize_cmd->add_option("--tokenizer", tokenize.tokenizer, "gpt2 (byte-level BPE, needs --vocab) or byte (id = byte)")
+      ->check(CLI::IsMember({"gpt2", "byte"}))
+      ->capture_default_str();
+  tokenize_cmd->add_option("--vocab", tokenize.vocab_dir,
+                           "GPT-2 vocab folder with encoder.json and vocab.bpe (default: $HETU_GPT2_VOCAB)")
+      ->type_name("DIR");
+  tokenize_cmd->add_flag("--jsonl", tokenize.jsonl,
+                         "Line by line: a JSON string per line in, a JSON array of ids out (--decode: the reverse)");
+  tokenize_cmd->add_flag("--decode", tokenize.decode, "Token ids in (whitespace-separated), raw text out");
+  tokenize_cmd->callback([&] { selected = [&] { return run_tokenize(tokenize); }; });
 
   CLI::App* env_cmd = app.add_subcommand("env", "Show build options, BLAS, MPI and the CUDA devices this process sees");
   env_cmd->callback([&] { selected = [] { return run_env(); }; });

@@ -23,6 +23,22 @@ double LanguageModel::flops_per_token(int64_t seq_len) const {
   return 6.0 * params + 12.0 * static_cast<double>(m.layers * m.hidden * seq_len);
 }
 
+void append_to_cache(KVCache& cache, size_t layer, Tensor& k, Tensor& v) {
+  if (cache.k.size() <= layer) {
+    cache.k.resize(layer + 1);
+    cache.v.resize(layer + 1);
+  }
+  if (cache.k[layer].defined()) {
+    k = ops::concat({cache.k[layer], k}, 2);
+    v = ops::concat({cache.v[layer], v}, 2);
+  } else {
+    k = k.contiguous();
+    v = v.contiguous();
+  }
+  cache.k[layer] = k;
+  cache.v[layer] = v;
+}
+
 std::unique_ptr<LanguageModel> build_model(const ModelConfig& config, uint64_t seed) {
   switch (config.arch) {
     case Arch::gpt2: return std::make_unique<Gpt2Model>(config, seed);

@@ -8,19 +8,28 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "lib/nn/module.h"
 #include "models/model_config.h"
 
 namespace hetu {
 
+// Keys and values of every layer for the positions seen so far, so that generating a token
+// costs one position of compute. k[i], v[i] are (B, Hkv, length, D).
+struct KVCache {
+  std::vector<Tensor> k, v;
+  int64_t length = 0;
+};
+
 class LanguageModel : public nn::Module {
  public:
   explicit LanguageModel(ModelConfig config) : config_(std::move(config)) {}
   const ModelConfig& config() const { return config_; }
 
-  // ids (B, T) i32/i64 -> logits (B, T, vocab). Positions start at position_offset.
-  virtual Tensor forward(const Tensor& ids, int64_t position_offset = 0) const = 0;
+  // ids (B, T) i32/i64 -> logits (B, T, vocab). With a cache, positions continue after
+  // cache->length and the cache grows by T (use under autograd::NoGradGuard).
+  virtual Tensor forward(const Tensor& ids, KVCache* cache = nullptr) const = 0;
 
   // Σ cross-entropy over the (B, T) targets / normalizer (0: the number of targets), so that
   // micro-batches of one global batch can each divide by the global token count.
@@ -33,6 +42,10 @@ class LanguageModel : public nn::Module {
  protected:
   ModelConfig config_;
 };
+
+// Appends this step's k, v (B, Hkv, T, D) to layer `layer` of the cache and replaces them by
+// the whole cached sequence, ready for attention.
+void append_to_cache(KVCache& cache, size_t layer, Tensor& k, Tensor& v);
 
 // Builds the model of config.arch with parameters from the counter-based RNG keyed by
 // (seed, parameter name): N(0, 0.02), residual output projections N(0, 0.02/√(2·layers)),

@@ -39,13 +39,15 @@ Gpt2Block::Gpt2Block(const nn::ParamInit& init, const ModelConfig& c)
   register_module("mlp", mlp);
 }
 
-Tensor Gpt2Block::forward(const Tensor& x) const {
+Tensor Gpt2Block::forward(const Tensor& x, KVCache* cache, size_t layer) const {
   const int64_t B = x.size(0), T = x.size(1), C = config_.hidden, H = config_.heads, D = C / H;
   // Attention: qkv (B, T, 3C) -> q, k, v (B, H, T, D) -> fused causal attention -> (B, T, C).
   const Tensor qkv = attn.c_attn.forward(ln_1.forward(x));
   std::vector<Tensor> parts = ag::split(qkv, {C, C, C}, -1);
   auto heads = [&](const Tensor& t) { return ag::transpose(ag::reshape(t, {B, T, H, D}), 1, 2); };
-  const Tensor y = ag::attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), 1.0 / std::sqrt(static_cast<double>(D)));
+  Tensor k = heads(parts[1]), v = heads(parts[2]);
+  if (cache != nullptr) append_to_cache(*cache, layer, k, v);
+  const Tensor y = ag::attention(heads(parts[0]), k, v, 1.0 / std::sqrt(static_cast<double>(D)));
   const Tensor merged = ag::reshape(ag::transpose(y, 1, 2), {B, T, C});
   const Tensor h = ag::add(x, attn.c_proj.forward(merged));
   // MLP: C -> 4C -> GELU -> C.
@@ -68,13 +70,15 @@ Gpt2Model::Gpt2Model(const ModelConfig& c, uint64_t seed)
   register_module("ln_f", ln_f);
 }
 
-Tensor Gpt2Model::forward(const Tensor& ids, int64_t position_offset) const {
+Tensor Gpt2Model::forward(const Tensor& ids, KVCache* cache) const {
+  const int64_t position_offset = cache != nullptr ? cache->length : 0;
   const int64_t T = ids.size(1);
   HT_CHECK(position_offset + T <= config_.max_seq_len, "gpt2: positions {}..{} exceed max_seq_len {}",
            position_offset, position_offset + T - 1, config_.max_seq_len);
   const Tensor positions = arange(static_cast<double>(position_offset), static_cast<double>(position_offset + T), 1, DType::i64);
   Tensor x = ag::add(wte.forward(ids), wpe.forward(positions));  // (B, T, C) + (T, C)
-  for (const auto& block : h) x = block->forward(x);
+  for (size_t i = 0; i < h.size(); ++i) x = h[i]->forward(x, cache, i);
+  if (cache != nullptr) cache->length += T;
   const Tensor logits = ag::matmul(ln_f.forward(x), wte.weight, false, true);  // tied head: (B, T, Vp)
   const int64_t vocab = config_.vocab;
   return logits.size(-1) == vocab ? logits : ag::narrow(logits, -1, 0, vocab);

@@ -17,7 +17,8 @@ namespace hetu {
 class Gpt2Block : public nn::Module {
  public:
   Gpt2Block(const nn::ParamInit& init, const ModelConfig& config);
-  Tensor forward(const Tensor& x) const;  // x (B, T, C)
+  // x (B, T, C); with a cache, attends to the cached positions too and appends to them.
+  Tensor forward(const Tensor& x, KVCache* cache, size_t layer) const;
 
  private:
   struct Attention : nn::Module {
@@ -38,7 +39,7 @@ class Gpt2Block : public nn::Module {
 class Gpt2Model final : public LanguageModel {
  public:
   Gpt2Model(const ModelConfig& config, uint64_t seed);
-  Tensor forward(const Tensor& ids, int64_t position_offset = 0) const override;
+  Tensor forward(const Tensor& ids, KVCache* cache = nullptr) const override;
 
  private:
   nn::Embedding wte, wpe;

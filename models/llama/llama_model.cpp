@@ -45,16 +45,18 @@ LlamaBlock::LlamaBlock(const nn::ParamInit& init, const ModelConfig& c)
   register_module("mlp", mlp);
 }
 
-Tensor LlamaBlock::forward(const Tensor& x, int64_t position_offset) const {
+Tensor LlamaBlock::forward(const Tensor& x, KVCache* cache, size_t layer) const {
   const ModelConfig& c = config_;
+  const int64_t position_offset = cache != nullptr ? cache->length : 0;
   const int64_t B = x.size(0), T = x.size(1), D = c.head_dim();
   const Tensor n = input_layernorm.forward(x);
   // q (B, T, H, D) and k (B, T, Hkv, D) rotate in place of time; all go to (B, heads, T, D).
   const Tensor q = ag::rotary(ag::reshape(self_attn.q_proj.forward(n), {B, T, c.heads, D}), position_offset, c.rope_theta);
   const Tensor k = ag::rotary(ag::reshape(self_attn.k_proj.forward(n), {B, T, c.kv_heads, D}), position_offset, c.rope_theta);
   const Tensor v = ag::reshape(self_attn.v_proj.forward(n), {B, T, c.kv_heads, D});
-  const Tensor y = ag::attention(ag::transpose(q, 1, 2), ag::transpose(k, 1, 2), ag::transpose(v, 1, 2),
-                                 1.0 / std::sqrt(static_cast<double>(D)));
+  Tensor kh = ag::transpose(k, 1, 2), vh = ag::transpose(v, 1, 2);
+  if (cache != nullptr) append_to_cache(*cache, layer, kh, vh);
+  const Tensor y = ag::attention(ag::transpose(q, 1, 2), kh, vh, 1.0 / std::sqrt(static_cast<double>(D)));
   const Tensor h = ag::add(x, self_attn.o_proj.forward(ag::reshape(ag::transpose(y, 1, 2), {B, T, c.heads * D})));
   // SwiGLU: down(silu(gate(x)) * up(x)).
   const Tensor m = post_attention_layernorm.forward(h);
@@ -82,9 +84,10 @@ LlamaModel::LlamaModel(const ModelConfig& c, uint64_t seed) : LanguageModel(c), 
   }
 }
 
-Tensor LlamaModel::forward(const Tensor& ids, int64_t position_offset) const {
+Tensor LlamaModel::forward(const Tensor& ids, KVCache* cache) const {
   Tensor x = model.embed_tokens.forward(ids);
-  for (const auto& layer : model.layers) x = layer->forward(x, position_offset);
+  for (size_t i = 0; i < model.layers.size(); ++i) x = model.layers[i]->forward(x, cache, i);
+  if (cache != nullptr) cache->length += ids.size(1);
   x = model.norm.forward(x);
   const Tensor logits = lm_head ? lm_head->forward(x) : ag::matmul(x, model.embed_tokens.weight, false, true);
   const int64_t vocab = config_.vocab;

@@ -1,0 +1,22 @@
+// `hetu tokenize`: stdin -> stdout between text and token ids, with GPT-2 BPE or bytes.
+// Encode prints ids separated by spaces; --decode reads whitespace-separated ids and writes
+// the raw bytes. --jsonl works line by line: a JSON string per line in, a JSON array of ids
+// per line out (--decode: the reverse). Bad input lines are UsageErrors naming the line.
+//
+//   echo '"Hello world"' | hetu tokenize --vocab shared/tokenizer/gpt2 --jsonl   -> [15496,995]
+#pragma once
+
+#include <string>
+
+namespace hetu::app {
+
+struct TokenizeOptions {
+  std::string tokenizer = "gpt2";  // gpt2 | byte
+  std::string vocab_dir;           // gpt2: encoder.json + vocab.bpe; empty: $HETU_GPT2_VOCAB
+  bool jsonl = false;              // one JSON value per line, in and out
+  bool decode = false;             // ids -> text
+};
+
+int run_tokenize(const TokenizeOptions& options);
+
+}  // namespace hetu::app

@@ -1,0 +1,179 @@
+// DataLoader: windows over mmapped token shards, sequential or shuffled order, replica shares,
+// and positions that save and restore exactly.
+#include "lib/io/data_loader.h"
+
+#include <glob.h>
+
+#include <algorithm>
+
+#include "lib/core/rng.h"
+#include "lib/util/error.h"
+#include "lib/util/strings.h"
+
+namespace hetu::io {
+namespace {
+
+// Note [Stateless shuffle]
+// A shuffled epoch must be a permutation of the N windows that depends only on (seed, epoch),
+// so that a position {epoch, batch, sequence} is all a loader needs to resume, every replica
+// computes the same order without talking, and nothing O(N) is stored. We use a Feistel
+// network over [0, 2^bits) (bits even, 2^bits >= N): 6 rounds whose round function is the
+// counter-based Philox RNG (lib/core/rng.h) keyed by the seed, in the stream
+// "data.shuffle.epoch.<epoch>", at index (round << 32 | right half). A Feistel network is a
+// bijection of [0, 2^bits) whatever its round function; "cycle walking" (apply it again while
+// the result is >= N) restricts it to a bijection of [0, N). Since 2^bits < 4N, a position
+// takes fewer than 4 walks on average.
+constexpr int kFeistelRounds = 6;
+
+int64_t shuffled_position(uint64_t seed, int64_t epoch, int64_t n, int64_t p) {
+  HT_CHECK(n > 0 && n < (int64_t{1} << 62), "shuffle: {} windows is out of range", n);
+  int bits = 2;
+  while ((int64_t{1} << bits) < n) bits += 2;
+  const int half = bits / 2;
+  const uint64_t mask = (uint64_t{1} << half) - 1;
+  const CounterRng rng(seed, "data.shuffle.epoch." + std::to_string(epoch));
+  auto x = static_cast<uint64_t>(p);
+  do {
+    uint64_t left = x >> half, right = x & mask;
+    for (int round = 0; round < kFeistelRounds; ++round) {
+      const auto out = rng.bits(static_cast<int64_t>((static_cast<uint64_t>(round) << 32) | right));
+      const uint64_t f = (out[0] | (static_cast<uint64_t>(out[1]) << 32)) & mask;
+      const uint64_t next = left ^ f;
+      left = right;
+      right = next;
+    }
+    x = (left << half) | right;
+  } while (x >= static_cast<uint64_t>(n));
+  return static_cast<int64_t>(x);
+}
+
+// The files matching pattern, sorted by name; none is a UsageError.
+std::vector<std::string> glob_files(const std::string& pattern) {
+  glob_t found{};
+  const int rc = ::glob(pattern.c_str(), 0, nullptr, &found);
+  std::vector<std::string> files;
+  if (rc == 0) files.assign(found.gl_pathv, found.gl_pathv + found.gl_pathc);
+  ::globfree(&found);
+  HT_USAGE_CHECK(rc != GLOB_NOMATCH, "data: no file matches '{}'", pattern);
+  HT_USAGE_CHECK(rc == 0, "data: cannot list the files matching '{}' (glob error {})", pattern, rc);
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+// ---- DataPosition ----
+
+std::string DataPosition::to_string() const {
+  return fmt::format("epoch={} batch={} sequence={} shards={} tokens={}", epoch, batch, sequence, num_shards,
+                     total_tokens);
+}
+
+DataPosition DataPosition::parse(std::string_view text) {
+  constexpr std::array<std::string_view, 5> kKeys = {"epoch", "batch", "sequence", "shards", "tokens"};
+  const std::vector<std::string_view> fields = split(trim(text), ' ');
+  std::array<int64_t, 5> values{};
+  bool ok = fields.size() == kKeys.size();
+  for (size_t i = 0; ok && i < kKeys.size(); ++i) {
+    const std::vector<std::string_view> kv = split(fields[i], '=');
+    const auto value = kv.size() == 2 ? parse_int64(kv[1]) : std::nullopt;
+    ok = kv.size() == 2 && kv[0] == kKeys[i] && value.has_value() && *value >= 0;
+    if (ok) values[i] = *value;
+  }
+  HT_USAGE_CHECK(ok, "data position '{}': expected 'epoch=E batch=B sequence=S shards=N tokens=T' (integers >= 0)",
+                 text);
+  return from_array(values);
+}
+
+DataPosition DataPosition::from_array(const std::array<int64_t, 5>& values) {
+  return DataPosition{values[0], values[1], values[2], values[3], values[4]};
+}
+
+// ---- DataLoader ----
+
+DataLoader::DataLoader(const DataLoaderOptions& options) : options_(options) {
+  DataLoaderOptions& o = options_;
+  HT_USAGE_CHECK(!o.pattern.empty(), "data: no shard path or glob given");
+  HT_USAGE_CHECK(o.seq_len >= 1, "data: seq_len must be >= 1, got {}", o.seq_len);
+  HT_USAGE_CHECK(o.global_batch >= 1, "data: global_batch must be >= 1, got {}", o.global_batch);
+  if (o.share_count == 0) o.share_count = o.global_batch;
+  HT_USAGE_CHECK(o.share_offset >= 0 && o.share_count >= 1 && o.share_offset + o.share_count <= o.global_batch,
+                 "data: the share [{}, {}) is not inside a global batch of {}", o.share_offset,
+                 o.share_offset + o.share_count, o.global_batch);
+  if (o.micro_batch == 0) o.micro_batch = o.share_count;
+  HT_USAGE_CHECK(o.micro_batch >= 1 && o.share_count % o.micro_batch == 0,
+                 "data: micro_batch {} does not divide the share of {} sequences", o.micro_batch, o.share_count);
+
+  window_begin_.push_back(0);
+  for (const std::string& file : glob_files(o.pattern)) {
+    TokenShard shard(file);
+    HT_USAGE_CHECK(shard.size() >= o.seq_len + 1,
+                   "{} holds {} tokens, fewer than seq_len + 1 = {}: too short for one sequence", file, shard.size(),
+                   o.seq_len + 1);
+    total_tokens_ += shard.size();
+    window_begin_.push_back(window_begin_.back() + (shard.size() - 1) / o.seq_len);
+    shards_.push_back(std::move(shard));
+  }
+  HT_USAGE_CHECK(windows_per_epoch() >= o.global_batch,
+                 "data: '{}' holds {} windows of seq_len + 1 = {} tokens, fewer than one global batch of {}",
+                 o.pattern, windows_per_epoch(), o.seq_len + 1, o.global_batch);
+}
+
+DataLoader::Window DataLoader::window_at(int64_t epoch, int64_t p) const {
+  const int64_t n = windows_per_epoch();
+  HT_CHECK(epoch >= 0 && p >= 0 && p < n, "data: position {} of epoch {} is outside [0, {})", p, epoch, n);
+  const int64_t w = options_.sampling == Sampling::shuffled ? shuffled_position(options_.seed, epoch, n, p) : p;
+  // The last shard whose first window is <= w (shards hold >= 1 window, so begins are strictly increasing).
+  const auto it = std::upper_bound(window_begin_.begin(), window_begin_.end(), w) - 1;
+  const auto shard = static_cast<int64_t>(it - window_begin_.begin());
+  return Window{shard, (w - *it) * options_.seq_len};
+}
+
+Batch DataLoader::next() {
+  const int64_t b = options_.micro_batch, t = options_.seq_len;
+  Batch out{empty({b, t}, DType::i32), empty({b, t}, DType::i32)};
+  int32_t* x = out.x.data<int32_t>();
+  int32_t* y = out.y.data<int32_t>();
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t p = batch_ * options_.global_batch + options_.share_offset + sequence_ + i;
+    const Window window = window_at(epoch_, p);
+    const uint16_t* tokens = shards_[window.shard].tokens() + window.start;  // T + 1 tokens
+    std::copy(tokens, tokens + t, x + i * t);
+    std::copy(tokens + 1, tokens + t + 1, y + i * t);
+  }
+  sequence_ += b;
+  if (sequence_ == options_.share_count) {
+    sequence_ = 0;
+    if (++batch_ == batches_per_epoch()) {
+      batch_ = 0;
+      ++epoch_;
+    }
+  }
+  return out;
+}
+
+DataPosition DataLoader::position() const {
+  return DataPosition{epoch_, batch_, sequence_, static_cast<int64_t>(shards_.size()), total_tokens_};
+}
+
+void DataLoader::restore(const DataPosition& position) {
+  const auto num_shards = static_cast<int64_t>(shards_.size());
+  HT_USAGE_CHECK(position.num_shards == num_shards && position.total_tokens == total_tokens_,
+                 "data position ({}) was saved for {} shards holding {} tokens, but '{}' matches {} shards holding {} "
+                 "tokens",
+                 position.to_string(), position.num_shards, position.total_tokens, options_.pattern, num_shards,
+                 total_tokens_);
+  HT_USAGE_CHECK(
+      position.epoch >= 0 && position.batch >= 0 && position.batch < batches_per_epoch(),
+      "data position ({}): epoch must be >= 0 and batch in [0, {}) for this data, seq_len {} and global_batch {}",
+      position.to_string(), batches_per_epoch(), options_.seq_len, options_.global_batch);
+  HT_USAGE_CHECK(position.sequence >= 0 && position.sequence < options_.share_count &&
+                     position.sequence % options_.micro_batch == 0,
+                 "data position ({}): sequence is not a micro-batch boundary of this share of {} (micro_batch {})",
+                 position.to_string(), options_.share_count, options_.micro_batch);
+  epoch_ = position.epoch;
+  batch_ = position.batch;
+  sequence_ = position.sequence;
+}
+
+}  // namespace hetu::io
