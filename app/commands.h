@@ -19,6 +19,7 @@ struct ConfigOptions {
 
 struct TrainOptions : ConfigOptions {
   bool dry_run = false;
+  int64_t stop_at_step = 0;  // pause after this step (checkpoint, exit 0); resume continues
 };
 
 struct BenchOptions {
@@ -31,7 +32,19 @@ struct VerifyOptions {
   bool all = false;       // list every tensor, not only the summary
 };
 
+struct GenerateOptions {
+  std::string checkpoint;   // step folder, checkpoints/ folder or run folder
+  std::string prompt;
+  int64_t max_tokens = 200;
+  double temperature = 0.8; // 0: greedy
+  int64_t top_k = 40;       // 0: the whole vocabulary
+  uint64_t seed = 1234;
+  std::string vocab_dir;    // gpt2 vocab; default: the job's data.vocab or $HETU_GPT2_VOCAB
+  int threads = 0;
+};
+
 int run_config_check(const ConfigOptions& options);
+int run_generate(const GenerateOptions& options);
 int run_verify(const VerifyOptions& options);
 int run_bench_ops(const BenchOptions& options);
 int run_train(const TrainOptions& options);

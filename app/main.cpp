@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <unistd.h>
 #include <functional>
 #include <string>
 
@@ -42,7 +43,20 @@ void add_config_options(CLI::App& cmd, ConfigOptions& options, bool config_requi
 
 }  // namespace
 
+// Note [OpenMP wait policy]: libgomp's default makes idle threads spin for a while after
+// each parallel region. Between our many short kernels, and on machines shared with other
+// work, spinning threads steal the core a working thread needs: measured on 2 cores with one
+// busy, a tiny GPT-2 step ran 10x slower on 2 threads than with passive waiting. libgomp
+// reads the policy when it loads, before main, so hetu sets it and re-executes itself once.
+// A user who sets OMP_WAIT_POLICY or GOMP_SPINCOUNT keeps their choice.
+static void ensure_passive_openmp_wait(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+  ::execv("/proc/self/exe", argv);  // returns only on failure: then run with the default policy
+}
+
 int main(int argc, char** argv) {
+  ensure_passive_openmp_wait(argv);
   CLI::App app{"hetu: train GPT-2 and LLaMA models across heterogeneous GPU clusters from one TOML job file"};
   app.name("hetu");
   app.set_version_flag("--version", version_string());
@@ -60,6 +74,10 @@ int main(int argc, char** argv) {
   add_config_options(*train_cmd, train, /*config_required=*/true);
   train_cmd->add_flag("--dry-run", train.dry_run,
                       "Validate the job, check launched ranks against the device groups, print the plan; train nothing");
+  train_cmd->add_option("--stop-at-step", train.stop_at_step,
+                        "Pause after this optimizer step with a checkpoint (for time-limited allocations); "
+                        "running the job again resumes")
+      ->check(CLI::NonNegativeNumber);
   train_cmd->callback([&] { selected = [&] { return run_train(train); }; });
 
   ConfigOptions check;
@@ -121,6 +139,19 @@ int main(int argc, char** argv) {
                          "Line by line: a JSON string per line in, a JSON array of ids out (--decode: the reverse)");
   tokenize_cmd->add_flag("--decode", tokenize.decode, "Token ids in (whitespace-separated), raw text out");
   tokenize_cmd->callback([&] { selected = [&] { return run_tokenize(tokenize); }; });
+
+  GenerateOptions generate;
+  CLI::App* generate_cmd = app.add_subcommand("generate", "Sample text from a checkpoint (KV-cached decoding)");
+  generate_cmd->add_option("CHECKPOINT", generate.checkpoint, "A step folder, or a run / checkpoints folder (latest)")
+      ->required();
+  generate_cmd->add_option("--prompt", generate.prompt, "Text to continue");
+  generate_cmd->add_option("--max-tokens", generate.max_tokens, "Tokens to generate")->capture_default_str();
+  generate_cmd->add_option("--temperature", generate.temperature, "Sampling temperature (0: greedy)")->capture_default_str();
+  generate_cmd->add_option("--top-k", generate.top_k, "Sample among the k most likely tokens (0: all)")->capture_default_str();
+  generate_cmd->add_option("--seed", generate.seed, "Sampling seed")->capture_default_str();
+  generate_cmd->add_option("--vocab", generate.vocab_dir, "GPT-2 vocab folder (default: the job's data.vocab)")->type_name("DIR");
+  generate_cmd->add_option("--threads", generate.threads, "CPU threads (0: HETU_NUM_THREADS or all cores)");
+  generate_cmd->callback([&] { selected = [&] { return run_generate(generate); }; });
 
   CLI::App* env_cmd = app.add_subcommand("env", "Show build options, BLAS, MPI and the CUDA devices this process sees");
   env_cmd->callback([&] { selected = [] { return run_env(); }; });

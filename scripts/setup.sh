@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ ccache pkg-config
   libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev
-  libhdf5-dev hdf5-tools catch2 libopenmpi-dev openmpi-bin libopenblas-dev libpcre2-dev nlohmann-json3-dev
+  libhdf5-dev hdf5-tools catch2 libopenmpi-dev openmpi-bin libopenblas-dev libopenblas-openmp-dev libpcre2-dev nlohmann-json3-dev
   python3-torch python3-h5py python3-numpy bible-kjv
 )
 

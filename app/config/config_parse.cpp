@@ -90,6 +90,8 @@ void read_data(TableReader& t, DataSection& data) {
   data.train = t.require_string("train");
   if (auto v = t.get_string("val")) data.val = *v;
   if (auto v = t.get_choice("tokenizer", {"byte", "gpt2", "none"})) data.tokenizer = static_cast<Tokenizer>(*v);
+  if (auto v = t.get_string("vocab")) data.vocab = *v;
+  if (auto v = t.get_choice("sampling", {"shuffled", "sequential"})) data.sampling = static_cast<Sampling>(*v);
   t.finish();
 }
 

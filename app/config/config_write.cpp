@@ -79,6 +79,8 @@ std::string to_toml(const JobConfig& c) {
   line("train", str(c.data.train));
   if (!c.data.val.empty()) line("val", str(c.data.val));
   line("tokenizer", str(to_string(c.data.tokenizer)));
+  if (!c.data.vocab.empty()) line("vocab", str(c.data.vocab));
+  line("sampling", str(to_string(c.data.sampling)));
 
   const TrainingSection& t = c.training;
   out += "\n[training]\n";

@@ -50,6 +50,8 @@ std::string_view to_string(LrDecay value) {
   }
   return "cosine";
 }
+std::string_view to_string(Sampling value) { return value == Sampling::shuffled ? "shuffled" : "sequential"; }
+
 std::string_view to_string(PipelineSchedule value) {
   return value == PipelineSchedule::gpipe ? "gpipe" : "1f1b";
 }

@@ -44,10 +44,14 @@ struct JobSection {
   bool operator==(const JobSection&) const = default;
 };
 
+enum class Sampling { shuffled, sequential };
+
 struct DataSection {
   std::string train;                  // glob of llm.c token shards
   std::string val;                    // optional
   Tokenizer tokenizer = Tokenizer::gpt2;
+  std::string vocab;                  // gpt2: folder with encoder.json, vocab.bpe ("" = $HETU_GPT2_VOCAB)
+  Sampling sampling = Sampling::shuffled;
   bool operator==(const DataSection&) const = default;
 };
 
@@ -159,5 +163,6 @@ std::string_view to_string(Tokenizer value);
 std::string_view to_string(Precision value);
 std::string_view to_string(LrDecay value);
 std::string_view to_string(PipelineSchedule value);
+std::string_view to_string(Sampling value);
 
 }  // namespace hetu::config

@@ -143,5 +143,7 @@ double global_norm(const std::vector<Tensor>& tensors);
 // 0 = HETU_NUM_THREADS from the environment, else every core.
 void set_num_threads(int threads);
 int num_threads();
+// FLOP/s of OpenBLAS sgemm (512³) at the current thread count, timed for `seconds`.
+double measure_sgemm_flops(double seconds = 0.3);
 
 }  // namespace hetu::ops

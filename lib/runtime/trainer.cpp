@@ -101,7 +101,8 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
   int64_t window_steps = 0;
   const auto run_start = Clock::now();
   const int64_t run_first = step;
-  while (step < options_.steps) {
+  const int64_t last = options_.stop_at_step > 0 ? std::min(options_.stop_at_step, options_.steps) : options_.steps;
+  while (step < last) {
     const double lr = options_.schedule.at(step);
     model_.zero_grad();
     double loss_sum = 0;
@@ -123,7 +124,7 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
     if (options_.progress_bar) draw_bar(step, options_.steps, loss_sum);
 
     const bool evaluate_now = val != nullptr && options_.eval_every > 0 && step % options_.eval_every == 0;
-    const bool log_now = step % options_.log_every == 0 || step == options_.steps || evaluate_now;
+    const bool log_now = step % options_.log_every == 0 || step == last || evaluate_now;
     StepMetrics m;
     if (evaluate_now) {
       m.val_loss = evaluate(*val);
@@ -148,7 +149,7 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
       window_steps = 0;
     }
     const bool periodic = options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0;
-    if (store != nullptr && (periodic || step == options_.steps)) {
+    if (store != nullptr && (periodic || step == last)) {
       result.last_checkpoint = store->save(snapshot(step, train));
       spdlog::info("checkpoint: {}", result.last_checkpoint);
       window_start = Clock::now();  // do not count the save in the next throughput

@@ -32,6 +32,8 @@ struct TrainerOptions {
   int64_t eval_steps = 20;
   int64_t checkpoint_every = 0;   // 0: only the final checkpoint
   std::string resume = "auto";    // auto | never | a checkpoint path
+  int64_t stop_at_step = 0;       // > 0: stop after this step with a checkpoint (a planned pause
+                                  // for time-limited allocations; the schedule still spans `steps`)
   std::string metrics_path;       // empty: no metrics.jsonl
   double flops_per_token = 0;     // for MFU
   double peak_flops = 0;          // device peak, FLOP/s; 0: MFU not reported

@@ -1,0 +1,112 @@
+// `hetu generate CHECKPOINT --prompt "..." --max-tokens N --temperature T --top-k K --seed S`:
+// loads a checkpoint (its step folder, or a run's checkpoints/ folder for the latest one),
+// rebuilds the model from the config stored with it, and samples text. The prompt is run
+// once; every new token then costs one position through the KV cache.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+#include <fmt/core.h>
+
+#include "app/commands.h"
+#include "lib/autograd/grad_mode.h"
+#include "lib/core/rng.h"
+#include "lib/io/checkpoint.h"
+#include "lib/io/tokenizer.h"
+#include "lib/ops/ops.h"
+#include "models/language_model.h"
+
+namespace hetu::app {
+namespace {
+
+// Index of the next token from logits (V), with temperature and top-k; u in [0, 1).
+int32_t sample(const float* logits, int64_t vocab, double temperature, int64_t top_k, double u) {
+  if (temperature <= 0) return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+  std::vector<int32_t> order(static_cast<size_t>(vocab));
+  std::iota(order.begin(), order.end(), 0);
+  const int64_t k = top_k > 0 ? std::min(top_k, vocab) : vocab;
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  const double top = logits[order[0]];
+  std::vector<double> p(static_cast<size_t>(k));
+  double total = 0;
+  for (int64_t i = 0; i < k; ++i) total += p[static_cast<size_t>(i)] = std::exp((logits[order[static_cast<size_t>(i)]] - top) / temperature);
+  double acc = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    acc += p[static_cast<size_t>(i)] / total;
+    if (u < acc) return order[static_cast<size_t>(i)];
+  }
+  return order[static_cast<size_t>(k - 1)];
+}
+
+io::TokenizerKind tokenizer_kind(config::Tokenizer t, const std::string& checkpoint) {
+  HT_USAGE_CHECK(t != config::Tokenizer::none, "{}: the job used pre-tokenized data (data.tokenizer = \"none\"): hetu "
+                 "cannot turn a prompt into its ids", checkpoint);
+  return t == config::Tokenizer::byte ? io::TokenizerKind::byte : io::TokenizerKind::gpt2;
+}
+
+}  // namespace
+
+int run_generate(const GenerateOptions& options) {
+  namespace fs = std::filesystem;
+  HT_USAGE_CHECK(options.max_tokens >= 1, "--max-tokens must be >= 1, got {}", options.max_tokens);
+  HT_USAGE_CHECK(options.temperature >= 0, "--temperature must be >= 0, got {}", options.temperature);
+  ops::set_num_threads(options.threads);
+  // A step folder, or a run folder / checkpoints folder whose latest checkpoint is used.
+  fs::path chosen(options.checkpoint);
+  HT_USAGE_CHECK(fs::exists(chosen), "{}: no such checkpoint or folder", options.checkpoint);
+  if (fs::exists(chosen / "checkpoints")) chosen /= "checkpoints";
+  if (!fs::exists(chosen / "checkpoint.h5") && chosen.extension() != ".h5") {
+    std::optional<std::string> latest = io::CheckpointManager(chosen.string(), 1).latest();
+    HT_USAGE_CHECK(latest.has_value(), "{}: no checkpoint in this folder", chosen.string());
+    chosen = *latest;
+  }
+  const std::string path = chosen.string();
+  const io::CheckpointManager manager(chosen.parent_path().string(), 1);
+  const io::CheckpointData data = manager.load(path);
+  auto stored = data.metadata.find("config");
+  HT_USAGE_CHECK(stored != data.metadata.end(), "{}: the checkpoint holds no job config", path);
+  const config::LoadedConfig loaded = config::load_job_config_text(stored->second, path + " (stored config)", {});
+  const config::JobConfig& c = loaded.config;
+
+  std::unique_ptr<LanguageModel> model = build_model(c.model, c.job.seed);
+  for (const nn::NamedParameter& p : model->named_parameters()) {
+    auto it = data.tensors.find(p.name);
+    HT_USAGE_CHECK(it != data.tensors.end(), "{}: tensor {} is missing", path, p.name);
+    HT_USAGE_CHECK(it->second.shape() == p.tensor.shape(), "{}: tensor {} has shape {}, the model needs {}", path, p.name,
+                   shape_str(it->second.shape()), shape_str(p.tensor.shape()));
+    p.tensor.copy_from(it->second);
+  }
+  std::string vocab_dir = options.vocab_dir.empty() ? c.data.vocab : options.vocab_dir;
+  if (vocab_dir.empty() && std::getenv("HETU_GPT2_VOCAB") != nullptr) vocab_dir = std::getenv("HETU_GPT2_VOCAB");
+  const std::unique_ptr<io::Tokenizer> tokenizer = io::make_tokenizer(tokenizer_kind(c.data.tokenizer, path), vocab_dir);
+
+  std::vector<int32_t> ids = tokenizer->encode(options.prompt);
+  if (ids.empty()) ids.push_back(tokenizer->eot_id() >= 0 ? tokenizer->eot_id() : 10);  // start from a newline
+  const int64_t limit = c.model.max_seq_len;
+  HT_USAGE_CHECK(static_cast<int64_t>(ids.size()) < limit, "the prompt is {} tokens; the model's context is {}", ids.size(), limit);
+
+  autograd::NoGradGuard no_grad;
+  KVCache cache;
+  const CounterRng rng(options.seed, "generate");
+  Tensor input = tensor_from(ids, {1, static_cast<int64_t>(ids.size())});
+  std::vector<int32_t> generated;
+  std::fputs(options.prompt.c_str(), stdout);
+  for (int64_t i = 0; i < options.max_tokens && cache.length + input.size(1) <= limit; ++i) {
+    const Tensor logits = model->forward(input, &cache).contiguous();  // (1, T, V)
+    const int64_t V = logits.size(-1);
+    const float* last = logits.data<float>() + (logits.size(1) - 1) * V;
+    const int32_t next = sample(last, V, options.temperature, options.top_k, rng.uniform(i));
+    if (next == tokenizer->eot_id()) break;
+    generated.push_back(next);
+    const std::string piece = tokenizer->decode({next});
+    std::fputs(piece.c_str(), stdout);
+    std::fflush(stdout);
+    input = tensor_from(std::vector<int32_t>{next}, {1, 1});
+  }
+  std::fputs("\n", stdout);
+  return 0;
+}
+
+}  // namespace hetu::app
