@@ -1,22 +1,42 @@
-// CPU kernels for fused causal attention (see attention.h for layouts).
-// Forward: each query row walks its keys 0..t in blocks of kKeyBlock with an online softmax
-// (running max m, running sum l, accumulator rescaled by exp(m_old - m_new) when m grows);
-// out = acc / l, lse = m + log l. Parallel over (batch, head, query block).
-// Backward (flash-attention style): P = exp(q·k·scale - lse), delta_t = Σ_d dout·out,
-// dS = P ∘ (dout·v - delta); dq = dS k·scale, dk = dSᵀ q·scale, dv = Pᵀ dout. Parallel over
-// (batch, kv head): a thread owns its dk/dv rows and sums them over the head's query group.
+// CPU kernels for fused causal attention (see attention.h for layouts), tiled so the work is
+// GEMMs on small blocks (OpenBLAS; single-threaded inside our OpenMP tasks).
+// Forward: a block of Bq query rows walks the key blocks it can see; per block the scores
+// S = Q Kᵀ (Bq×Bk) go through an online softmax (running max m, running sum l, the output
+// block rescaled by exp(m_old - m_new)), then O += P V. out = O / l, lse = m + log l. Only
+// one Bq×Bk score tile per thread exists at a time: never a T×T matrix.
+// Backward (flash-attention style): per key block and query block, P = exp(S·scale - lse),
+// dP = dO Vᵀ, dS = P ∘ (dP - delta)·scale with delta_t = Σ_d dout·out; dV += Pᵀ dO,
+// dK += dSᵀ Q, dQ += dS K. Parallel over (batch, kv head): a task owns its dk/dv and the dq
+// rows of its query heads, so nothing is shared.
 #include "lib/ops/cpu/attention.h"
+
+#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace hetu::ops::cpu {
 namespace {
 
-constexpr int64_t kKeyBlock = 64;    // keys per online-softmax step (scores scratch per thread)
-constexpr int64_t kQueryBlock = 32;  // query rows per forward task
+constexpr int64_t kKeyBlock = 64;    // keys per score tile
+constexpr int64_t kQueryBlock = 64;  // query rows per score tile
+
+// C (m×n, ldc) = alpha · op(A) op(B) + beta · C, row-major.
+template <typename T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb,
+          T beta, T* c, int64_t ldc) {
+  const auto opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, opa, opb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+                static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, opa, opb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+                static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  }
+}
 
 template <typename T> T dot(const T* a, const T* b, int64_t n) {
   T acc = 0;
@@ -25,45 +45,50 @@ template <typename T> T dot(const T* a, const T* b, int64_t n) {
   return acc;
 }
 
-// y += alpha · x
-template <typename T> void axpy(T* y, T alpha, const T* x, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
-}
-
-template <typename T> void scale_in_place(T* y, T alpha, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) y[i] *= alpha;
-}
-
-// One query row t against keys 0..t of one kv head (k, v are (T, D)). The accumulator is the
-// output row itself.
+// One query block [t0, t0 + nq) of one head against its kv head (k, v are (Tk, D)); query t
+// sits at position past + t and sees keys 0..past + t.
 template <typename T>
-void attend_row(T* out, T* lse, const T* q, const T* k, const T* v, int64_t t, int64_t D, T scale) {
-  T scores[kKeyBlock];
-  T running_max = -std::numeric_limits<T>::infinity();
-  T running_sum = 0;
-  std::fill(out, out + D, T(0));
-  for (int64_t j0 = 0; j0 <= t; j0 += kKeyBlock) {
-    const int64_t n = std::min(kKeyBlock, t + 1 - j0);
-    T block_max = -std::numeric_limits<T>::infinity();
-    for (int64_t j = 0; j < n; ++j) {
-      scores[j] = dot(q, k + (j0 + j) * D, D) * scale;
-      block_max = std::max(block_max, scores[j]);
+void attend_block(T* out, T* lse, const T* q, const T* k, const T* v, int64_t t0, int64_t nq, int64_t past,
+                  int64_t Tk, int64_t D, T scale, T* scores, T* row_max, T* row_sum) {
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  std::fill(out, out + nq * D, T(0));
+  std::fill(row_max, row_max + nq, kNegInf);
+  std::fill(row_sum, row_sum + nq, T(0));
+  const int64_t key_end = std::min(Tk, past + t0 + nq);  // keys any row of the block sees
+  for (int64_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
+    const int64_t nk = std::min(kKeyBlock, key_end - j0);
+    gemm<T>(false, true, nq, nk, D, scale, q, D, k + j0 * D, D, T(0), scores, nk);  // S = Q Kᵀ · scale
+    for (int64_t r = 0; r < nq; ++r) {
+      T* s = scores + r * nk;
+      const int64_t visible = std::min(nk, past + t0 + r + 1 - j0);  // causal: keys j0 .. past + t
+      if (visible <= 0) {
+        std::fill(s, s + nk, T(0));
+        continue;
+      }
+      T block_max = kNegInf;
+      for (int64_t j = 0; j < visible; ++j) block_max = std::max(block_max, s[j]);
+      const T new_max = std::max(row_max[r], block_max);
+      const T correction = std::exp(row_max[r] - new_max);  // 0 on the row's first block
+      T sum = 0;
+      for (int64_t j = 0; j < visible; ++j) sum += s[j] = std::exp(s[j] - new_max);
+      std::fill(s + visible, s + nk, T(0));
+      row_sum[r] = row_sum[r] * correction + sum;
+      row_max[r] = new_max;
+      if (correction != T(1)) {
+        T* o = out + r * D;
+#pragma omp simd
+        for (int64_t d = 0; d < D; ++d) o[d] *= correction;
+      }
     }
-    const T new_max = std::max(running_max, block_max);
-    const T correction = std::exp(running_max - new_max);  // 0 on the first block
-    running_sum *= correction;
-    scale_in_place(out, correction, D);
-    for (int64_t j = 0; j < n; ++j) {
-      const T p = std::exp(scores[j] - new_max);
-      running_sum += p;
-      axpy(out, p, v + (j0 + j) * D, D);
-    }
-    running_max = new_max;
+    gemm<T>(false, false, nq, D, nk, T(1), scores, nk, v + j0 * D, D, T(1), out, D);  // O += P V
   }
-  scale_in_place(out, T(1) / running_sum, D);
-  *lse = running_max + std::log(running_sum);
+  for (int64_t r = 0; r < nq; ++r) {
+    const T inv = T(1) / row_sum[r];
+    T* o = out + r * D;
+#pragma omp simd
+    for (int64_t d = 0; d < D; ++d) o[d] *= inv;
+    lse[r] = row_max[r] + std::log(row_sum[r]);
+  }
 }
 
 }  // namespace
@@ -78,15 +103,19 @@ void attention_forward(scalar_t* out, scalar_t* lse, const scalar_t* q, const sc
   const int64_t tasks = B * H * query_blocks;
   const scalar_t s = static_cast<scalar_t>(scale);
   // Causal rows cost ∝ t, so later query blocks are heavier: dynamic scheduling.
-#pragma omp parallel for schedule(dynamic)
-  for (int64_t task = 0; task < tasks; ++task) {
-    const int64_t bh = task / query_blocks;  // b * H + h
-    const int64_t b = bh / H, h = bh % H;
-    const int64_t kv_offset = (b * Hkv + h / group) * Tk * D;
-    const int64_t t_end = std::min(T, (task % query_blocks + 1) * kQueryBlock);
-    for (int64_t t = (task % query_blocks) * kQueryBlock; t < t_end; ++t) {
-      const int64_t row = bh * T + t;
-      attend_row(out + row * D, lse + row, q + row * D, k + kv_offset, v + kv_offset, past + t, D, s);
+#pragma omp parallel
+  {
+    std::vector<scalar_t> scores(kQueryBlock * kKeyBlock), row_max(kQueryBlock), row_sum(kQueryBlock);
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t bh = task / query_blocks;  // b * H + h
+      const int64_t b = bh / H, h = bh % H;
+      const int64_t kv_offset = (b * Hkv + h / group) * Tk * D;
+      const int64_t t0 = (task % query_blocks) * kQueryBlock;
+      const int64_t nq = std::min(kQueryBlock, T - t0);
+      const int64_t row = bh * T + t0;
+      attend_block(out + row * D, lse + row, q + row * D, k + kv_offset, v + kv_offset, t0, nq, past, Tk, D, s,
+                   scores.data(), row_max.data(), row_sum.data());
     }
   }
 }
@@ -108,33 +137,47 @@ void attention_backward(scalar_t* dq, scalar_t* dk, scalar_t* dv, const scalar_t
     std::fill(dq + row * D, dq + (row + 1) * D, scalar_t(0));
   }
 
-  // Key blocks outermost, so a block's k, v, dk, dv rows stay in cache while every query row
-  // of the group at or after the block streams past.
-#pragma omp parallel for schedule(dynamic)
-  for (int64_t bkv = 0; bkv < B * Hkv; ++bkv) {
-    const int64_t b = bkv / Hkv, hkv = bkv % Hkv;
-    const scalar_t* k_head = k + bkv * T * D;
-    const scalar_t* v_head = v + bkv * T * D;
-    scalar_t* dk_head = dk + bkv * T * D;
-    scalar_t* dv_head = dv + bkv * T * D;
-    std::fill(dk_head, dk_head + T * D, scalar_t(0));
-    std::fill(dv_head, dv_head + T * D, scalar_t(0));
-    for (int64_t j0 = 0; j0 < T; j0 += kKeyBlock) {
-      const int64_t j_end = std::min(T, j0 + kKeyBlock);
-      for (int64_t h = hkv * group; h < (hkv + 1) * group; ++h) {
-        for (int64_t t = j0; t < T; ++t) {
-          const int64_t row = (b * H + h) * T + t;
-          const scalar_t* q_row = q + row * D;
-          const scalar_t* dout_row = dout + row * D;
-          scalar_t* dq_row = dq + row * D;
-          const scalar_t row_lse = lse[row], row_delta = delta[static_cast<size_t>(row)];
-          for (int64_t j = j0; j < std::min(j_end, t + 1); ++j) {
-            const scalar_t p = std::exp(dot(q_row, k_head + j * D, D) * s - row_lse);
-            const scalar_t dp = dot(dout_row, v_head + j * D, D);
-            const scalar_t ds = p * (dp - row_delta) * s;  // dS with the scale folded in
-            axpy(dq_row, ds, k_head + j * D, D);
-            axpy(dk_head + j * D, ds, q_row, D);
-            axpy(dv_head + j * D, p, dout_row, D);
+#pragma omp parallel
+  {
+    std::vector<scalar_t> p(kQueryBlock * kKeyBlock), dp(kQueryBlock * kKeyBlock);
+#pragma omp for schedule(dynamic)
+    for (int64_t bkv = 0; bkv < B * Hkv; ++bkv) {
+      const int64_t b = bkv / Hkv, hkv = bkv % Hkv;
+      const scalar_t* k_head = k + bkv * T * D;
+      const scalar_t* v_head = v + bkv * T * D;
+      scalar_t* dk_head = dk + bkv * T * D;
+      scalar_t* dv_head = dv + bkv * T * D;
+      std::fill(dk_head, dk_head + T * D, scalar_t(0));
+      std::fill(dv_head, dv_head + T * D, scalar_t(0));
+      for (int64_t j0 = 0; j0 < T; j0 += kKeyBlock) {
+        const int64_t nk = std::min(kKeyBlock, T - j0);
+        for (int64_t h = hkv * group; h < (hkv + 1) * group; ++h) {
+          // Query blocks that see any key of this block: rows t >= j0.
+          for (int64_t t0 = (j0 / kQueryBlock) * kQueryBlock; t0 < T; t0 += kQueryBlock) {
+            const int64_t nq = std::min(kQueryBlock, T - t0);
+            const int64_t row0 = (b * H + h) * T + t0;
+            const scalar_t* q_blk = q + row0 * D;
+            const scalar_t* dout_blk = dout + row0 * D;
+            gemm<scalar_t>(false, true, nq, nk, D, s, q_blk, D, k_head + j0 * D, D, scalar_t(0), p.data(), nk);
+            gemm<scalar_t>(false, true, nq, nk, D, scalar_t(1), dout_blk, D, v_head + j0 * D, D, scalar_t(0), dp.data(), nk);
+            for (int64_t r = 0; r < nq; ++r) {
+              const int64_t t = t0 + r;
+              const int64_t visible = std::clamp<int64_t>(t + 1 - j0, 0, nk);
+              const scalar_t row_lse = lse[row0 + r], row_delta = delta[static_cast<size_t>(row0 + r)];
+              scalar_t* pr = p.data() + r * nk;
+              scalar_t* dpr = dp.data() + r * nk;
+              for (int64_t j = 0; j < visible; ++j) {
+                pr[j] = std::exp(pr[j] - row_lse);
+                dpr[j] = pr[j] * (dpr[j] - row_delta) * s;  // dS, scale folded in
+              }
+              std::fill(pr + visible, pr + nk, scalar_t(0));
+              std::fill(dpr + visible, dpr + nk, scalar_t(0));
+            }
+            // dV += Pᵀ dO; dK += dSᵀ Q; dQ += dS K.
+            gemm<scalar_t>(true, false, nk, D, nq, scalar_t(1), p.data(), nk, dout_blk, D, scalar_t(1), dv_head + j0 * D, D);
+            gemm<scalar_t>(true, false, nk, D, nq, scalar_t(1), dp.data(), nk, q_blk, D, scalar_t(1), dk_head + j0 * D, D);
+            gemm<scalar_t>(false, false, nq, D, nk, scalar_t(1), dp.data(), nk, k_head + j0 * D, D, scalar_t(1),
+                           dq + row0 * D, D);
           }
         }
       }
