@@ -47,6 +47,8 @@ int run_config_check(const ConfigOptions& options);
 int run_generate(const GenerateOptions& options);
 int run_verify(const VerifyOptions& options);
 int run_bench_ops(const BenchOptions& options);
+// `hetu bench comm` under mpirun: nccl-tests style bandwidth table (app/cmd_bench_comm.cpp).
+int run_bench_comm(int iterations);
 int run_train(const TrainOptions& options);
 int run_env();
 

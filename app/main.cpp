@@ -97,6 +97,12 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   bench_ops_cmd->add_flag("--quick", bench.quick, "Short timings, for a smoke test");
   bench_ops_cmd->callback([&] { selected = [&] { return run_bench_ops(bench); }; });
+  int bench_comm_iterations = 20;
+  CLI::App* bench_comm_cmd = bench_cmd->add_subcommand(
+      "comm", "Communicator bandwidth over all ranks (run under mpirun): all_reduce, all_gather, reduce_scatter, repartition");
+  bench_comm_cmd->add_option("--iterations", bench_comm_iterations, "Timed calls per op and message size")
+      ->check(CLI::PositiveNumber);
+  bench_comm_cmd->callback([&] { selected = [&] { return run_bench_comm(bench_comm_iterations); }; });
 
   VerifyOptions verify;
   CLI::App* verify_cmd = app.add_subcommand(

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# CPU training throughput, hetu next to PyTorch (a benchmark, not part of CI).
+#
+# Trains the same GPT-2 (4 layers, 4 heads, hidden 256, max_seq_len 256, fp32) with
+# `hetu train` and with scripts/bench/torch_train.py (plain PyTorch, Debian's python3-torch) on
+# the same data in the same order, one thread each, and prints tokens/s for both and the ratio
+# hetu/PyTorch as a markdown table. Rows: batch B = 4 with T = 64 and 256, times vocab 256 (byte
+# tokenizer) and 50257 (GPT-2 BPE; hetu runs with model.vocab_multiple = 1, so both models have
+# exactly 50257 embedding rows). Optimizer: AdamW lr 1e-3 (constant: hetu's lr_schedule.decay =
+# "constant", no warm-up), betas 0.9/0.95, eps 1e-8, weight decay 0.1 on tensors with ndim >= 2
+# (hetu's rule, copied by the PyTorch script), grad clip 1.0, global_batch = micro_batch = B.
+#
+# Data: the King James Bible (Debian's bible-kjv) tokenized once with `hetu data prepare` into
+# SCRATCH/data/{byte,gpt2}/train_000000.bin. hetu reads it with data.sampling = "sequential"; the
+# PyTorch script reads the same shard with numpy and takes the same consecutive windows, so step
+# k of both runs sees the same B sequences.
+#
+# Timing: each run takes N + 1 optimizer steps; the first (warm-up: allocations, page faults) is
+# dropped and tok/s is the median over the other N of B*T / step time. For hetu the step time
+# is "step_s" of out_dir/metrics.jsonl with training.log_every = 1 (the trainer's clock around
+# one whole step: batch, forward, backward, clip, AdamW; logging and the final checkpoint fall
+# outside it); the PyTorch script times the same span with time.perf_counter.
+#
+#   scripts/bench/cpu_train.sh [--steps N] [--scratch DIR] [--keep]
+#
+# --steps N     timed steps per run (default 30; each run takes N + 1)
+# --scratch DIR data, job files and run folders (default ${TMPDIR:-/tmp}/hetu-bench-cpu-train);
+#               the prepared data is reused, the run folders are replaced
+# --keep        keep hetu's checkpoints (deleted after each run by default: ~150 MB at vocab 50257)
+#
+# Needs build/bin/hetu (ninja -C build hetu). Installs python3-torch, python3-numpy and
+# bible-kjv with apt-get when they are missing. Takes about 4 minutes on a 2-core machine.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+
+steps=30
+scratch="${TMPDIR:-/tmp}/hetu-bench-cpu-train"
+keep=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --steps) steps="$2"; shift 2 ;;
+    --steps=*) steps="${1#*=}"; shift ;;
+    --scratch) scratch="$2"; shift 2 ;;
+    --scratch=*) scratch="${1#*=}"; shift ;;
+    --keep) keep=1; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "cpu_train.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ "$steps" =~ ^[1-9][0-9]*$ ]] || { echo "cpu_train.sh: --steps wants an integer >= 1, got '$steps'" >&2; exit 2; }
+mkdir -p "$scratch"
+scratch=$(cd "$scratch" && pwd)
+
+hetu="$root/build/bin/hetu"
+py=/usr/bin/python3
+vocab_dir="${HETU_GPT2_VOCAB:-$root/../shared/tokenizer/gpt2}"
+[ -x "$hetu" ] || { echo "cpu_train.sh: $hetu is missing; build it: ninja -C build hetu" >&2; exit 1; }
+[ -f "$vocab_dir/encoder.json" ] || { echo "cpu_train.sh: no GPT-2 vocab in $vocab_dir (set HETU_GPT2_VOCAB)" >&2; exit 1; }
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+apt_install() {
+  $sudo apt-get install -y "$@" || { $sudo apt-get update && $sudo apt-get install -y "$@"; }
+}
+if ! "$py" -c "import torch, numpy" 2>/dev/null; then
+  echo "== installing python3-torch python3-numpy"
+  apt_install python3-torch python3-numpy
+fi
+if ! command -v bible >/dev/null; then
+  echo "== installing bible-kjv"
+  apt_install bible-kjv
+fi
+
+# One thread everywhere: hetu's kernels (training.threads = 1), OpenMP, OpenBLAS; torch.set_num_threads(1).
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+
+# ---- data, prepared once
+data="$scratch/data"
+if [ ! -s "$data/kjv.txt" ]; then
+  mkdir -p "$data"
+  bible "Genesis1:1-Revelation22:21" > "$data/kjv.txt.tmp"
+  mv "$data/kjv.txt.tmp" "$data/kjv.txt"
+fi
+for tok in byte gpt2; do
+  if [ ! -f "$data/$tok/train_000000.bin" ]; then
+    rm -rf "$data/$tok"
+    extra=()
+    [ "$tok" = gpt2 ] && extra=(--vocab "$vocab_dir")
+    "$hetu" data prepare --tokenizer "$tok" "${extra[@]}" --out "$data/$tok" "$data/kjv.txt"
+  fi
+  n=$(find "$data/$tok" -name 'train_*.bin' | wc -l)
+  [ "$n" -eq 1 ] || { echo "cpu_train.sh: expected one train shard in $data/$tok, found $n" >&2; exit 1; }
+done
+
+B=4
+total=$((steps + 1))
+runs="$scratch/runs"
+rm -rf "$runs"
+mkdir -p "$runs"
+
+echo "== $("$hetu" --version | head -1); $("$py" -c 'import torch; print("torch", torch.__version__)')"
+echo "== CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(getconf _NPROCESSORS_ONLN) core(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== GPT-2 L4 H4 C256 max_seq_len 256, B=$B, $total steps per run (first dropped), 1 thread; scratch $scratch"
+
+rows=()
+for T in 64 256; do
+  for V in 256 50257; do
+    if [ "$V" = 256 ]; then tok=byte; else tok=gpt2; fi
+    tag="T$T-V$V"
+    job="$runs/hetu-$tag.toml"
+    cat > "$job" <<EOF
+[job]
+name = "bench-$tag"
+out_dir = "$runs/hetu-$tag"
+seed = 1234
+
+[model]
+arch = "gpt2"
+layers = 4
+heads = 4
+hidden = 256
+max_seq_len = 256
+vocab = $V
+vocab_multiple = 1
+
+[data]
+train = "$data/$tok/train_*.bin"
+tokenizer = "$tok"
+
+[training]
+steps = $total
+global_batch = $B
+micro_batch = $B
+seq_len = $T
+precision = "fp32"
+grad_clip = 1.0
+
+[optimizer]
+name = "adamw"
+lr = 1e-3
+betas = [0.9, 0.95]
+eps = 1e-8
+weight_decay = 0.1
+
+[lr_schedule]
+warmup_steps = 0
+decay = "constant"
+
+[checkpoint]
+resume = "never"
+
+[cluster]
+[[cluster.node]]
+host = "localhost"
+devices = { type = "cpu", count = 1 }
+EOF
+    echo "== T=$T vocab=$V: hetu"
+    "$hetu" train "$job" --set data.sampling='"sequential"' --set training.log_every=1 --set training.threads=1 \
+      --set training.eval_every=0 --set checkpoint.every=0 > "$runs/hetu-$tag.log" 2>&1 ||
+      { tail -20 "$runs/hetu-$tag.log" >&2; echo "cpu_train.sh: hetu failed (log: $runs/hetu-$tag.log)" >&2; exit 1; }
+    [ "$keep" = 1 ] || rm -rf "$runs/hetu-$tag/checkpoints"
+    echo "== T=$T vocab=$V: PyTorch"
+    "$py" "$root/scripts/bench/torch_train.py" --data "$data/$tok/train_000000.bin" --vocab "$V" --layers 4 \
+      --heads 4 --hidden 256 --max-seq-len 256 --batch "$B" --seq "$T" --steps "$total" --lr 1e-3 \
+      --betas 0.9 0.95 --eps 1e-8 --weight-decay 0.1 --grad-clip 1.0 --threads 1 \
+      --metrics "$runs/torch-$tag.jsonl" > "$runs/torch-$tag.log" 2>&1 ||
+      { tail -20 "$runs/torch-$tag.log" >&2; echo "cpu_train.sh: PyTorch failed (log: $runs/torch-$tag.log)" >&2; exit 1; }
+    rows+=("$T"$'\t'"$V"$'\t'"$runs/hetu-$tag/metrics.jsonl"$'\t'"$runs/torch-$tag.jsonl")
+  done
+done
+
+echo
+"$py" - "$B" "$steps" "${rows[@]}" <<'EOF'
+import json, statistics, sys
+
+B, steps = int(sys.argv[1]), int(sys.argv[2])
+
+def read(path, T):
+    """(median tok/s over steps 2..N+1, first-step loss, last-step loss) from a metrics.jsonl."""
+    recs = [json.loads(line) for line in open(path) if line.strip()]
+    by_step = {r["step"]: r for r in recs}
+    timed = [by_step[s] for s in range(2, steps + 2)]  # step 1 (the warm-up) dropped
+    return (statistics.median(B * T / r["step_s"] for r in timed), by_step[1]["loss"], by_step[steps + 1]["loss"])
+
+print("| T | vocab | hetu tok/s | PyTorch tok/s | ratio | loss step 1 (hetu / PyTorch) | loss step %d (hetu / PyTorch) |" % (steps + 1))
+print("|---:|---:|---:|---:|---:|---|---|")
+for row in sys.argv[3:]:
+    T, V, hetu_path, torch_path = row.split("\t")
+    T = int(T)
+    h, t = read(hetu_path, T), read(torch_path, T)
+    print(f"| {T} | {V} | {h[0]:,.0f} | {t[0]:,.0f} | {h[0] / t[0]:.2f} | {h[1]:.3f} / {t[1]:.3f} | {h[2]:.3f} / {t[2]:.3f} |")
+print()
+print(f"B = {B}; tok/s = median over {steps} steps (the first of {steps + 1} dropped) of B*T / step time; ratio = hetu / PyTorch.")
+print("Losses: both models start from different random initialisations (same scheme, different RNGs) and see the")
+print("same batches, so the losses agree only roughly; step 1 is near ln(vocab) for both.")
+EOF
