@@ -19,6 +19,9 @@ struct SavedContext {
   std::vector<int64_t> ints;
   std::vector<double> reals;
   std::vector<Shape> shapes;
+  // Anything else a rule defined above autograd needs (e.g. dist's annotations); the rule
+  // that recorded it knows its type. Freed with the rest after the backward ran.
+  std::shared_ptr<const void> payload = nullptr;
 };
 
 struct BackwardRule;
