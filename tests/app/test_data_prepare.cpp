@@ -15,21 +15,13 @@
 
 #include "lib/io/token_shard.h"
 #include "lib/util/error.h"
+#include "tests/temp_dir.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("hetu_data_prepare_" + std::to_string(::getpid()) + "_" + name)) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using hetu::test::TempDir;
 
 // Runs run_data_prepare with stdout sent to a file; returns what it printed.
 std::string run_captured(const hetu::app::DataPrepareOptions& options, const std::string& capture_path) {

@@ -16,6 +16,7 @@
 #include "lib/io/checkpoint.h"
 #include "lib/util/crc32c.h"
 #include "lib/util/error.h"
+#include "tests/temp_dir.h"
 
 using namespace hetu;
 using namespace hetu::io;
@@ -23,18 +24,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh folder under the system temp dir, removed at the end of the test.
-struct TempDir {
-  explicit TempDir(const std::string& tag)
-      : path(fs::temp_directory_path() / ("hetu_ckpt_" + tag + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string str(const std::string& sub = "") const { return (sub.empty() ? path : path / sub).string(); }
-  fs::path path;
-};
+using hetu::test::TempDir;
 
+// A fresh folder under the system temp dir, removed at the end of the test.
 // Deterministic bytes (xorshift64); any bit pattern is a valid element for a bitwise test.
 Tensor random_bits(const Shape& shape, DType dtype, uint64_t seed) {
   Tensor t = empty(shape, dtype);

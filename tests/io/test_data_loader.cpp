@@ -16,6 +16,7 @@
 
 #include "lib/io/token_shard.h"
 #include "lib/util/error.h"
+#include "tests/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace hetu;
@@ -23,16 +24,7 @@ using namespace hetu::io;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("hetu_data_loader_" + std::to_string(::getpid()) + "_" + name)) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using hetu::test::TempDir;
 
 using Row = std::vector<int32_t>;
 

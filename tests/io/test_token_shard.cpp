@@ -16,6 +16,7 @@
 
 #include "lib/io/tokenizer.h"
 #include "lib/util/error.h"
+#include "tests/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace hetu;
@@ -23,17 +24,7 @@ using namespace hetu::io;
 
 namespace {
 
-// A fresh folder per test case, removed at the end.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("hetu_token_shard_" + std::to_string(::getpid()) + "_" + name)) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using hetu::test::TempDir;
 
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -17,8 +17,11 @@
 #include "lib/io/byte_tokenizer.h"
 #include "lib/io/gpt2_tokenizer.h"
 #include "lib/util/error.h"
+#include "tests/temp_dir.h"
 
 namespace {
+
+using hetu::test::TempDir;
 
 namespace fs = std::filesystem;
 using hetu::io::Gpt2Tokenizer;
@@ -32,22 +35,6 @@ const Gpt2Tokenizer& gpt2() {
 }
 
 // A fresh folder under the system temp dir, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("hetu_tok_" + std::to_string(::getpid()) + "_" + name)) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  void write(const std::string& file, const std::string& text) const {
-    std::ofstream(path / file, std::ios::binary) << text;
-  }
-};
-
 void copy_real_vocab(const TempDir& dir) {
   fs::copy_file(fs::path(kVocabDir) / "encoder.json", dir.path / "encoder.json");
   fs::copy_file(fs::path(kVocabDir) / "vocab.bpe", dir.path / "vocab.bpe");
