@@ -21,22 +21,33 @@
 # one whole step: batch, forward, backward, clip, AdamW; logging and the final checkpoint fall
 # outside it); the PyTorch script times the same span with time.perf_counter.
 #
-#   scripts/bench/cpu_train.sh [--steps N] [--scratch DIR] [--keep]
+#   scripts/bench/cpu_train.sh [--steps N] [--scratch DIR] [--keep] [--malloc-thp] [--hetu PATH]
 #
 # --steps N     timed steps per run (default 30; each run takes N + 1)
 # --scratch DIR data, job files and run folders (default ${TMPDIR:-/tmp}/hetu-bench-cpu-train);
 #               the prepared data is reused, the run folders are replaced
 # --keep        keep hetu's checkpoints (deleted after each run by default: ~150 MB at vocab 50257)
+# --hetu PATH   the hetu binary (default build/bin/hetu; e.g. a copy, so a rebuild mid-run does not mix binaries)
+# --malloc-thp  run both trainers with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (glibc >= 2.35, THP
+#               "madvise" or "always"): glibc's large (mmap'd) blocks get transparent huge pages.
+#               At vocab 50257 a step allocates hundreds of MB (logits, their gradient, the
+#               embedding gradient, ...); an allocator that hands such blocks back to glibc (as
+#               PyTorch's CPU allocator does) has them unmapped and faults every page back in on
+#               the next step, which is expensive in VMs. This mode takes most of that cost away
+#               for both, so the table compares the compute.
 #
 # Needs build/bin/hetu (ninja -C build hetu). Installs python3-torch, python3-numpy and
-# bible-kjv with apt-get when they are missing. Takes about 4 minutes on a 2-core machine.
+# bible-kjv with apt-get when they are missing. Time on a 2-core VM (AMD EPYC): 7 to 10 minutes
+# with the defaults (the vocab-50257 rows take most of it, PyTorch's above all: it page-faults
+# its fresh buffers every step), about 4 with --malloc-thp, about 3 with --steps 10.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-root=$PWD
+root=$(cd "$(dirname "$0")/../.." && pwd)
 
 steps=30
 scratch="${TMPDIR:-/tmp}/hetu-bench-cpu-train"
 keep=0
+thp=0
+hetu="$root/build/bin/hetu"
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps="$2"; shift 2 ;;
@@ -44,15 +55,18 @@ while [ $# -gt 0 ]; do
     --scratch) scratch="$2"; shift 2 ;;
     --scratch=*) scratch="${1#*=}"; shift ;;
     --keep) keep=1; shift ;;
+    --malloc-thp) thp=1; shift ;;
+    --hetu) hetu="$2"; shift 2 ;;
+    --hetu=*) hetu="${1#*=}"; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "cpu_train.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ "$steps" =~ ^[1-9][0-9]*$ ]] || { echo "cpu_train.sh: --steps wants an integer >= 1, got '$steps'" >&2; exit 2; }
 mkdir -p "$scratch"
-scratch=$(cd "$scratch" && pwd)
-
-hetu="$root/build/bin/hetu"
+scratch=$(cd "$scratch" && pwd)        # relative paths are the caller's
+hetu=$(realpath -m "$hetu")
+cd "$root"
 py=/usr/bin/python3
 vocab_dir="${HETU_GPT2_VOCAB:-$root/../shared/tokenizer/gpt2}"
 [ -x "$hetu" ] || { echo "cpu_train.sh: $hetu is missing; build it: ninja -C build hetu" >&2; exit 1; }
@@ -74,6 +88,11 @@ fi
 
 # One thread everywhere: hetu's kernels (training.threads = 1), OpenMP, OpenBLAS; torch.set_num_threads(1).
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+malloc_mode="glibc malloc defaults"
+if [ "$thp" = 1 ]; then
+  export GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1"
+  malloc_mode="GLIBC_TUNABLES=$GLIBC_TUNABLES (THP $(grep -o '\[[a-z]*\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo '?'))"
+fi
 
 # ---- data, prepared once
 data="$scratch/data"
@@ -101,7 +120,7 @@ mkdir -p "$runs"
 
 echo "== $("$hetu" --version | head -1); $("$py" -c 'import torch; print("torch", torch.__version__)')"
 echo "== CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(getconf _NPROCESSORS_ONLN) core(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== GPT-2 L4 H4 C256 max_seq_len 256, B=$B, $total steps per run (first dropped), 1 thread; scratch $scratch"
+echo "== GPT-2 L4 H4 C256 max_seq_len 256, B=$B, $total steps per run (first dropped), 1 thread; $malloc_mode; scratch $scratch"
 
 rows=()
 for T in 64 256; do
@@ -177,21 +196,33 @@ import json, statistics, sys
 B, steps = int(sys.argv[1]), int(sys.argv[2])
 
 def read(path, T):
-    """(median tok/s over steps 2..N+1, first-step loss, last-step loss) from a metrics.jsonl."""
-    recs = [json.loads(line) for line in open(path) if line.strip()]
-    by_step = {r["step"]: r for r in recs}
-    timed = [by_step[s] for s in range(2, steps + 2)]  # step 1 (the warm-up) dropped
-    return (statistics.median(B * T / r["step_s"] for r in timed), by_step[1]["loss"], by_step[steps + 1]["loss"])
+    """tok/s over steps 2..N+1 (median, fastest step), first- and last-step loss, from a metrics.jsonl."""
+    by_step = {}
+    for line in open(path):
+        if line.strip():
+            r = json.loads(line)
+            by_step[r["step"]] = r
+    timed = [B * T / by_step[s]["step_s"] for s in range(2, steps + 2)]  # step 1 (the warm-up) dropped
+    return statistics.median(timed), max(timed), by_step[1]["loss"], by_step[steps + 1]["loss"]
 
-print("| T | vocab | hetu tok/s | PyTorch tok/s | ratio | loss step 1 (hetu / PyTorch) | loss step %d (hetu / PyTorch) |" % (steps + 1))
-print("|---:|---:|---:|---:|---:|---|---|")
+results = []
 for row in sys.argv[3:]:
     T, V, hetu_path, torch_path = row.split("\t")
-    T = int(T)
-    h, t = read(hetu_path, T), read(torch_path, T)
-    print(f"| {T} | {V} | {h[0]:,.0f} | {t[0]:,.0f} | {h[0] / t[0]:.2f} | {h[1]:.3f} / {t[1]:.3f} | {h[2]:.3f} / {t[2]:.3f} |")
+    results.append((int(T), V, read(hetu_path, int(T)), read(torch_path, int(T))))
+
+print(f"| T | vocab | hetu tok/s | PyTorch tok/s | ratio | loss step 1 (hetu / PyTorch) | loss step {steps + 1} (hetu / PyTorch) |")
+print("|---:|---:|---:|---:|---:|---|---|")
+for T, V, h, t in results:
+    print(f"| {T} | {V} | {h[0]:,.0f} | {t[0]:,.0f} | {h[0] / t[0]:.2f} | {h[2]:.3f} / {t[2]:.3f} | {h[3]:.3f} / {t[3]:.3f} |")
 print()
 print(f"B = {B}; tok/s = median over {steps} steps (the first of {steps + 1} dropped) of B*T / step time; ratio = hetu / PyTorch.")
 print("Losses: both models start from different random initialisations (same scheme, different RNGs) and see the")
 print("same batches, so the losses agree only roughly; step 1 is near ln(vocab) for both.")
+print()
+print("Fastest single step (less sensitive to other load on a shared machine):")
+print()
+print("| T | vocab | hetu tok/s | PyTorch tok/s | ratio |")
+print("|---:|---:|---:|---:|---:|")
+for T, V, h, t in results:
+    print(f"| {T} | {V} | {h[1]:,.0f} | {t[1]:,.0f} | {h[1] / t[1]:.2f} |")
 EOF
