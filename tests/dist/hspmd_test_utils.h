@@ -57,4 +57,22 @@ inline CommPlan require_plan(const Union& src, const Union& dst, const Shape& sh
   return c.plan;
 }
 
+// Every DistState on n devices: one axis of S(0), S(1), D, P on n devices; on 4 devices also
+// two axes of different kinds, 2 x 2.
+inline std::vector<DistState> placements(int64_t n) {
+  const std::vector<MeshAxis> kinds = {S(0, 1), S(1, 1), D(1), P(1)};
+  auto with = [](MeshAxis a, int64_t count) {
+    a.count = count;
+    return a;
+  };
+  if (n == 1) return {DistState()};
+  std::vector<DistState> out;
+  for (const MeshAxis& k : kinds) out.push_back(DistState({with(k, n)}));
+  if (n == 4)
+    for (const MeshAxis& outer : kinds)
+      for (const MeshAxis& inner : kinds)
+        if (!outer.same_kind(inner)) out.push_back(DistState({with(outer, 2), with(inner, 2)}));
+  return out;
+}
+
 }  // namespace hetu::test

@@ -18,23 +18,6 @@ namespace {
 
 const Shape kShape{7, 6};  // uneven for 2, 3 and 4 ways on dim 0; 4 ways on dim 1
 
-// Every DistState on n devices with at most two axes drawn from S(0), S(1), D, P.
-std::vector<DistState> placements(int64_t n) {
-  const std::vector<MeshAxis> kinds = {S(0, 1), S(1, 1), D(1), P(1)};
-  auto with = [](MeshAxis a, int64_t count) {
-    a.count = count;
-    return a;
-  };
-  if (n == 1) return {DistState()};
-  std::vector<DistState> out;
-  for (const MeshAxis& k : kinds) out.push_back(DistState({with(k, n)}));
-  if (n == 4)
-    for (const MeshAxis& outer : kinds)
-      for (const MeshAxis& inner : kinds)
-        if (!outer.same_kind(inner)) out.push_back(DistState({with(outer, 2), with(inner, 2)}));
-  return out;
-}
-
 std::vector<UnionRelation> relations(int64_t first_rows, int64_t first_cols) {
   return {UnionRelation::replica(), UnionRelation::partial(),
           UnionRelation::split(0, {first_rows, kShape[0] - first_rows}),

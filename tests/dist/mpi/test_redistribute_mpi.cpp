@@ -28,23 +28,6 @@ const Shape kShape{7, 6};  // uneven for 2, 3 and 4 ways on dim 0; 4 ways on dim
 constexpr int64_t kFirstRows = 3;  // union split on dim 0: 3:4
 constexpr int64_t kFirstCols = 4;  // union split on dim 1: 4:2
 
-// Every DistState on n devices: one axis of S(0), S(1), D, P; two axes of those on 4.
-std::vector<DistState> placements(int64_t n) {
-  const std::vector<MeshAxis> kinds = {S(0, 1), S(1, 1), D(1), P(1)};
-  auto with = [](MeshAxis a, int64_t count) {
-    a.count = count;
-    return a;
-  };
-  if (n == 1) return {DistState()};
-  std::vector<DistState> out;
-  for (const MeshAxis& k : kinds) out.push_back(DistState({with(k, n)}));
-  if (n == 4)
-    for (const MeshAxis& outer : kinds)
-      for (const MeshAxis& inner : kinds)
-        if (!outer.same_kind(inner)) out.push_back(DistState({with(outer, 2), with(inner, 2)}));
-  return out;
-}
-
 void add_if_valid(std::vector<Union>& out, Union u) {
   if (!annotation_error(u, kShape)) out.push_back(std::move(u));
 }
