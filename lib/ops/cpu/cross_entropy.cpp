@@ -16,17 +16,23 @@ namespace hetu::ops::cpu {
 
 namespace {
 
-// The row max m and Σ exp(x - m), in double. Callers use x - m and log of the sum, never
-// m + log(sum), which would round the log away for |m| ~ 1e30.
+// The row max m (in the logits' type) and Σ exp(x - m) (exp in the logits' type, summed in
+// double). Callers use x - m and log of the sum, never m + log(sum), which would round the
+// log away for |m| ~ 1e30. With `exps`, the exponentials are also written there (the
+// backward then scales them instead of computing them a second time).
 struct RowExp {
   double max, sum;
 };
-template <typename scalar_t> RowExp row_exp(const scalar_t* x, int64_t V) {
-  double m = -std::numeric_limits<double>::infinity();
-  for (int64_t v = 0; v < V; v++) m = std::fmax(m, static_cast<double>(x[v]));
+template <typename scalar_t> RowExp row_exp(const scalar_t* x, int64_t V, scalar_t* exps = nullptr) {
+  scalar_t m = -std::numeric_limits<scalar_t>::infinity();
+  for (int64_t v = 0; v < V; v++) m = x[v] > m || std::isnan(x[v]) ? x[v] : m;
   double s = 0.0;
-  for (int64_t v = 0; v < V; v++) s += std::exp(static_cast<double>(x[v]) - m);
-  return {m, s};
+  for (int64_t v = 0; v < V; v++) {
+    const scalar_t e = std::exp(x[v] - m);
+    if (exps != nullptr) exps[v] = e;
+    s += static_cast<double>(e);
+  }
+  return {static_cast<double>(m), s};
 }
 
 }  // namespace
@@ -55,7 +61,7 @@ void cross_entropy_forward(scalar_t* loss, int64_t* count, const scalar_t* logit
     if (t == ignore_index) continue;
     const scalar_t* x_n = logits + n * V;
     const RowExp r = row_exp(x_n, V);
-    row_loss[static_cast<size_t>(n)] = std::log(r.sum) - (static_cast<double>(x_n[t]) - r.max);
+    row_loss[static_cast<size_t>(n)] = std::log(r.sum) - static_cast<double>(x_n[t] - static_cast<scalar_t>(r.max));
   }
   double sum = 0.0;
   for (double l : row_loss) sum += l;
@@ -75,12 +81,10 @@ void cross_entropy_backward(scalar_t* dlogits, const scalar_t* logits, const ind
       for (int64_t v = 0; v < V; v++) d_n[v] = scalar_t(0);
       continue;
     }
-    const RowExp r = row_exp(x_n, V);
-    const double inv_sum = 1.0 / r.sum;
-    for (int64_t v = 0; v < V; v++) {
-      const double p = std::exp(static_cast<double>(x_n[v]) - r.max) * inv_sum;
-      d_n[v] = static_cast<scalar_t>(scale * (p - (v == t ? 1.0 : 0.0)));
-    }
+    const RowExp r = row_exp(x_n, V, d_n);  // d_n holds exp(x - m) now
+    const scalar_t factor = static_cast<scalar_t>(scale / r.sum);
+    for (int64_t v = 0; v < V; v++) d_n[v] *= factor;  // scale · softmax
+    d_n[t] -= static_cast<scalar_t>(scale);
   }
 }
 
