@@ -47,11 +47,11 @@ std::string metrics_json(const StepMetrics& m) {
   return json + "}";
 }
 
-MetricsWriter::MetricsWriter(const std::string& path) {
+MetricsWriter::MetricsWriter(const std::string& path, bool append) {
   const std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-  file_ = std::fopen(path.c_str(), "a");
-  HT_CHECK(file_ != nullptr, "cannot open {} for appending", path);
+  file_ = std::fopen(path.c_str(), append ? "a" : "w");
+  HT_CHECK(file_ != nullptr, "cannot open {} for writing", path);
 }
 
 MetricsWriter::~MetricsWriter() {

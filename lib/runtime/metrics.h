@@ -29,7 +29,8 @@ std::string format_duration(double seconds);
 
 class MetricsWriter {
  public:
-  explicit MetricsWriter(const std::string& path);  // appends; creates folders
+  // Creates folders; `append` continues a resumed run's file, otherwise it starts empty.
+  MetricsWriter(const std::string& path, bool append);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;

@@ -94,7 +94,8 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
   }
   result.first_step = step;
   std::unique_ptr<MetricsWriter> metrics;
-  if (!options_.metrics_path.empty()) metrics = std::make_unique<MetricsWriter>(options_.metrics_path);
+  // A resumed run continues metrics.jsonl; a fresh one replaces an old run's file.
+  if (!options_.metrics_path.empty()) metrics = std::make_unique<MetricsWriter>(options_.metrics_path, step > 0);
 
   const double step_tokens = static_cast<double>(options_.micro_batches * options_.tokens_per_micro_batch);
   auto window_start = Clock::now();
