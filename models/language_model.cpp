@@ -1,6 +1,8 @@
 // LanguageModel: loss, FLOP estimate, and the factory over architectures.
 #include "models/language_model.h"
 
+#include <cmath>
+
 #include "lib/autograd/functions.h"
 #include "models/gpt2/gpt2_model.h"
 #include "models/llama/llama_model.h"
@@ -21,6 +23,10 @@ double LanguageModel::flops_per_token(int64_t seq_len) const {
   params -= static_cast<double>(lookup_rows * m.hidden);
   if (!m.tie_embeddings) params -= static_cast<double>(m.padded_vocab() * m.hidden);
   return 6.0 * params + 12.0 * static_cast<double>(m.layers * m.hidden * seq_len);
+}
+
+double residual_init_std(const ModelConfig& config) {
+  return 0.02 / std::sqrt(2.0 * static_cast<double>(config.layers));
 }
 
 void append_to_cache(KVCache& cache, size_t layer, Tensor& k, Tensor& v) {

@@ -47,6 +47,9 @@ class LanguageModel : public nn::Module {
 // the whole cached sequence, ready for attention.
 void append_to_cache(KVCache& cache, size_t layer, Tensor& k, Tensor& v);
 
+// The init std of residual output projections (attention out, MLP down): 0.02/√(2·layers).
+double residual_init_std(const ModelConfig& config);
+
 // Builds the model of config.arch with parameters from the counter-based RNG keyed by
 // (seed, parameter name): N(0, 0.02), residual output projections N(0, 0.02/√(2·layers)),
 // norm weights 1, biases 0.

@@ -7,22 +7,16 @@
 
 namespace hetu {
 namespace ag = autograd;
-namespace {
-
-double residual_std(const ModelConfig& config) { return 0.02 / std::sqrt(2.0 * static_cast<double>(config.layers)); }
-
-}  // namespace
-
 Gpt2Block::Attention::Attention(const nn::ParamInit& init, const ModelConfig& c)
     : c_attn(init.child("c_attn"), c.hidden, 3 * c.hidden, true),
-      c_proj(init.child("c_proj"), c.hidden, c.hidden, true, residual_std(c)) {
+      c_proj(init.child("c_proj"), c.hidden, c.hidden, true, residual_init_std(c)) {
   register_module("c_attn", c_attn);
   register_module("c_proj", c_proj);
 }
 
 Gpt2Block::Mlp::Mlp(const nn::ParamInit& init, const ModelConfig& c)
     : c_fc(init.child("c_fc"), c.hidden, c.ffn_hidden, true),
-      c_proj(init.child("c_proj"), c.ffn_hidden, c.hidden, true, residual_std(c)) {
+      c_proj(init.child("c_proj"), c.ffn_hidden, c.hidden, true, residual_init_std(c)) {
   register_module("c_fc", c_fc);
   register_module("c_proj", c_proj);
 }

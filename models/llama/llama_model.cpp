@@ -7,17 +7,11 @@
 
 namespace hetu {
 namespace ag = autograd;
-namespace {
-
-double residual_std(const ModelConfig& config) { return 0.02 / std::sqrt(2.0 * static_cast<double>(config.layers)); }
-
-}  // namespace
-
 LlamaBlock::Attention::Attention(const nn::ParamInit& init, const ModelConfig& c)
     : q_proj(init.child("q_proj"), c.hidden, c.heads * c.head_dim(), false),
       k_proj(init.child("k_proj"), c.hidden, c.kv_heads * c.head_dim(), false),
       v_proj(init.child("v_proj"), c.hidden, c.kv_heads * c.head_dim(), false),
-      o_proj(init.child("o_proj"), c.heads * c.head_dim(), c.hidden, false, residual_std(c)) {
+      o_proj(init.child("o_proj"), c.heads * c.head_dim(), c.hidden, false, residual_init_std(c)) {
   register_module("q_proj", q_proj);
   register_module("k_proj", k_proj);
   register_module("v_proj", v_proj);
@@ -27,7 +21,7 @@ LlamaBlock::Attention::Attention(const nn::ParamInit& init, const ModelConfig& c
 LlamaBlock::Mlp::Mlp(const nn::ParamInit& init, const ModelConfig& c)
     : gate_proj(init.child("gate_proj"), c.hidden, c.ffn_hidden, false),
       up_proj(init.child("up_proj"), c.hidden, c.ffn_hidden, false),
-      down_proj(init.child("down_proj"), c.ffn_hidden, c.hidden, false, residual_std(c)) {
+      down_proj(init.child("down_proj"), c.ffn_hidden, c.hidden, false, residual_init_std(c)) {
   register_module("gate_proj", gate_proj);
   register_module("up_proj", up_proj);
   register_module("down_proj", down_proj);
