@@ -1,8 +1,11 @@
 // `hetu train CONFIG [--set k=v]... [--dry-run]`: every rank loads and validates the job,
-// checks the launched ranks against the device groups, and maps rank -> device. --dry-run
-// stops there. Otherwise (one device for now; multi-device layouts arrive with distributed
-// training) it builds the model, the data loaders and the checkpoint store, and runs the
-// Trainer, writing out_dir/{config.resolved.toml, metrics.jsonl, logs/, checkpoints/}.
+// checks the launched ranks against the device groups, and maps rank -> device by host and
+// local index (rank_map.h). --dry-run stops there. Otherwise it builds this rank's model
+// part, its data loader (its replica's share of each global batch), the checkpoint store
+// (whole on one device, sharded otherwise) and runs the Trainer with a LocalEngine (one
+// device) or a ParallelEngine (any layout), writing out_dir/{config.resolved.toml,
+// metrics.jsonl, logs/, checkpoints/}. SIGTERM/SIGUSR1 end the run after the current step
+// with a checkpoint (stop_request.h).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -14,44 +17,24 @@
 #include "app/build_info.h"
 #include "app/commands.h"
 #include "app/config/device_spec.h"
+#include "app/rank_map.h"
+#include "app/train_checkpoint_store.h"
 #include "lib/dist/mpi_session.h"
 #include "lib/io/checkpoint.h"
 #include "lib/io/data_loader.h"
 #include "lib/ops/ops.h"
+#include "lib/runtime/parallel_engine.h"
+#include "lib/runtime/stop_request.h"
 #include "lib/runtime/trainer.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 #include "models/language_model.h"
+#include "models/model_sharding.h"
+#include "models/parallel_model.h"
 
 namespace hetu::app {
 namespace {
-
-// Note [Rank order]: rank i runs the i-th device of the groups, walking replicas, then
-// stages, then the devices of a stage in order. Host matching (rank -> device by host
-// name and local index) replaces this with the distributed-training issue.
-struct RankSlot {
-  config::DeviceId device;
-  size_t replica = 0;
-  size_t stage = 0;
-  int64_t tp_rank = 0;
-  int64_t tp = 1;
-  config::LayerRange layers;
-};
-
-std::vector<RankSlot> rank_slots(const config::JobConfig& c) {
-  std::vector<RankSlot> slots;
-  for (size_t r = 0; r < c.parallel.replicas.size(); ++r) {
-    const auto& replica = c.parallel.replicas[r];
-    for (size_t s = 0; s < replica.stages.size(); ++s) {
-      const auto& stage = replica.stages[s];
-      for (size_t t = 0; t < stage.devices.size(); ++t) {
-        slots.push_back({stage.devices[t], r, s, static_cast<int64_t>(t), stage.tp(), stage.layers});
-      }
-    }
-  }
-  return slots;
-}
 
 // The Trainer's data interface over io::DataLoader.
 class LoaderSource final : public runtime::BatchSource {
@@ -68,34 +51,12 @@ class LoaderSource final : public runtime::BatchSource {
   io::DataLoader loader_;
 };
 
-// The Trainer's checkpoint interface over io::CheckpointManager; loads check every tensor
-// against the model's names, shapes and dtypes.
-class ManagerStore final : public runtime::CheckpointStore {
- public:
-  ManagerStore(std::string dir, int64_t keep, std::map<std::string, io::ExpectedTensor> expected)
-      : manager_(std::move(dir), keep), expected_(std::move(expected)) {}
-  std::string save(const runtime::Snapshot& s) override { return manager_.save({s.step, s.tensors, s.metadata}); }
-  std::optional<runtime::Snapshot> load_latest() override {
-    std::optional<std::string> latest = manager_.latest();
-    if (!latest) return std::nullopt;
-    return load(*latest);
-  }
-  runtime::Snapshot load(const std::string& path) override {
-    io::CheckpointData d = manager_.load(path, &expected_);
-    return {d.step, std::move(d.tensors), std::move(d.metadata)};
-  }
-
- private:
-  io::CheckpointManager manager_;
-  std::map<std::string, io::ExpectedTensor> expected_;
-};
-
 // MFU's denominator: the catalogue's peak for GPUs; for CPUs a short sgemm probe at this
 // thread count, cached per CPU model in ~/.cache/hetu so runs do not repeat it.
-double device_peak_flops(const config::JobConfig& c, const DeviceCatalog& catalog, const RankSlot& slot) {
+double device_peak_flops(const config::JobConfig& c, const DeviceCatalog& catalog, const config::DeviceId& device) {
   std::string type;
   for (const auto& node : c.cluster.nodes) {
-    if (node.host == slot.device.host) type = node.device_type;
+    if (node.host == device.host) type = node.device_type;
   }
   const DeviceProfile* profile = catalog.find(type);
   if (profile != nullptr && profile->kind == DeviceKind::gpu) {
@@ -133,41 +94,9 @@ optim::LrDecayKind decay_kind(config::LrDecay decay) {
   return optim::LrDecayKind::cosine;
 }
 
-int train_one_device(const config::LoadedConfig& loaded, const RankSlot& slot, int64_t stop_at_step) {
-  const config::JobConfig& c = loaded.config;
-  const config::ReplicaSection& replica = c.parallel.replicas[0];
-  std::unique_ptr<LanguageModel> model = build_model(c.model, c.job.seed);
-  spdlog::info("model: {} parameters", model->num_parameters());
-
-  io::DataLoaderOptions train_data;
-  train_data.pattern = c.data.train;
-  train_data.seq_len = c.training.seq_len;
-  train_data.global_batch = c.training.global_batch;
-  train_data.micro_batch = replica.micro_batch;
-  train_data.sampling = c.data.sampling == config::Sampling::shuffled ? io::Sampling::shuffled : io::Sampling::sequential;
-  train_data.seed = c.job.seed;
-  LoaderSource train(train_data);
-  std::unique_ptr<LoaderSource> val;
-  if (c.training.eval_every > 0) {
-    io::DataLoaderOptions val_data;
-    val_data.pattern = c.data.val;
-    val_data.seq_len = c.training.seq_len;
-    val_data.global_batch = replica.micro_batch;
-    val = std::make_unique<LoaderSource>(val_data);
-  }
-
-  std::map<std::string, io::ExpectedTensor> expected;
-  for (const nn::NamedParameter& p : model->named_parameters()) {
-    expected[p.name] = {p.tensor.shape(), p.tensor.dtype()};
-    expected["optim.m/" + p.name] = {p.tensor.shape(), p.tensor.dtype()};
-    expected["optim.v/" + p.name] = {p.tensor.shape(), p.tensor.dtype()};
-  }
-  ManagerStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, std::move(expected));
-
+runtime::TrainerOptions trainer_options(const config::JobConfig& c, int64_t stop_at_step, bool reporting_rank) {
   runtime::TrainerOptions o;
   o.steps = c.training.steps;
-  o.micro_batches = c.replica_micro_batches(0);
-  o.tokens_per_micro_batch = replica.micro_batch * c.training.seq_len;
   o.schedule = {c.optimizer.lr, c.lr_schedule.warmup_steps, c.training.steps, decay_kind(c.lr_schedule.decay),
                 c.lr_schedule.min_lr_ratio};
   o.adamw = {c.optimizer.beta1, c.optimizer.beta2, c.optimizer.eps, c.optimizer.weight_decay};
@@ -178,18 +107,103 @@ int train_one_device(const config::LoadedConfig& loaded, const RankSlot& slot, i
   o.checkpoint_every = c.checkpoint.every;
   o.resume = c.checkpoint.resume;
   o.stop_at_step = stop_at_step;
-  o.metrics_path = c.job.out_dir + "/metrics.jsonl";
-  o.flops_per_token = model->flops_per_token(c.training.seq_len);
-  o.peak_flops = device_peak_flops(c, loaded.catalog, slot);
-  o.progress_bar = ::isatty(STDOUT_FILENO) != 0;
+  if (reporting_rank) o.metrics_path = c.job.out_dir + "/metrics.jsonl";
+  o.progress_bar = reporting_rank && ::isatty(STDOUT_FILENO) != 0;
   o.checkpoint_metadata = {{"config", config::to_toml(c)}, {"arch", std::string(to_string(c.model.arch))}};
-  const LanguageModel* m = model.get();
-  runtime::Trainer trainer(*model, [m](const runtime::Batch& b, double n) { return m->loss(b.inputs, b.targets, n); }, o);
-  const runtime::TrainResult result = trainer.run(train, val.get(), &store);
+  return o;
+}
+
+io::DataLoaderOptions train_data(const config::JobConfig& c, const pipeline::ReplicaLayout& replica) {
+  io::DataLoaderOptions d;
+  d.pattern = c.data.train;
+  d.seq_len = c.training.seq_len;
+  d.global_batch = c.training.global_batch;
+  d.share_offset = replica.batch_offset;
+  d.share_count = replica.batch;
+  d.micro_batch = replica.micro_batch;
+  d.sampling = c.data.sampling == config::Sampling::shuffled ? io::Sampling::shuffled : io::Sampling::sequential;
+  d.seed = c.job.seed;
+  return d;
+}
+
+// Validation batches of replica 0's micro-batch size (the only replica that evaluates).
+std::unique_ptr<LoaderSource> val_source(const config::JobConfig& c, const pipeline::ParallelLayout& layout) {
+  if (c.training.eval_every <= 0) return nullptr;
+  io::DataLoaderOptions d;
+  d.pattern = c.data.val;
+  d.seq_len = c.training.seq_len;
+  d.global_batch = layout.replicas[0].micro_batch;
+  return std::make_unique<LoaderSource>(d);
+}
+
+void report(const runtime::TrainResult& result) {
   spdlog::info("done: {} steps, final loss {:.4f}{}; checkpoint {}", result.losses.size(),
                result.losses.empty() ? 0.0 : result.losses.back(),
                result.val_losses.empty() ? "" : fmt::format(", val loss {:.4f}", result.val_losses.back()),
                result.last_checkpoint);
+}
+
+int train_one_device(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& layout,
+                     const config::DeviceId& device, int64_t stop_at_step) {
+  const config::JobConfig& c = loaded.config;
+  const pipeline::ReplicaLayout& replica = layout.replicas[0];
+  std::unique_ptr<LanguageModel> model = build_model(c.model, c.job.seed);
+  spdlog::info("model: {} parameters", model->num_parameters());
+  LoaderSource train(train_data(c, replica));
+  std::unique_ptr<LoaderSource> val = val_source(c, layout);
+
+  std::map<std::string, io::ExpectedTensor> expected;
+  for (const nn::NamedParameter& p : model->named_parameters()) {
+    expected[p.name] = {p.tensor.shape(), p.tensor.dtype()};
+    expected["optim.m/" + p.name] = {p.tensor.shape(), p.tensor.dtype()};
+    expected["optim.v/" + p.name] = {p.tensor.shape(), p.tensor.dtype()};
+  }
+  WholeStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, std::move(expected));
+
+  runtime::TrainerOptions o = trainer_options(c, stop_at_step, true);
+  o.micro_batches = replica.micro_batches();
+  o.tokens_per_micro_batch = replica.micro_batch * c.training.seq_len;
+  o.flops_per_token = model->flops_per_token(c.training.seq_len);
+  o.peak_flops = device_peak_flops(c, loaded.catalog, device);
+  const LanguageModel* m = model.get();
+  runtime::Trainer trainer(*model, [m](const runtime::Batch& b, double n) { return m->loss(b.inputs, b.targets, n); }, o);
+  report(trainer.run(train, val.get(), &store));
+  return 0;
+}
+
+int train_parallel(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& layout,
+                   const config::DeviceId& device, const MpiSession& mpi, int64_t stop_at_step) {
+  const config::JobConfig& c = loaded.config;
+  std::unique_ptr<Communicator> comm = make_mpi_communicator();
+  const pipeline::Position position = *layout.locate(mpi.rank());
+  const pipeline::ReplicaLayout& replica = layout.replicas[static_cast<size_t>(position.replica)];
+  ParallelModel part(c.model, c.job.seed, layout, position, comm.get());
+  spdlog::info("model part: {} parameters here (replica {}, stage {}, tp rank {}/{}, layers {}-{})",
+               part.model().num_parameters(), position.replica, position.stage, position.tp_index,
+               layout.stage(position).tp(), layout.stage(position).first_layer, layout.stage(position).last_layer);
+  runtime::ParallelEngine engine(layout, position, *comm, part.stage(), part.placements(), c.training.seq_len,
+                                 c.model.hidden);
+  LoaderSource train(train_data(c, replica));
+  std::unique_ptr<LoaderSource> val = position.replica == 0 ? val_source(c, layout) : nullptr;
+
+  std::map<std::string, runtime::TensorShard> shards = engine.shards();
+  std::map<std::string, Shape> local_shapes;
+  for (const nn::NamedParameter& p : engine.parameters()) {
+    for (const std::string prefix : {"", "optim.m/", "optim.v/"}) {
+      local_shapes[prefix + p.name] = p.tensor.shape();
+      if (!prefix.empty()) shards[prefix + p.name] = shards.at(p.name);
+    }
+  }
+  ShardedStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, std::move(shards), std::move(local_shapes), *comm);
+
+  runtime::TrainerOptions o = trainer_options(c, stop_at_step, mpi.rank() == 0);
+  o.flops_per_token = part.model().flops_per_token(c.training.seq_len);
+  // MFU against the sum of every rank's device peak.
+  Tensor peak = full({1}, device_peak_flops(c, loaded.catalog, device), DType::f64);
+  comm->all_reduce(peak, comm->world());
+  o.peak_flops = peak.item();
+  runtime::Trainer trainer(engine, o);
+  report(trainer.run(train, position.replica == 0 ? val.get() : nullptr, &store));
   return 0;
 }
 
@@ -202,14 +216,20 @@ int run_train(const TrainOptions& options) {
   config::LoadedConfig loaded = load_job(options);
   const config::JobConfig& c = loaded.config;
   ops::set_num_threads(static_cast<int>(c.training.threads));
-  const std::vector<RankSlot> slots = rank_slots(c);
-  const int64_t needed = static_cast<int64_t>(slots.size());
+  const int64_t needed = c.parallel.num_devices();
   const bool single_process_dry_run = options.dry_run && mpi.world_size() == 1;
   if (mpi.world_size() != needed && !single_process_dry_run) {
     HT_USAGE_ERROR("launched {} rank(s), but the [parallel] groups of {} name {} device(s): start one rank per "
                    "device, e.g. mpirun -np {} hetu train {} (or srun -n {})",
                    mpi.world_size(), c.source, needed, needed, c.source, needed);
   }
+  // A one-process dry run of a multi-device job pretends the ranks run on this machine.
+  const std::vector<std::string> hosts =
+      single_process_dry_run ? std::vector<std::string>(static_cast<size_t>(needed), mpi.host()) : mpi.all_hosts();
+  const RankMap ranks = map_ranks(c, hosts);
+  const pipeline::ParallelLayout layout = parallel_layout(c, ranks);
+  for (const config::ReplicaSection& replica : c.parallel.replicas)
+    for (const config::StageSection& stage : replica.stages) check_tensor_parallel(c.model, stage.tp());
 
   if (!options.dry_run) {
     const std::string log_file = c.job.out_dir + "/logs/rank-" + std::to_string(mpi.rank()) + ".log";
@@ -226,18 +246,21 @@ int run_train(const TrainOptions& options) {
   if (single_process_dry_run && needed != 1) {
     spdlog::info("dry run in one process: a real run needs {} ranks (mpirun -np {})", needed, needed);
   }
-  for (int64_t rank = 0; rank < needed; ++rank) {
-    const RankSlot& slot = slots[static_cast<size_t>(rank)];
-    spdlog::info("rank {} -> {} (replica {}, stage {}, tp rank {}/{}, layers {})", rank, slot.device.str(), slot.replica,
-                 slot.stage, slot.tp_rank, slot.tp, config::format_layer_range(slot.layers));
+  for (int rank = 0; rank < static_cast<int>(needed); ++rank) {
+    const pipeline::Position p = *layout.locate(rank);
+    const pipeline::StageLayout& stage = layout.stage(p);
+    spdlog::info("rank {} -> {} (replica {}, stage {}, tp rank {}/{}, layers {}-{})", rank,
+                 ranks.device_of_rank[static_cast<size_t>(rank)].str(), p.replica, p.stage, p.tp_index, stage.tp(),
+                 stage.first_layer, stage.last_layer);
   }
   if (options.dry_run) {
     spdlog::info("dry run: the job is valid; nothing was trained or written");
     return 0;
   }
-  HT_CHECK(needed == 1, "hetu train: this build trains on one device; the job's groups name {} devices (distributed "
-           "training across replicas, stages and tp groups is the next milestone; --dry-run validates such jobs)", needed);
-  return train_one_device(loaded, slots[0], options.stop_at_step);
+  runtime::install_stop_handlers();
+  const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
+  if (needed == 1) return train_one_device(loaded, layout, device, options.stop_at_step);
+  return train_parallel(loaded, layout, device, mpi, options.stop_at_step);
 }
 
 }  // namespace hetu::app

@@ -1,24 +1,57 @@
-// LanguageModel: loss, FLOP estimate, and the factory over architectures.
+// LanguageModel: composing the parts, the loss, FLOP estimate, and the factory.
 #include "models/language_model.h"
 
 #include <cmath>
 
 #include "lib/autograd/functions.h"
+#include "lib/nn/parallel_cross_entropy.h"
+#include "lib/nn/tensor_parallel.h"
 #include "models/gpt2/gpt2_model.h"
 #include "models/llama/llama_model.h"
 
 namespace hetu {
 
+bool ModelPart::is_whole(const ModelConfig& config) const {
+  return embed && head && first_layer == 0 && last(config) == config.layers - 1;
+}
+
+Tensor LanguageModel::stage_forward(const Tensor& input) const {
+  Tensor x = part().embed ? embed(input, 0) : input;
+  for (int64_t i = part().first_layer; i <= part().last(config_); ++i) x = block(i, x, nullptr);
+  return x;
+}
+
+Tensor LanguageModel::head_loss(const Tensor& hidden, const Tensor& targets, double normalizer) const {
+  HT_CHECK(part().head, "head_loss: this model part (layers {}..{}) has no head", part().first_layer, part().last(config_));
+  const Tensor logits = head(hidden);
+  const int64_t local_vocab = logits.size(-1);
+  return nn::parallel_cross_entropy(autograd::reshape(logits, {-1, local_vocab}), targets.reshape({-1}),
+                                    vocab_offset(), config_.vocab, tensor_parallel(), normalizer);
+}
+
+Tensor LanguageModel::forward(const Tensor& ids, KVCache* cache) const {
+  HT_CHECK(part().is_whole(config_) && (tensor_parallel() == nullptr || tensor_parallel()->size() == 1),
+           "forward: needs the whole model on one device");
+  const int64_t position_offset = cache != nullptr ? cache->length : 0;
+  Tensor x = embed(ids, position_offset);
+  for (int64_t i = 0; i < config_.layers; ++i) x = block(i, x, cache);
+  if (cache != nullptr) cache->length += ids.size(1);
+  const Tensor logits = head(x);
+  const int64_t vocab = config_.vocab;
+  return logits.size(-1) == vocab ? logits : autograd::narrow(logits, -1, 0, vocab);
+}
+
 Tensor LanguageModel::loss(const Tensor& ids, const Tensor& targets, double normalizer) const {
-  const Tensor logits = forward(ids);
-  const int64_t vocab = logits.size(-1);
-  return autograd::cross_entropy(autograd::reshape(logits, {-1, vocab}), targets.reshape({-1}), -100, normalizer);
+  HT_CHECK(part().is_whole(config_), "loss: needs every part of the model (use stage_forward and head_loss)");
+  return head_loss(stage_forward(ids), targets, normalizer);
 }
 
 double LanguageModel::flops_per_token(int64_t seq_len) const {
   const ModelConfig& m = config_;
-  // The token (and position) embedding lookups cost no FLOPs; a tied LM head does.
-  double params = static_cast<double>(num_parameters());
+  // Every parameter of the padded model, tied embedding once; the token (and position)
+  // embedding lookups cost no FLOPs, a tied LM head does.
+  const int64_t padding = m.padded_vocab() - m.vocab;
+  double params = static_cast<double>(m.num_params() + padding * m.hidden * (m.tie_embeddings ? 1 : 2));
   const int64_t lookup_rows = m.arch == Arch::gpt2 ? m.max_seq_len : 0;
   params -= static_cast<double>(lookup_rows * m.hidden);
   if (!m.tie_embeddings) params -= static_cast<double>(m.padded_vocab() * m.hidden);
@@ -45,12 +78,20 @@ void append_to_cache(KVCache& cache, size_t layer, Tensor& k, Tensor& v) {
   cache.v[layer] = v;
 }
 
-std::unique_ptr<LanguageModel> build_model(const ModelConfig& config, uint64_t seed) {
+std::unique_ptr<LanguageModel> build_model(const ModelConfig& config, ModelBuild build) {
+  HT_CHECK(build.part.first_layer >= 0 && build.part.first_layer <= build.part.last(config) &&
+               build.part.last(config) < config.layers,
+           "build_model: layers {}..{} of a {}-layer model", build.part.first_layer, build.part.last(config),
+           config.layers);
   switch (config.arch) {
-    case Arch::gpt2: return std::make_unique<Gpt2Model>(config, seed);
-    case Arch::llama: return std::make_unique<LlamaModel>(config, seed);
+    case Arch::gpt2: return std::make_unique<Gpt2Model>(config, std::move(build));
+    case Arch::llama: return std::make_unique<LlamaModel>(config, std::move(build));
   }
   HT_THROW("build_model: unknown architecture");
+}
+
+std::unique_ptr<LanguageModel> build_model(const ModelConfig& config, uint64_t seed) {
+  return build_model(config, ModelBuild{seed, ModelPart::whole(), nullptr});
 }
 
 }  // namespace hetu

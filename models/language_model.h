@@ -1,6 +1,9 @@
 // The interface every built-in model family implements, and the factory. A LanguageModel
-// maps token ids (B, T) to logits (B, T, vocab) on this process's device; it is written for
-// one device (sharding plans live beside it in <arch>_sharding.cpp, later).
+// maps token ids (B, T) to logits (B, T, vocab). The same model code runs on one device and
+// in every parallel layout: a pipeline stage builds only its part (ModelPart: its layers,
+// and the embedding on the first stage, the head on the last), and tensor parallelism is
+// the layers' business (lib/nn/tensor_parallel.h) with each family's sharding rule
+// (<arch>_sharding.cpp, model_sharding.h).
 //
 //   auto model = build_model(find_flavor(Arch::gpt2, "tiny").value(), /*seed=*/1234);
 //   Tensor loss = model->loss(x, y);     // mean cross-entropy over (B, T)
@@ -22,25 +25,65 @@ struct KVCache {
   int64_t length = 0;
 };
 
+// The part of the model one pipeline stage holds.
+struct ModelPart {
+  int64_t first_layer = 0;
+  int64_t last_layer = -1;  // inclusive; -1: the last layer of the model
+  bool embed = true;        // token (and position) embedding: the first stage
+  bool head = true;         // final norm, LM head and loss: the last stage
+
+  static ModelPart whole() { return {}; }
+  bool is_whole(const ModelConfig& config) const;
+  int64_t last(const ModelConfig& config) const { return last_layer < 0 ? config.layers - 1 : last_layer; }
+  bool has_layer(const ModelConfig& config, int64_t layer) const {
+    return layer >= first_layer && layer <= last(config);
+  }
+};
+
+// What build_model needs besides the config.
+struct ModelBuild {
+  uint64_t seed = 0;
+  ModelPart part;
+  std::shared_ptr<nn::TensorParallel> tp;  // null: no tensor parallelism
+};
+
 class LanguageModel : public nn::Module {
  public:
-  explicit LanguageModel(ModelConfig config) : config_(std::move(config)) {}
+  LanguageModel(ModelConfig config, ModelBuild build) : config_(std::move(config)), build_(std::move(build)) {}
   const ModelConfig& config() const { return config_; }
+  const ModelPart& part() const { return build_.part; }
+  const nn::TensorParallel* tensor_parallel() const { return build_.tp.get(); }
 
-  // ids (B, T) i32/i64 -> logits (B, T, vocab). With a cache, positions continue after
-  // cache->length and the cache grows by T (use under autograd::NoGradGuard).
-  virtual Tensor forward(const Tensor& ids, KVCache* cache = nullptr) const = 0;
+  // The pieces a pipeline stage composes. embed: ids (B, T) -> hidden (B, T, C), positions
+  // from position_offset. block: one transformer layer (a global layer index this part
+  // holds); with a cache it attends to the cached positions too and appends to them.
+  // head: final norm and LM head -> logits (B, T, V_local): this rank's columns of the
+  // padded vocabulary, starting at vocab_offset().
+  virtual Tensor embed(const Tensor& ids, int64_t position_offset) const = 0;
+  virtual Tensor block(int64_t layer, const Tensor& x, KVCache* cache) const = 0;
+  virtual Tensor head(const Tensor& x) const = 0;
+  virtual int64_t vocab_offset() const = 0;
 
-  // Σ cross-entropy over the (B, T) targets / normalizer (0: the number of targets), so that
-  // micro-batches of one global batch can each divide by the global token count.
+  // This part's layers over `input`: ids when the part holds the embedding, else hidden.
+  Tensor stage_forward(const Tensor& input) const;
+  // Σ cross-entropy of head(hidden) against targets (B, T) / normalizer (0: the number of
+  // targets); vocab parallel under tensor parallelism. The loss is the same on every rank of
+  // the group: seed its backward on one of them (parallel_cross_entropy.h).
+  Tensor head_loss(const Tensor& hidden, const Tensor& targets, double normalizer = 0) const;
+
+  // The whole model on one device: ids (B, T) i32/i64 -> logits (B, T, vocab). With a cache,
+  // positions continue after cache->length and the cache grows by T (use under NoGradGuard).
+  Tensor forward(const Tensor& ids, KVCache* cache = nullptr) const;
+  // head_loss(stage_forward(ids)) for a model holding every part.
   Tensor loss(const Tensor& ids, const Tensor& targets, double normalizer = 0) const;
 
-  // Training FLOPs per token: 6 · (non-embedding-lookup parameters) + 12 · layers · hidden · T
-  // for attention (forward + backward), as in the PaLM/nanoGPT MFU estimate.
+  // Training FLOPs per token of the whole model: 6 · (non-embedding-lookup parameters) +
+  // 12 · layers · hidden · T for attention (forward + backward), the PaLM/nanoGPT MFU estimate.
   double flops_per_token(int64_t seq_len) const;
 
  protected:
   ModelConfig config_;
+  ModelBuild build_;
 };
 
 // Appends this step's k, v (B, Hkv, T, D) to layer `layer` of the cache and replaces them by
@@ -50,9 +93,11 @@ void append_to_cache(KVCache& cache, size_t layer, Tensor& k, Tensor& v);
 // The init std of residual output projections (attention out, MLP down): 0.02/√(2·layers).
 double residual_init_std(const ModelConfig& config);
 
-// Builds the model of config.arch with parameters from the counter-based RNG keyed by
-// (seed, parameter name): N(0, 0.02), residual output projections N(0, 0.02/√(2·layers)),
-// norm weights 1, biases 0.
+// Builds the model of config.arch (or the part `build` names) with parameters from the
+// counter-based RNG keyed by (seed, parameter name): N(0, 0.02), residual output
+// projections N(0, 0.02/√(2·layers)), norm weights 1, biases 0. Every shard and every part
+// gets the values the same elements have in the whole model.
+std::unique_ptr<LanguageModel> build_model(const ModelConfig& config, ModelBuild build);
 std::unique_ptr<LanguageModel> build_model(const ModelConfig& config, uint64_t seed);
 
 }  // namespace hetu

@@ -1,6 +1,8 @@
 // MpiSession: MPI init/finalize, rank, world size and host name of this process.
 #include "lib/dist/mpi_session.h"
 
+#include <algorithm>
+
 #include <mpi.h>
 
 #include <cstdlib>
@@ -44,6 +46,19 @@ std::string mpi_library_version() {
   std::string text(version, static_cast<size_t>(length));
   size_t comma = text.find(',');  // "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4"
   return comma == std::string::npos ? text : text.substr(0, comma);
+}
+
+std::vector<std::string> MpiSession::all_hosts() const {
+  if (world_size_ == 1) return {host_};
+  std::vector<char> mine(MPI_MAX_PROCESSOR_NAME, '\0');
+  std::copy(host_.begin(), host_.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(host_.size(), mine.size() - 1)),
+            mine.begin());
+  std::vector<char> all(mine.size() * static_cast<size_t>(world_size_));
+  MPI_Allgather(mine.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                MPI_COMM_WORLD);
+  std::vector<std::string> hosts;
+  for (int r = 0; r < world_size_; ++r) hosts.emplace_back(all.data() + static_cast<size_t>(r) * mine.size());
+  return hosts;
 }
 
 }  // namespace hetu

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace hetu {
 
@@ -17,6 +18,8 @@ class MpiSession {
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
   const std::string& host() const { return host_; }
+  // The host of every rank, indexed by rank (collective over MPI_COMM_WORLD).
+  std::vector<std::string> all_hosts() const;
   // Aborts every rank (MPI_Abort); use after a fatal error on one rank in a multi-rank run.
   [[noreturn]] void abort(int exit_code) const;
 

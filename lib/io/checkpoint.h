@@ -19,7 +19,8 @@
 //                                    filesystem without renameat2(RENAME_EXCHANGE); restored
 //                                    by the next save if step-0000042 is missing
 // checkpoint.h5 (HDF5 >= 1.8 format, so its metadata is checksummed by HDF5 itself):
-//   /  attributes format = "hetu-checkpoint", format_version = 1, step (int64)
+//   /  attributes format = "hetu-checkpoint", format_version = 1 (2: written by save_sharded,
+//      see Note [Sharded checkpoint file] in sharded_checkpoint.h), step (int64)
 //   /tensors/<escaped name>    one contiguous dataset per tensor, full logical shape,
 //                              row-major, little-endian; attributes dtype ("f32", "bf16", ...)
 //                              and crc32c (uint32, CRC-32C of the raw data bytes)
@@ -29,8 +30,9 @@
 // '.') becomes %XX, so "optim.m/transformer.wte.weight" is stored as
 // "optim.m%2Ftransformer.wte.weight" and "a" and "a/b" can both exist. names(), load() and
 // the keys of CheckpointData hold the original strings. f16/bf16 are stored as HDF5 float
-// types of 2 bytes (h5py reads f16 as float16). The saving process is the only writer of DIR,
-// and (serial HDF5) no other thread of it uses HDF5 during a save or load.
+// types of 2 bytes (h5py reads f16 as float16). The saving process (for save_sharded, the
+// ranks of one job, in turn) is the only writer of DIR, and (serial HDF5) no other thread of
+// it uses HDF5 during a save or load.
 #pragma once
 
 #include <cstddef>
@@ -73,7 +75,8 @@ class CheckpointManager {
   // nullopt when there is none. A `latest` that names no step folder is a UsageError.
   std::optional<std::string> latest() const;
 
-  // Reads a step folder (or its checkpoint.h5) and verifies every dataset's checksum. With
+  // Reads a step folder (or its checkpoint.h5, also one written by save_sharded) and verifies
+  // every dataset's checksum (every box's, for tensors written in boxes). With
   // `expected`, a missing, extra, mis-shaped or mis-typed tensor is an error naming it and
   // both shapes. Every problem with the file is a hetu::UsageError that names it.
   CheckpointData load(const std::string& path, const std::map<std::string, ExpectedTensor>* expected = nullptr) const;
@@ -85,6 +88,15 @@ class CheckpointManager {
   std::vector<std::string> names(const std::string& path) const;
 
   const std::string& dir() const { return dir_; }
+
+  // save() in two halves, for writers that fill checkpoint.h5 themselves (save_sharded).
+  // begin_save() creates DIR, removes stale work folders and returns a fresh, empty work
+  // folder for `step`; the caller writes checkpoint.h5 into it. finish_save() fsyncs the file
+  // and the folder, renames it to the step folder (replacing one safely), points `latest` at
+  // it, prunes, and returns the step folder's path. abandon_save() deletes the work folder.
+  std::string begin_save(int64_t step) const;
+  std::string finish_save(const std::string& work_folder, int64_t step) const;
+  void abandon_save(const std::string& work_folder) const noexcept;
 
  private:
   void clean_work_folders() const;

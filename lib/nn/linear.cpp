@@ -1,17 +1,25 @@
-// Linear layer.
+// Linear layer; see linear.h for its tensor-parallel forms.
 #include "lib/nn/linear.h"
 
 #include "lib/autograd/functions.h"
+#include "lib/nn/tensor_parallel.h"
 
 namespace hetu::nn {
 
 Linear::Linear(const ParamInit& init, int64_t in_features, int64_t out_features, bool has_bias, double std) {
   weight = register_parameter("weight", init.normal("weight", {out_features, in_features}, std));
-  if (has_bias) bias = register_parameter("bias", init.constant({out_features}, 0.0));
+  if (has_bias) bias = register_parameter("bias", init.constant("bias", {out_features}, 0.0));
+  if (init.tp && init.tp->size() > 1) {
+    // Input features are the last dim of the weight (and of any view of it, which only
+    // splits the output dim): split there means row parallel.
+    const ParamLayout& layout = init.tp->layout(init.name("weight"));
+    if (layout.state.split_count(static_cast<int64_t>(layout.view.size()) - 1) > 1) tp_ = init.tp;
+  }
 }
 
 Tensor Linear::forward(const Tensor& x) const {
   Tensor y = autograd::matmul(x, weight, /*trans_a=*/false, /*trans_b=*/true);
+  if (tp_) y = tp_->reduce_partial(y);  // row parallel: each rank summed its input columns
   return bias.defined() ? autograd::add(y, bias) : y;
 }
 

@@ -1,6 +1,11 @@
 // Linear layer: y = x Wᵀ + b with W stored (out_features, in_features), as torch.nn.Linear.
 // x is (..., in); y is (..., out). Weights N(0, std) from the RNG, bias zeros.
+// Under tensor parallelism (tensor_parallel.h) the weight's layout decides the behaviour:
+// output features split (column parallel: y holds this rank's output columns) or input
+// features split (row parallel: x holds this rank's input columns, y is all-reduced).
 #pragma once
+
+#include <memory>
 
 #include "lib/nn/module.h"
 
@@ -13,6 +18,9 @@ class Linear : public Module {
 
   Tensor weight;
   Tensor bias;  // undefined without bias
+
+ private:
+  std::shared_ptr<TensorParallel> tp_;  // set for a row-parallel layer (its output needs the sum)
 };
 
 }  // namespace hetu::nn

@@ -2,6 +2,7 @@
 #include "lib/nn/module.h"
 
 #include "lib/core/tensor_random.h"
+#include "lib/nn/tensor_parallel.h"
 
 namespace hetu::nn {
 
@@ -39,10 +40,17 @@ Tensor Module::register_parameter(const std::string& name, Tensor tensor) {
 }
 
 Tensor ParamInit::normal(const std::string& param, const Shape& shape, double std) const {
-  return random_normal(shape, seed, name(param), 0.0, std);
+  if (!tp) return random_normal(shape, seed, name(param), 0.0, std);
+  const ParamLayout& layout = tp->add_param(name(param), shape);
+  const Box box = tp->local_box(layout);
+  return random_normal(box.size, seed, name(param), 0.0, std, layout.view, box.offset).reshape(local_shape(layout, box));
 }
 
-Tensor ParamInit::constant(const Shape& shape, double value) const { return full(shape, value); }
+Tensor ParamInit::constant(const std::string& param, const Shape& shape, double value) const {
+  if (!tp) return full(shape, value);
+  const ParamLayout& layout = tp->add_param(name(param), shape);
+  return full(local_shape(layout, tp->local_box(layout)), value);
+}
 
 Module& Module::register_module(const std::string& name, Module& child) {
   children_.emplace_back(name, &child);

@@ -6,6 +6,7 @@
 //   for (auto& [name, p] : model.named_parameters()) ...
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,15 +45,21 @@ class Module {
   std::vector<std::pair<std::string, Module*>> children_;
 };
 
+class TensorParallel;
+
 // How parameters are initialised: from the counter-based RNG keyed by (seed, full parameter
-// name), so every run, and every shard of a parameter, gets the same values.
+// name), so every run, and every shard of a parameter, gets the same values. With `tp`, a
+// parameter is created as this rank's shard of its logical `shape` (tensor_parallel.h), and
+// its layout is recorded there.
 struct ParamInit {
   uint64_t seed = 0;
   std::string prefix;  // full name of the module being built, with a trailing '.'
-  ParamInit child(const std::string& name) const { return {seed, prefix + name + "."}; }
+  std::shared_ptr<TensorParallel> tp;  // null: every parameter whole
+
+  ParamInit child(const std::string& name) const { return {seed, prefix + name + ".", tp}; }
   std::string name(const std::string& param) const { return prefix + param; }
   Tensor normal(const std::string& param, const Shape& shape, double std) const;
-  Tensor constant(const Shape& shape, double value) const;
+  Tensor constant(const std::string& param, const Shape& shape, double value) const;
 };
 
 }  // namespace hetu::nn

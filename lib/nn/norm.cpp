@@ -6,14 +6,14 @@
 namespace hetu::nn {
 
 LayerNorm::LayerNorm(const ParamInit& init, int64_t dim, double eps_) : eps(eps_) {
-  weight = register_parameter("weight", init.constant({dim}, 1.0));
-  bias = register_parameter("bias", init.constant({dim}, 0.0));
+  weight = register_parameter("weight", init.constant("weight", {dim}, 1.0));
+  bias = register_parameter("bias", init.constant("bias", {dim}, 0.0));
 }
 
 Tensor LayerNorm::forward(const Tensor& x) const { return autograd::layer_norm(x, weight, bias, eps); }
 
 RMSNorm::RMSNorm(const ParamInit& init, int64_t dim, double eps_) : eps(eps_) {
-  weight = register_parameter("weight", init.constant({dim}, 1.0));
+  weight = register_parameter("weight", init.constant("weight", {dim}, 1.0));
 }
 
 Tensor RMSNorm::forward(const Tensor& x) const { return autograd::rms_norm(x, weight, eps); }

@@ -49,14 +49,15 @@ double grad_norm(const std::vector<nn::NamedParameter>& params) {
   return ops::global_norm(grads);
 }
 
+void scale_grads(const std::vector<nn::NamedParameter>& params, double factor) {
+  for (const nn::NamedParameter& p : params) {
+    if (p.tensor.grad().defined()) p.tensor.set_grad(ops::mul_scalar(p.tensor.grad(), factor));
+  }
+}
+
 double clip_grad_norm(const std::vector<nn::NamedParameter>& params, double max_norm) {
   const double norm = grad_norm(params);
-  if (max_norm > 0 && norm > max_norm) {
-    const double scale = max_norm / (norm + 1e-6);
-    for (const nn::NamedParameter& p : params) {
-      if (p.tensor.grad().defined()) p.tensor.set_grad(ops::mul_scalar(p.tensor.grad(), scale));
-    }
-  }
+  if (max_norm > 0 && norm > max_norm) scale_grads(params, max_norm / (norm + 1e-6));
   return norm;
 }
 

@@ -44,6 +44,8 @@ class AdamW {
 
 // Global L2 norm of the gradients of `params` (undefined gradients count as zero).
 double grad_norm(const std::vector<nn::NamedParameter>& params);
+// Multiplies every defined gradient by `factor` (in place).
+void scale_grads(const std::vector<nn::NamedParameter>& params, double factor);
 // Scales every gradient by max_norm / norm when norm > max_norm; returns the pre-clip norm.
 double clip_grad_norm(const std::vector<nn::NamedParameter>& params, double max_norm);
 

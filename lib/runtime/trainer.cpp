@@ -12,6 +12,7 @@
 
 #include "lib/autograd/functions.h"
 #include "lib/runtime/metrics.h"
+#include "lib/runtime/stop_request.h"
 
 namespace hetu::runtime {
 namespace {
@@ -32,13 +33,18 @@ void draw_bar(int64_t step, int64_t total, double loss) {
 }  // namespace
 
 Trainer::Trainer(const nn::Module& model, LossFn loss, TrainerOptions options)
-    : model_(model),
-      loss_(std::move(loss)),
+    : owned_engine_(std::make_unique<LocalEngine>(model, std::move(loss), options.micro_batches,
+                                                  options.tokens_per_micro_batch)),
+      engine_(*owned_engine_),
       options_(std::move(options)),
-      params_(model.named_parameters()),
+      params_(engine_.parameters()),
       optimizer_(params_, options_.adamw) {
-  HT_CHECK(options_.steps >= 1 && options_.micro_batches >= 1 && options_.tokens_per_micro_batch >= 1,
-           "trainer: steps, micro_batches and tokens_per_micro_batch must be >= 1");
+  HT_CHECK(options_.steps >= 1, "trainer: steps must be >= 1");
+}
+
+Trainer::Trainer(StepEngine& engine, TrainerOptions options)
+    : engine_(engine), options_(std::move(options)), params_(engine_.parameters()), optimizer_(params_, options_.adamw) {
+  HT_CHECK(options_.steps >= 1, "trainer: steps must be >= 1");
 }
 
 Snapshot Trainer::snapshot(int64_t step, const BatchSource& train) const {
@@ -49,6 +55,11 @@ Snapshot Trainer::snapshot(int64_t step, const BatchSource& train) const {
   s.metadata = options_.checkpoint_metadata;
   s.metadata[kDataPositionKey] = train.save_position();
   s.metadata[kOptimizerStepKey] = std::to_string(optimizer_.steps_taken());
+  for (const auto& [name, shard] : engine_.shards()) {
+    s.shards[name] = shard;
+    s.shards["optim.m/" + name] = shard;
+    s.shards["optim.v/" + name] = shard;
+  }
   return s;
 }
 
@@ -70,15 +81,10 @@ void Trainer::restore(const Snapshot& s, BatchSource& train) {
 }
 
 double Trainer::evaluate(BatchSource& val) {
-  autograd::NoGradGuard no_grad;
   const std::string start = val.save_position();  // every evaluation reads the same batches
-  double total = 0;
-  for (int64_t i = 0; i < options_.eval_steps; ++i) {
-    const Batch batch = val.next();
-    total += loss_(batch, static_cast<double>(batch.targets.numel())).item();
-  }
+  const double loss = engine_.evaluate(val, options_.eval_steps);
   val.restore_position(start);
-  return total / static_cast<double>(options_.eval_steps);
+  return loss;
 }
 
 TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* store) {
@@ -97,7 +103,7 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
   // A resumed run continues metrics.jsonl; a fresh one replaces an old run's file.
   if (!options_.metrics_path.empty()) metrics = std::make_unique<MetricsWriter>(options_.metrics_path, step > 0);
 
-  const double step_tokens = static_cast<double>(options_.micro_batches * options_.tokens_per_micro_batch);
+  const double step_tokens = engine_.tokens_per_step();
   auto window_start = Clock::now();
   int64_t window_steps = 0;
   const auto run_start = Clock::now();
@@ -105,15 +111,9 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
   const int64_t last = options_.stop_at_step > 0 ? std::min(options_.stop_at_step, options_.steps) : options_.steps;
   while (step < last) {
     const double lr = options_.schedule.at(step);
-    model_.zero_grad();
-    double loss_sum = 0;
-    for (int64_t micro = 0; micro < options_.micro_batches; ++micro) {
-      const Batch batch = train.next();
-      const Tensor loss = loss_(batch, step_tokens);  // See Note [Loss normalisation]
-      autograd::backward(loss);
-      loss_sum += loss.item();
-    }
-    const double norm = optim::clip_grad_norm(params_, options_.grad_clip);
+    const double loss_sum = engine_.forward_backward(train);  // See Note [Loss normalisation]
+    const double norm = engine_.grad_norm();
+    if (options_.grad_clip > 0 && norm > options_.grad_clip) optim::scale_grads(params_, options_.grad_clip / (norm + 1e-6));
     if (!std::isfinite(loss_sum) || !std::isfinite(norm)) {
       HT_THROW("step {}: the loss is {} and the gradient norm {}; stopping before the optimizer step (the last good "
                "checkpoint is untouched; lower training.lr or check the data)", step + 1, loss_sum, norm);
@@ -149,11 +149,18 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
       window_start = Clock::now();
       window_steps = 0;
     }
+    const bool stop = engine_.any_rank(stop_requested());
     const bool periodic = options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0;
-    if (store != nullptr && (periodic || step == last)) {
+    if (store != nullptr && (periodic || step == last || stop)) {
       result.last_checkpoint = store->save(snapshot(step, train));
       spdlog::info("checkpoint: {}", result.last_checkpoint);
       window_start = Clock::now();  // do not count the save in the next throughput
+    }
+    if (stop) {
+      result.stop_signal = stop_signal();
+      spdlog::info("stopping on {} after step {}{}", stop_signal_name(result.stop_signal), step,
+                   result.last_checkpoint.empty() ? "" : " (checkpoint " + result.last_checkpoint + ")");
+      break;
     }
   }
   return result;

@@ -1,28 +1,33 @@
-// The single-device training loop: per step, `micro_batches` forward/backward passes whose
-// losses are sums over tokens divided by the step's total token count (so accumulation
-// equals one big batch), global-norm clipping, AdamW with the LR schedule; validation every
-// eval_every steps; a progress line every log_every steps and out_dir/metrics.jsonl; periodic
-// and final checkpoints that hold everything needed to continue bit for bit.
+// The training loop over a StepEngine (step_engine.h): per step the engine's forward and
+// backward, global-norm clipping, AdamW with the LR schedule on this rank's parameters;
+// validation every eval_every steps; a progress line every log_every steps and
+// out_dir/metrics.jsonl; periodic and final checkpoints that hold everything needed to
+// continue bit for bit; a stop request (SIGTERM/SIGUSR1, stop_request.h) on any rank ends
+// the run after the current step with a checkpoint.
 //
-//   Trainer trainer(model, loss_fn, options);
+//   Trainer trainer(model, loss_fn, options);        // one device (a LocalEngine inside)
+//   Trainer trainer(parallel_engine, options);       // any layout
 //   TrainResult r = trainer.run(train_batches, &val_batches, &store);
 #pragma once
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "lib/nn/module.h"
 #include "lib/optim/adamw.h"
 #include "lib/optim/lr_schedule.h"
+#include "lib/runtime/local_engine.h"
+#include "lib/runtime/step_engine.h"
 #include "lib/runtime/training_io.h"
 
 namespace hetu::runtime {
 
 struct TrainerOptions {
   int64_t steps = 1;
-  int64_t micro_batches = 1;      // per optimizer step
+  int64_t micro_batches = 1;      // per optimizer step (the model-and-loss constructor)
   int64_t tokens_per_micro_batch = 0;
   optim::LrSchedule schedule;
   optim::AdamWConfig adamw;
@@ -46,14 +51,13 @@ struct TrainResult {
   std::vector<double> losses;         // training loss of each step this run made
   std::vector<double> val_losses;     // each evaluation, in order
   std::string last_checkpoint;
+  int stop_signal = 0;                // the signal that ended the run early, or 0
 };
-
-// Σ-over-tokens loss of one micro-batch divided by `normalizer` (a scalar tensor).
-using LossFn = std::function<Tensor(const Batch& batch, double normalizer)>;
 
 class Trainer {
  public:
   Trainer(const nn::Module& model, LossFn loss, TrainerOptions options);
+  Trainer(StepEngine& engine, TrainerOptions options);
   // `val` and `store` may be null. Throws hetu::Error on a non-finite loss or gradient,
   // before anything of that step is saved.
   TrainResult run(BatchSource& train, BatchSource* val, CheckpointStore* store);
@@ -63,8 +67,8 @@ class Trainer {
   Snapshot snapshot(int64_t step, const BatchSource& train) const;
   void restore(const Snapshot& snapshot, BatchSource& train);
 
-  const nn::Module& model_;
-  LossFn loss_;
+  std::unique_ptr<StepEngine> owned_engine_;  // the model-and-loss constructor's LocalEngine
+  StepEngine& engine_;
   TrainerOptions options_;
   std::vector<nn::NamedParameter> params_;
   optim::AdamW optimizer_;

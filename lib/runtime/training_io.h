@@ -9,6 +9,7 @@
 #include <string>
 
 #include "lib/core/tensor.h"
+#include "lib/dist/geometry.h"
 
 namespace hetu::runtime {
 
@@ -26,10 +27,21 @@ class BatchSource {
   virtual void restore_position(const std::string& position) = 0;
 };
 
+// How a local tensor relates to the logical tensor of its name, for sharded checkpoints:
+// it holds `box` of the logical tensor seen as `view` (a reshape of `shape`; see
+// lib/nn/tensor_parallel.h). `writer`: this rank writes the box (one holder per box).
+struct TensorShard {
+  Shape shape;
+  Shape view;
+  Box box;
+  bool writer = true;
+};
+
 struct Snapshot {
   int64_t step = 0;                             // optimizer steps completed
   std::map<std::string, Tensor> tensors;        // parameters and optimizer state, by name
   std::map<std::string, std::string> metadata;  // data position, config, ...
+  std::map<std::string, TensorShard> shards;    // by tensor name; empty: every tensor is whole
 };
 
 class CheckpointStore {

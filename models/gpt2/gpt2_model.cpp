@@ -1,4 +1,5 @@
-// GPT-2 forward pass. Shapes: B batch, T time, C hidden, H heads, D = C / H, V vocab.
+// GPT-2 forward pass. Shapes: B batch, T time, C hidden, H heads (this rank's under tensor
+// parallelism, read from the c_attn shard), D = C / heads, V vocab.
 #include "models/gpt2/gpt2_model.h"
 
 #include <cmath>
@@ -34,48 +35,62 @@ Gpt2Block::Gpt2Block(const nn::ParamInit& init, const ModelConfig& c)
 }
 
 Tensor Gpt2Block::forward(const Tensor& x, KVCache* cache, size_t layer) const {
-  const int64_t B = x.size(0), T = x.size(1), C = config_.hidden, H = config_.heads, D = C / H;
-  // Attention: qkv (B, T, 3C) -> q, k, v (B, H, T, D) -> fused causal attention -> (B, T, C).
+  const int64_t B = x.size(0), T = x.size(1), D = config_.head_dim();
+  const int64_t H = attn.c_attn.weight.size(0) / (3 * D), HD = H * D;
+  // Attention: qkv (B, T, 3HD) -> q, k, v (B, H, T, D) -> fused causal attention -> (B, T, HD).
   const Tensor qkv = attn.c_attn.forward(ln_1.forward(x));
-  std::vector<Tensor> parts = ag::split(qkv, {C, C, C}, -1);
+  std::vector<Tensor> parts = ag::split(qkv, {HD, HD, HD}, -1);
   auto heads = [&](const Tensor& t) { return ag::transpose(ag::reshape(t, {B, T, H, D}), 1, 2); };
   Tensor k = heads(parts[1]), v = heads(parts[2]);
   if (cache != nullptr) append_to_cache(*cache, layer, k, v);
   const Tensor y = ag::attention(heads(parts[0]), k, v, 1.0 / std::sqrt(static_cast<double>(D)));
-  const Tensor merged = ag::reshape(ag::transpose(y, 1, 2), {B, T, C});
+  const Tensor merged = ag::reshape(ag::transpose(y, 1, 2), {B, T, HD});
   const Tensor h = ag::add(x, attn.c_proj.forward(merged));
   // MLP: C -> 4C -> GELU -> C.
   const Tensor m = mlp.c_proj.forward(ag::gelu(mlp.c_fc.forward(ln_2.forward(h))));
   return ag::add(h, m);
 }
 
-Gpt2Model::Gpt2Model(const ModelConfig& c, uint64_t seed)
-    : LanguageModel(c),
-      wte(nn::ParamInit{seed, "wte."}, c.padded_vocab(), c.hidden),
-      wpe(nn::ParamInit{seed, "wpe."}, c.max_seq_len, c.hidden),
-      ln_f(nn::ParamInit{seed, "ln_f."}, c.hidden, c.norm_eps) {
-  register_module("wte", wte);
-  register_module("wpe", wpe);
-  for (int64_t i = 0; i < c.layers; ++i) {
-    const std::string name = "h." + std::to_string(i);
-    h.push_back(std::make_unique<Gpt2Block>(nn::ParamInit{seed, name + "."}, config_));
-    register_module(name, *h.back());
+Gpt2Model::Gpt2Model(const ModelConfig& c, ModelBuild build) : LanguageModel(c, std::move(build)) {
+  const nn::ParamInit root{build_.seed, "", build_.tp};
+  const ModelPart& p = part();
+  if (p.embed || p.head) {
+    wte = std::make_unique<nn::Embedding>(root.child("wte"), c.padded_vocab(), c.hidden);
+    register_module("wte", *wte);
   }
-  register_module("ln_f", ln_f);
+  if (p.embed) {
+    wpe = std::make_unique<nn::Embedding>(root.child("wpe"), c.max_seq_len, c.hidden);
+    register_module("wpe", *wpe);
+  }
+  h.resize(static_cast<size_t>(c.layers));
+  for (int64_t i = p.first_layer; i <= p.last(c); ++i) {
+    const std::string name = "h." + std::to_string(i);
+    h[static_cast<size_t>(i)] = std::make_unique<Gpt2Block>(root.child(name), config_);
+    register_module(name, *h[static_cast<size_t>(i)]);
+  }
+  if (p.head) {
+    ln_f = std::make_unique<nn::LayerNorm>(root.child("ln_f"), c.hidden, c.norm_eps);
+    register_module("ln_f", *ln_f);
+  }
 }
 
-Tensor Gpt2Model::forward(const Tensor& ids, KVCache* cache) const {
-  const int64_t position_offset = cache != nullptr ? cache->length : 0;
+Tensor Gpt2Model::embed(const Tensor& ids, int64_t position_offset) const {
+  HT_CHECK(wpe, "gpt2: this part has no embedding");
   const int64_t T = ids.size(1);
   HT_CHECK(position_offset + T <= config_.max_seq_len, "gpt2: positions {}..{} exceed max_seq_len {}",
            position_offset, position_offset + T - 1, config_.max_seq_len);
   const Tensor positions = arange(static_cast<double>(position_offset), static_cast<double>(position_offset + T), 1, DType::i64);
-  Tensor x = ag::add(wte.forward(ids), wpe.forward(positions));  // (B, T, C) + (T, C)
-  for (size_t i = 0; i < h.size(); ++i) x = h[i]->forward(x, cache, i);
-  if (cache != nullptr) cache->length += T;
-  const Tensor logits = ag::matmul(ln_f.forward(x), wte.weight, false, true);  // tied head: (B, T, Vp)
-  const int64_t vocab = config_.vocab;
-  return logits.size(-1) == vocab ? logits : ag::narrow(logits, -1, 0, vocab);
+  return ag::add(wte->forward(ids), wpe->forward(positions));  // (B, T, C) + (T, C)
+}
+
+Tensor Gpt2Model::block(int64_t layer, const Tensor& x, KVCache* cache) const {
+  HT_CHECK(layer >= 0 && layer < config_.layers && h[static_cast<size_t>(layer)], "gpt2: this part has no layer {}", layer);
+  return h[static_cast<size_t>(layer)]->forward(x, cache, static_cast<size_t>(layer));
+}
+
+Tensor Gpt2Model::head(const Tensor& x) const {
+  HT_CHECK(ln_f, "gpt2: this part has no head");
+  return ag::matmul(ln_f->forward(x), wte->weight, false, true);  // tied head: (B, T, this rank's vocab rows)
 }
 
 }  // namespace hetu

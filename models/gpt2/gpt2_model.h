@@ -1,7 +1,8 @@
-// GPT-2 (Radford et al. 2019) for one device: learned positions, pre-LayerNorm blocks,
-// fused q|k|v projection, GELU (tanh) MLP, LM head tied to the token embedding. Parameter
-// names are HF's: wte.weight, wpe.weight, h.{i}.ln_1, h.{i}.attn.c_attn, h.{i}.attn.c_proj,
-// h.{i}.ln_2, h.{i}.mlp.c_fc, h.{i}.mlp.c_proj, ln_f; 2-D weights are (out, in).
+// GPT-2 (Radford et al. 2019): learned positions, pre-LayerNorm blocks, fused q|k|v
+// projection, GELU (tanh) MLP, LM head tied to the token embedding. Parameter names are
+// HF's: wte.weight, wpe.weight, h.{i}.ln_1, h.{i}.attn.c_attn, h.{i}.attn.c_proj, h.{i}.ln_2,
+// h.{i}.mlp.c_fc, h.{i}.mlp.c_proj, ln_f; 2-D weights are (out, in). A pipeline part builds
+// wte when it embeds or holds the (tied) head, wpe when it embeds, ln_f with the head.
 #pragma once
 
 #include <memory>
@@ -38,13 +39,16 @@ class Gpt2Block : public nn::Module {
 
 class Gpt2Model final : public LanguageModel {
  public:
-  Gpt2Model(const ModelConfig& config, uint64_t seed);
-  Tensor forward(const Tensor& ids, KVCache* cache = nullptr) const override;
+  Gpt2Model(const ModelConfig& config, ModelBuild build);
+  Tensor embed(const Tensor& ids, int64_t position_offset) const override;
+  Tensor block(int64_t layer, const Tensor& x, KVCache* cache) const override;
+  Tensor head(const Tensor& x) const override;
+  int64_t vocab_offset() const override { return wte ? wte->row_offset() : 0; }
 
  private:
-  nn::Embedding wte, wpe;
-  std::vector<std::unique_ptr<Gpt2Block>> h;
-  nn::LayerNorm ln_f;
+  std::unique_ptr<nn::Embedding> wte, wpe;
+  std::vector<std::unique_ptr<Gpt2Block>> h;  // indexed by layer; null outside this part
+  std::unique_ptr<nn::LayerNorm> ln_f;
 };
 
 }  // namespace hetu

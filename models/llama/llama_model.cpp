@@ -1,9 +1,11 @@
-// LLaMA forward pass. Shapes: B batch, T time, C hidden, H heads, Hkv kv heads, D = C / H.
+// LLaMA forward pass. Shapes: B batch, T time, C hidden, H heads, Hkv kv heads (this rank's
+// under tensor parallelism, read from the q/k shards), D = head_dim.
 #include "models/llama/llama_model.h"
 
 #include <cmath>
 
 #include "lib/autograd/functions.h"
+#include "lib/nn/tensor_parallel.h"
 
 namespace hetu {
 namespace ag = autograd;
@@ -43,49 +45,71 @@ Tensor LlamaBlock::forward(const Tensor& x, KVCache* cache, size_t layer) const 
   const ModelConfig& c = config_;
   const int64_t position_offset = cache != nullptr ? cache->length : 0;
   const int64_t B = x.size(0), T = x.size(1), D = c.head_dim();
+  const int64_t H = self_attn.q_proj.weight.size(0) / D, Hkv = self_attn.k_proj.weight.size(0) / D;
   const Tensor n = input_layernorm.forward(x);
   // q (B, T, H, D) and k (B, T, Hkv, D) rotate in place of time; all go to (B, heads, T, D).
-  const Tensor q = ag::rotary(ag::reshape(self_attn.q_proj.forward(n), {B, T, c.heads, D}), position_offset, c.rope_theta);
-  const Tensor k = ag::rotary(ag::reshape(self_attn.k_proj.forward(n), {B, T, c.kv_heads, D}), position_offset, c.rope_theta);
-  const Tensor v = ag::reshape(self_attn.v_proj.forward(n), {B, T, c.kv_heads, D});
+  const Tensor q = ag::rotary(ag::reshape(self_attn.q_proj.forward(n), {B, T, H, D}), position_offset, c.rope_theta);
+  const Tensor k = ag::rotary(ag::reshape(self_attn.k_proj.forward(n), {B, T, Hkv, D}), position_offset, c.rope_theta);
+  const Tensor v = ag::reshape(self_attn.v_proj.forward(n), {B, T, Hkv, D});
   Tensor kh = ag::transpose(k, 1, 2), vh = ag::transpose(v, 1, 2);
   if (cache != nullptr) append_to_cache(*cache, layer, kh, vh);
   const Tensor y = ag::attention(ag::transpose(q, 1, 2), kh, vh, 1.0 / std::sqrt(static_cast<double>(D)));
-  const Tensor h = ag::add(x, self_attn.o_proj.forward(ag::reshape(ag::transpose(y, 1, 2), {B, T, c.heads * D})));
+  const Tensor h = ag::add(x, self_attn.o_proj.forward(ag::reshape(ag::transpose(y, 1, 2), {B, T, H * D})));
   // SwiGLU: down(silu(gate(x)) * up(x)).
   const Tensor m = post_attention_layernorm.forward(h);
   const Tensor gated = ag::mul(ag::silu(mlp.gate_proj.forward(m)), mlp.up_proj.forward(m));
   return ag::add(h, mlp.down_proj.forward(gated));
 }
 
-LlamaModel::Body::Body(uint64_t seed, const ModelConfig& c)
-    : embed_tokens(nn::ParamInit{seed, "model.embed_tokens."}, c.padded_vocab(), c.hidden),
-      norm(nn::ParamInit{seed, "model.norm."}, c.hidden, c.norm_eps) {
-  register_module("embed_tokens", embed_tokens);
-  for (int64_t i = 0; i < c.layers; ++i) {
-    const std::string name = "layers." + std::to_string(i);
-    layers.push_back(std::make_unique<LlamaBlock>(nn::ParamInit{seed, "model." + name + "."}, c));
-    register_module(name, *layers.back());
+LlamaModel::Body::Body(const nn::ParamInit& init, const ModelConfig& c, const ModelPart& part) {
+  if (part.embed || (part.head && c.tie_embeddings)) {
+    embed_tokens = std::make_unique<nn::Embedding>(init.child("embed_tokens"), c.padded_vocab(), c.hidden);
+    register_module("embed_tokens", *embed_tokens);
   }
-  register_module("norm", norm);
+  layers.resize(static_cast<size_t>(c.layers));
+  for (int64_t i = part.first_layer; i <= part.last(c); ++i) {
+    const std::string name = "layers." + std::to_string(i);
+    layers[static_cast<size_t>(i)] = std::make_unique<LlamaBlock>(init.child(name), c);
+    register_module(name, *layers[static_cast<size_t>(i)]);
+  }
+  if (part.head) {
+    norm = std::make_unique<nn::RMSNorm>(init.child("norm"), c.hidden, c.norm_eps);
+    register_module("norm", *norm);
+  }
 }
 
-LlamaModel::LlamaModel(const ModelConfig& c, uint64_t seed) : LanguageModel(c), model(seed, config_) {
+LlamaModel::LlamaModel(const ModelConfig& c, ModelBuild build)
+    : LanguageModel(c, std::move(build)), model(nn::ParamInit{build_.seed, "model.", build_.tp}, config_, part()) {
   register_module("model", model);
-  if (!c.tie_embeddings) {
-    lm_head = std::make_unique<nn::Linear>(nn::ParamInit{seed, "lm_head."}, c.hidden, c.padded_vocab(), false);
+  if (part().head && !c.tie_embeddings) {
+    lm_head = std::make_unique<nn::Linear>(nn::ParamInit{build_.seed, "lm_head.", build_.tp}, c.hidden,
+                                           c.padded_vocab(), false);
     register_module("lm_head", *lm_head);
   }
 }
 
-Tensor LlamaModel::forward(const Tensor& ids, KVCache* cache) const {
-  Tensor x = model.embed_tokens.forward(ids);
-  for (size_t i = 0; i < model.layers.size(); ++i) x = model.layers[i]->forward(x, cache, i);
-  if (cache != nullptr) cache->length += ids.size(1);
-  x = model.norm.forward(x);
-  const Tensor logits = lm_head ? lm_head->forward(x) : ag::matmul(x, model.embed_tokens.weight, false, true);
-  const int64_t vocab = config_.vocab;
-  return logits.size(-1) == vocab ? logits : ag::narrow(logits, -1, 0, vocab);
+Tensor LlamaModel::embed(const Tensor& ids, int64_t /*position_offset: rotary, in the blocks*/) const {
+  HT_CHECK(part().embed, "llama: this part has no embedding");
+  return model.embed_tokens->forward(ids);
+}
+
+Tensor LlamaModel::block(int64_t layer, const Tensor& x, KVCache* cache) const {
+  HT_CHECK(layer >= 0 && layer < config_.layers && model.layers[static_cast<size_t>(layer)],
+           "llama: this part has no layer {}", layer);
+  return model.layers[static_cast<size_t>(layer)]->forward(x, cache, static_cast<size_t>(layer));
+}
+
+Tensor LlamaModel::head(const Tensor& x) const {
+  HT_CHECK(model.norm, "llama: this part has no head");
+  const Tensor n = model.norm->forward(x);
+  return lm_head ? lm_head->forward(n) : ag::matmul(n, model.embed_tokens->weight, false, true);
+}
+
+int64_t LlamaModel::vocab_offset() const {
+  if (!lm_head) return model.embed_tokens->row_offset();
+  const nn::TensorParallel* tp = tensor_parallel();
+  if (tp == nullptr || tp->size() == 1) return 0;
+  return tp->local_box(tp->layout("lm_head.weight")).offset[0];
 }
 
 }  // namespace hetu

@@ -1,7 +1,9 @@
-// LLaMA (Touvron et al. 2023) for one device: RMSNorm, rotary embeddings (rotate-half),
+// LLaMA (Touvron et al. 2023): RMSNorm, rotary embeddings (rotate-half),
 // grouped-query attention, SwiGLU MLP, untied LM head unless tie_embeddings. Parameter names
 // are HF's: model.embed_tokens, model.layers.{i}.input_layernorm, .self_attn.{q,k,v,o}_proj,
 // .post_attention_layernorm, .mlp.{gate,up,down}_proj, model.norm, lm_head; no biases.
+// A pipeline part builds embed_tokens when it embeds (or holds a tied head), model.norm and
+// lm_head with the head.
 #pragma once
 
 #include <memory>
@@ -38,19 +40,22 @@ class LlamaBlock : public nn::Module {
 
 class LlamaModel final : public LanguageModel {
  public:
-  LlamaModel(const ModelConfig& config, uint64_t seed);
-  Tensor forward(const Tensor& ids, KVCache* cache = nullptr) const override;
+  LlamaModel(const ModelConfig& config, ModelBuild build);
+  Tensor embed(const Tensor& ids, int64_t position_offset) const override;
+  Tensor block(int64_t layer, const Tensor& x, KVCache* cache) const override;
+  Tensor head(const Tensor& x) const override;
+  int64_t vocab_offset() const override;
 
  private:
   // The "model." prefix of HF names: embed_tokens, layers, norm.
   struct Body : nn::Module {
-    Body(uint64_t seed, const ModelConfig& config);
-    nn::Embedding embed_tokens;
-    std::vector<std::unique_ptr<LlamaBlock>> layers;
-    nn::RMSNorm norm;
+    Body(const nn::ParamInit& init, const ModelConfig& config, const ModelPart& part);
+    std::unique_ptr<nn::Embedding> embed_tokens;
+    std::vector<std::unique_ptr<LlamaBlock>> layers;  // indexed by layer; null outside this part
+    std::unique_ptr<nn::RMSNorm> norm;
   };
   Body model;
-  std::unique_ptr<nn::Linear> lm_head;  // absent when tied to embed_tokens
+  std::unique_ptr<nn::Linear> lm_head;  // absent when tied to embed_tokens or without the head
 };
 
 }  // namespace hetu

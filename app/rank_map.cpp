@@ -1,0 +1,92 @@
+// Rank -> device by host name and local index.
+#include "app/rank_map.h"
+
+#include <fmt/ranges.h>
+
+#include <set>
+
+#include "lib/util/error.h"
+
+namespace hetu::app {
+namespace {
+
+std::string short_name(const std::string& host) { return host.substr(0, host.find('.')); }
+
+}  // namespace
+
+RankMap map_ranks(const config::JobConfig& c, const std::vector<std::string>& rank_hosts) {
+  std::set<std::string> machines;
+  for (const std::string& h : rank_hosts) machines.insert(short_name(h));
+  // The machine each [[cluster.node]] names, as a short host name.
+  std::map<std::string, std::string> machine_of_node;
+  for (const config::NodeSection& node : c.cluster.nodes) {
+    if (node.host == "localhost") {
+      if (machines.size() > 1) {
+        HT_USAGE_ERROR("[[cluster.node]] host \"localhost\" is ambiguous: the ranks run on {} hosts ({}); name the "
+                       "hosts in the job file", machines.size(), fmt::format("{}", fmt::join(machines, ", ")));
+      }
+      machine_of_node[node.host] = *machines.begin();
+    } else {
+      machine_of_node[node.host] = short_name(node.host);
+    }
+  }
+  // Rank r's local index on its machine.
+  std::map<std::pair<std::string, int64_t>, int> rank_at;
+  std::map<std::string, int64_t> count_on;
+  for (size_t r = 0; r < rank_hosts.size(); ++r) {
+    const std::string machine = short_name(rank_hosts[r]);
+    rank_at[{machine, count_on[machine]++}] = static_cast<int>(r);
+  }
+  RankMap map;
+  map.device_of_rank.resize(rank_hosts.size());
+  std::vector<bool> used(rank_hosts.size(), false);
+  for (const config::ReplicaSection& replica : c.parallel.replicas) {
+    for (const config::StageSection& stage : replica.stages) {
+      for (const config::DeviceId& device : stage.devices) {
+        const std::string& machine = machine_of_node.at(device.host);
+        auto it = rank_at.find({machine, device.index});
+        if (it == rank_at.end()) {
+          HT_USAGE_ERROR("device {} of the [parallel] groups has no rank: {} rank(s) were launched on host {}; start "
+                         "one rank per device on each host (mpirun/srun), local index = device index",
+                         device.str(), count_on[machine], machine);
+        }
+        map.device_of_rank[static_cast<size_t>(it->second)] = device;
+        map.rank_of_device[device] = it->second;
+        used[static_cast<size_t>(it->second)] = true;
+      }
+    }
+  }
+  for (size_t r = 0; r < used.size(); ++r) {
+    if (!used[r]) {
+      HT_USAGE_ERROR("rank {} on host {} drives no device of the [parallel] groups; launch exactly the devices the job "
+                     "names", r, rank_hosts[r]);
+    }
+  }
+  return map;
+}
+
+pipeline::ParallelLayout parallel_layout(const config::JobConfig& c, const RankMap& ranks) {
+  pipeline::ParallelLayout layout;
+  layout.global_batch = c.training.global_batch;
+  int64_t offset = 0;
+  for (size_t r = 0; r < c.parallel.replicas.size(); ++r) {
+    const config::ReplicaSection& section = c.parallel.replicas[r];
+    pipeline::ReplicaLayout replica;
+    replica.batch_offset = offset;
+    replica.batch = c.replica_batch(r);
+    replica.micro_batch = section.micro_batch;
+    replica.schedule = section.schedule == config::PipelineSchedule::gpipe ? pipeline::ScheduleKind::gpipe
+                                                                           : pipeline::ScheduleKind::one_f_one_b;
+    offset += replica.batch;
+    for (const config::StageSection& stage : section.stages) {
+      std::vector<DeviceId> devices;
+      for (const config::DeviceId& d : stage.devices) devices.push_back(ranks.rank_of_device.at(d));
+      replica.stages.push_back({DeviceGroup(std::move(devices)), stage.layers.first, stage.layers.last});
+    }
+    layout.replicas.push_back(std::move(replica));
+  }
+  layout.validate();
+  return layout;
+}
+
+}  // namespace hetu::app

@@ -1,0 +1,27 @@
+// Cross-entropy over logits whose vocabulary is split over a tensor-parallel group (the
+// vocab-parallel LM head): the full logits are never gathered. Each rank holds columns
+// [vocab_offset, vocab_offset + local columns) of the padded vocabulary; columns at or past
+// `vocab` (padding) take no part in the softmax.
+//
+//   loss = Σ_tokens (log Σ_v exp(z_v) - z_target) / normalizer       (normalizer 0: tokens)
+//
+// computed as max (all-gathered, no gradient), Σ exp(z - max) and the target logit as
+// partial sums redistributed P -> D, so the gradient follows from redistribute's dual rules.
+// The loss is duplicated over the group; seed its backward on one rank of the group (the
+// gradient of a duplicated value is partial: lib/dist/redistribute.h). With one rank (or no
+// `tp`) this is the fused autograd::cross_entropy over the first `vocab` columns.
+#pragma once
+
+#include <cstdint>
+
+#include "lib/core/tensor.h"
+
+namespace hetu::nn {
+
+class TensorParallel;
+
+// logits (N, V_local), targets (N) i32/i64 global ids (ignore_index skipped).
+Tensor parallel_cross_entropy(const Tensor& logits, const Tensor& targets, int64_t vocab_offset, int64_t vocab,
+                              const TensorParallel* tp, double normalizer = 0, int64_t ignore_index = -100);
+
+}  // namespace hetu::nn

@@ -1,0 +1,114 @@
+// The schedule walker. See Note [Exchange pairing] for the order of communication.
+#include "lib/pipeline/stage_executor.h"
+
+#include "lib/autograd/engine.h"
+#include "lib/autograd/grad_mode.h"
+#include "lib/dist/p2p_exchange.h"
+#include "lib/dist/planner.h"
+#include "lib/dist/redistribute.h"
+#include "lib/util/error.h"
+
+namespace hetu::pipeline {
+namespace {
+
+Union stage_annotation(const StageLayout& stage) {
+  return Union::single(stage.devices, DistState::duplicate(stage.tp()));
+}
+
+}  // namespace
+
+StageExecutor::StageExecutor(const ParallelLayout& layout, Position position, Communicator* comm, Shape hidden_shape,
+                             DType dtype)
+    : replica_(layout.replicas.at(static_cast<size_t>(position.replica))),
+      position_(position),
+      comm_(comm),
+      hidden_shape_(std::move(hidden_shape)),
+      dtype_(dtype),
+      num_stages_(static_cast<int64_t>(replica_.stages.size())) {
+  HT_CHECK(num_stages_ == 1 || comm_ != nullptr, "stage executor: a pipeline of {} stages needs a communicator",
+           num_stages_);
+  auto edge = [&](int64_t from, int64_t to) {
+    const Union src = stage_annotation(replica_.stages[static_cast<size_t>(from)]);
+    const Union dst = stage_annotation(replica_.stages[static_cast<size_t>(to)]);
+    return Edge{src, dst, plan_comm(src, dst, hidden_shape_),
+                plan_comm(dual_annotation(dst), dual_annotation(src), hidden_shape_)};
+  };
+  const int64_t s = position_.stage;
+  if (s > 0) from_prev_ = edge(s - 1, s);
+  if (s + 1 < num_stages_) to_next_ = edge(s, s + 1);
+}
+
+double StageExecutor::train(StageCompute& compute, const std::vector<MicroBatch>& micro_batches, double normalizer) {
+  return run(compute, micro_batches, normalizer, true);
+}
+
+double StageExecutor::evaluate(StageCompute& compute, const std::vector<MicroBatch>& micro_batches, double normalizer) {
+  autograd::NoGradGuard no_grad;
+  return run(compute, micro_batches, normalizer, false);
+}
+
+// Note [Exchange pairing]: before the first action the stage receives that action's input;
+// after each action it posts one batch with the action's send (F: the activation to the next
+// stage; B: the input gradient to the previous one) and the next action's receive (F: the
+// activation from the previous stage; B: the output gradient from the next one). Neighbours
+// run schedules of the same kind over the same micro-batch order, so the batches match.
+double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& micro_batches, double normalizer,
+                          bool training) {
+  const int64_t m = static_cast<int64_t>(micro_batches.size());
+  HT_CHECK(!training || m == replica_.micro_batches(), "stage executor: {} micro-batches given, the replica runs {}",
+           m, replica_.micro_batches());
+  std::vector<PipeAction> actions;
+  if (training) {
+    actions = make_schedule(replica_.schedule, num_stages_, m, position_.stage);
+  } else {
+    for (int64_t i = 0; i < m; ++i) actions.push_back({PipeOp::forward, i});
+  }
+  std::vector<Tensor> inputs(static_cast<size_t>(m)), outputs(static_cast<size_t>(m)), output_grads(static_cast<size_t>(m));
+  P2PExchange exchange(*comm_);
+  auto post_receive = [&](const PipeAction& a) {
+    const size_t i = static_cast<size_t>(a.micro_batch);
+    if (a.op == PipeOp::forward && !first_stage()) inputs[i] = exchange.recv(from_prev_->forward, dtype_);
+    if (a.op == PipeOp::backward && !last_stage()) output_grads[i] = exchange.recv(to_next_->backward, dtype_);
+  };
+
+  double loss_sum = 0;
+  if (comm_ != nullptr && !actions.empty()) {
+    post_receive(actions[0]);
+    exchange.run();
+  }
+  for (size_t k = 0; k < actions.size(); ++k) {
+    const PipeAction& a = actions[k];
+    const size_t i = static_cast<size_t>(a.micro_batch);
+    if (a.op == PipeOp::forward) {
+      Tensor input = first_stage() ? micro_batches[i].inputs : inputs[i];
+      if (training && !first_stage()) input.set_requires_grad(true);
+      Tensor out = compute.forward(input);
+      if (last_stage()) {
+        out = compute.loss(out, micro_batches[i].targets, normalizer);
+        if (seeds_loss()) loss_sum += out.item();
+      } else {
+        exchange.send(to_next_->forward, to_next_->src, out);
+      }
+      if (training) outputs[i] = out;
+    } else {
+      if (last_stage()) {
+        autograd::backward(outputs[i], full({}, seeds_loss() ? 1.0 : 0.0, outputs[i].dtype()));
+      } else {
+        autograd::backward(outputs[i], output_grads[i]);
+      }
+      if (!first_stage()) {
+        Tensor grad = inputs[i].grad();
+        if (!grad.defined()) grad = zeros(inputs[i].shape(), dtype_);
+        exchange.send(from_prev_->backward, dual_annotation(from_prev_->dst), grad);
+      }
+      inputs[i] = outputs[i] = output_grads[i] = Tensor();  // free the micro-batch's graph
+    }
+    if (comm_ != nullptr) {
+      if (k + 1 < actions.size()) post_receive(actions[k + 1]);
+      exchange.run();
+    }
+  }
+  return loss_sum;
+}
+
+}  // namespace hetu::pipeline

@@ -1,0 +1,79 @@
+// StageExecutor: the only code that walks pipeline schedule actions. One per rank: it runs
+// its replica's schedule (pipeline_schedule.h) for its stage over the step's micro-batches,
+// moving activations forward and gradients back through the HSPMD planner. A pipeline edge
+// is redistribute between two stage groups: p2p when both stages have the same tp, the
+// generic repartition when they differ; the gradient goes through the dual plan
+// (redistribute.h). After every action, the action's send and the next action's receive
+// are posted as one batch (P2PExchange), which is deadlock-free for GPipe and 1F1B
+// (validate_paired_exchange).
+//
+// Activations are duplicated over a stage's tp group; their gradients are partial (the sum
+// convention of redistribute.h), and so is the loss gradient: the loss is seeded with 1 on
+// tp index 0 of the last stage and 0 on the other tp ranks.
+//
+//   StageExecutor exec(layout, my_position, comm, {micro_batch, seq_len, hidden});
+//   double partial = exec.train(compute, micro_batches, global_tokens);  // grads accumulated
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "lib/core/tensor.h"
+#include "lib/dist/comm_plan.h"
+#include "lib/dist/communicator.h"
+#include "lib/dist/dist_union.h"
+#include "lib/pipeline/parallel_layout.h"
+
+namespace hetu::pipeline {
+
+// What a stage computes; the app adapts a model part to it.
+class StageCompute {
+ public:
+  virtual ~StageCompute() = default;
+  // First stage: `input` is token ids (mb, T); other stages: the hidden state received.
+  virtual Tensor forward(const Tensor& input) = 0;
+  // Last stage only: Σ loss over the micro-batch's targets / normalizer, a scalar.
+  virtual Tensor loss(const Tensor& output, const Tensor& targets, double normalizer) = 0;
+};
+
+struct MicroBatch {
+  Tensor inputs;   // (mb, T) token ids
+  Tensor targets;  // (mb, T)
+};
+
+class StageExecutor {
+ public:
+  // hidden_shape: the activation crossing stage edges for one micro-batch, (mb, T, C).
+  StageExecutor(const ParallelLayout& layout, Position position, Communicator* comm, Shape hidden_shape,
+                DType dtype = DType::f32);
+
+  // Forward and backward of every micro-batch (gradients accumulate into the parameters).
+  // Returns the sum of the losses this rank seeded (its replica's share of the step loss on
+  // tp index 0 of the last stage; 0 elsewhere).
+  double train(StageCompute& compute, const std::vector<MicroBatch>& micro_batches, double normalizer);
+  // Forward only, no gradients; same return value.
+  double evaluate(StageCompute& compute, const std::vector<MicroBatch>& micro_batches, double normalizer);
+
+  bool first_stage() const { return position_.stage == 0; }
+  bool last_stage() const { return position_.stage == num_stages_ - 1; }
+  // True on the rank whose losses count (tp index 0 of the last stage).
+  bool seeds_loss() const { return last_stage() && position_.tp_index == 0; }
+
+ private:
+  struct Edge {
+    Union src, dst;           // activation: this side -> the other
+    CommPlan forward, backward;  // activation plan; gradient plan (dual annotations, reversed)
+  };
+  double run(StageCompute& compute, const std::vector<MicroBatch>& micro_batches, double normalizer, bool training);
+
+  ReplicaLayout replica_;
+  Position position_;
+  Communicator* comm_;
+  Shape hidden_shape_;
+  DType dtype_;
+  int64_t num_stages_ = 1;
+  std::optional<Edge> from_prev_;  // unless first_stage()
+  std::optional<Edge> to_next_;    // unless last_stage()
+};
+
+}  // namespace hetu::pipeline

@@ -1,0 +1,120 @@
+// ParallelEngine: the distributed step. See Note [Gradient sync order].
+#include "lib/runtime/parallel_engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "lib/autograd/grad_mode.h"
+#include "lib/dist/plan_executor.h"
+#include "lib/dist/planner.h"
+#include "lib/dist/redistribute.h"
+#include "lib/ops/ops.h"
+#include "lib/util/error.h"
+
+namespace hetu::runtime {
+
+ParallelEngine::ParallelEngine(const pipeline::ParallelLayout& layout, pipeline::Position position, Communicator& comm,
+                               pipeline::StageCompute& compute, std::vector<ParamPlacement> placements,
+                               int64_t seq_len, int64_t hidden)
+    : layout_(layout),
+      position_(position),
+      comm_(comm),
+      compute_(compute),
+      placements_(std::move(placements)),
+      seq_len_(seq_len),
+      executor_(layout, position, &comm,
+                {layout.replicas.at(static_cast<size_t>(position.replica)).micro_batch, seq_len, hidden}) {
+  const DeviceId rank = comm_.rank();
+  // Note [Gradient sync order]: every rank walks its parameters in name order, and the plans
+  // are pure functions of the annotations, so the collectives of any two ranks come in the
+  // same relative order: the blocking collectives cannot deadlock.
+  std::vector<size_t> order(placements_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return placements_[a].param.name < placements_[b].param.name; });
+  for (size_t i : order) {
+    const ParamPlacement& p = placements_[i];
+    params_.push_back(p.param);
+    const std::optional<int64_t> member = p.annotation.member_of(rank);
+    HT_CHECK(member.has_value(), "parallel engine: rank {} holds {} but is not in its annotation {}", rank, p.param.name,
+             p.annotation.to_string());
+    const UnionMember& m = p.annotation.member(*member);
+    const int64_t index = *m.group.index_of(rank);
+    Sync s{i, p.annotation.devices().size() > 1, *member == 0 && m.state.duplicate_index(index) == 0,
+           dual_annotation(p.annotation), CommPlan{}, Shape{}};
+    if (s.communicates) s.plan = plan_comm(s.grad_annotation, p.annotation, p.view);
+    s.local_view = shard_of(p.annotation, p.view, rank).box.size;
+    HT_CHECK(shape_numel(s.local_view) == p.param.tensor.numel(),
+             "parallel engine: {} holds {} elements here, its annotation {} on {} gives {}", p.param.name,
+             p.param.tensor.numel(), p.annotation.to_string(), shape_str(p.view), shape_numel(s.local_view));
+    syncs_.push_back(std::move(s));
+  }
+}
+
+double ParallelEngine::tokens_per_step() const { return static_cast<double>(layout_.global_batch * seq_len_); }
+
+double ParallelEngine::sum_over_world(double value) {
+  Tensor buffer = full({1}, value, DType::f64);
+  comm_.all_reduce(buffer, comm_.world());
+  return buffer.item();
+}
+
+bool ParallelEngine::any_rank(bool flag) { return sum_over_world(flag ? 1.0 : 0.0) > 0; }
+
+double ParallelEngine::forward_backward(BatchSource& train) {
+  for (const nn::NamedParameter& p : params_) p.tensor.set_grad(Tensor());
+  const pipeline::ReplicaLayout& replica = layout_.replicas[static_cast<size_t>(position_.replica)];
+  std::vector<pipeline::MicroBatch> micro;
+  for (int64_t i = 0; i < replica.micro_batches(); ++i) {
+    Batch b = train.next();
+    micro.push_back({b.inputs, b.targets});
+  }
+  const double partial = executor_.train(compute_, micro, tokens_per_step());
+  sync_grads();
+  return sum_over_world(partial);
+}
+
+void ParallelEngine::sync_grads() {
+  autograd::NoGradGuard no_grad;
+  for (const Sync& s : syncs_) {
+    if (!s.communicates) continue;
+    const Tensor& param = placements_[s.placement].param.tensor;
+    Tensor grad = param.grad().defined() ? param.grad().contiguous() : zeros(param.shape(), param.dtype());
+    const Tensor summed = execute(s.plan, s.grad_annotation, grad.view(s.local_view), comm_);
+    param.set_grad(summed.reshape(param.shape()));
+  }
+}
+
+double ParallelEngine::grad_norm() {
+  autograd::NoGradGuard no_grad;
+  double sum_squares = 0;
+  for (const Sync& s : syncs_) {
+    const Tensor& grad = placements_[s.placement].param.tensor.grad();
+    if (!s.counts || !grad.defined()) continue;
+    const double norm = ops::global_norm({grad});
+    sum_squares += norm * norm;
+  }
+  return std::sqrt(sum_over_world(sum_squares));
+}
+
+double ParallelEngine::evaluate(BatchSource& val, int64_t batches) {
+  double total = 0;
+  if (position_.replica == 0) {
+    for (int64_t i = 0; i < batches; ++i) {
+      Batch b = val.next();
+      total += executor_.evaluate(compute_, {{b.inputs, b.targets}}, static_cast<double>(b.targets.numel()));
+    }
+  }
+  return sum_over_world(total) / static_cast<double>(batches);
+}
+
+std::map<std::string, TensorShard> ParallelEngine::shards() const {
+  std::map<std::string, TensorShard> out;
+  for (const Sync& s : syncs_) {
+    const ParamPlacement& p = placements_[s.placement];
+    out[p.param.name] = {p.shape, p.view, shard_of(p.annotation, p.view, comm_.rank()).box, s.counts};
+  }
+  return out;
+}
+
+}  // namespace hetu::runtime

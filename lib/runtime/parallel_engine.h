@@ -1,0 +1,74 @@
+// ParallelEngine: the StepEngine of one rank in any parallel layout (data, tensor and
+// pipeline parallel, replicas of different shapes). A step: read this replica's share of
+// the global batch in micro-batches, run the stage's schedule (pipeline::StageExecutor),
+// then sum every parameter's gradient over all its holders with the planner: the gradient
+// of a parameter annotated A (all replicas and stages that hold it, each with its tensor-
+// parallel layout) is annotated dual(A) — partial across holders, partial over a tp group
+// where the parameter is duplicated — and redistributed dual(A) -> A. Between replicas of
+// different tp that is a split collective per common block; for GPT-2's tied embedding it
+// also sums the first and last stage's contributions. Losses are token sums divided by the
+// global batch's token count, so uneven shares weigh correctly.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "lib/dist/comm_plan.h"
+#include "lib/dist/communicator.h"
+#include "lib/dist/dist_union.h"
+#include "lib/pipeline/parallel_layout.h"
+#include "lib/pipeline/stage_executor.h"
+#include "lib/runtime/step_engine.h"
+
+namespace hetu::runtime {
+
+// One local parameter and its place in the job.
+struct ParamPlacement {
+  nn::NamedParameter param;  // this rank's shard
+  Shape shape;               // logical shape
+  Shape view;                // the shape the annotation applies to (a reshape of `shape`)
+  Union annotation;          // every holder of the parameter in the job
+};
+
+class ParallelEngine final : public StepEngine {
+ public:
+  // hidden: the model width (stage edges carry (micro_batch, seq_len, hidden)).
+  ParallelEngine(const pipeline::ParallelLayout& layout, pipeline::Position position, Communicator& comm,
+                 pipeline::StageCompute& compute, std::vector<ParamPlacement> placements, int64_t seq_len,
+                 int64_t hidden);
+
+  const std::vector<nn::NamedParameter>& parameters() const override { return params_; }
+  double forward_backward(BatchSource& train) override;
+  double grad_norm() override;
+  // Replica 0 evaluates (each batch one micro-batch of its size); the others wait for the sum.
+  double evaluate(BatchSource& val, int64_t batches) override;
+  bool any_rank(bool flag) override;
+  std::map<std::string, TensorShard> shards() const override;
+  double tokens_per_step() const override;
+
+  // Sums gradients over holders (public for tests).
+  void sync_grads();
+
+ private:
+  struct Sync {
+    size_t placement;
+    bool communicates;  // more than one holder
+    bool counts;        // this rank counts the gradient in the norm and writes it to checkpoints
+    Union grad_annotation;
+    CommPlan plan;
+    Shape local_view;   // this rank's box of the view
+  };
+  double sum_over_world(double value);
+
+  pipeline::ParallelLayout layout_;
+  pipeline::Position position_;
+  Communicator& comm_;
+  pipeline::StageCompute& compute_;
+  std::vector<ParamPlacement> placements_;
+  std::vector<nn::NamedParameter> params_;
+  std::vector<Sync> syncs_;  // in name order: the same order on every rank
+  int64_t seq_len_;
+  pipeline::StageExecutor executor_;
+};
+
+}  // namespace hetu::runtime

@@ -1,0 +1,39 @@
+// StepEngine: what the Trainer drives once per optimizer step, so one training loop serves
+// a single device (LocalEngine) and any parallel layout (ParallelEngine). An engine owns how
+// the step's batch is read and cut, how gradients are computed and summed across ranks, and
+// what "the" loss and gradient norm are; the Trainer owns the schedule, clipping, AdamW,
+// logging, evaluation cadence, checkpoints and stop requests.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lib/nn/module.h"
+#include "lib/runtime/training_io.h"
+
+namespace hetu::runtime {
+
+class StepEngine {
+ public:
+  virtual ~StepEngine() = default;
+  // The tensors this rank trains (local shards), named as in the whole model.
+  virtual const std::vector<nn::NamedParameter>& parameters() const = 0;
+  // Reads this step's batch from `train`, runs forward and backward, and leaves each
+  // parameter's gradient summed over every rank that holds it. Returns the step's loss
+  // (mean over the global batch's tokens), the same on every rank.
+  virtual double forward_backward(BatchSource& train) = 0;
+  // L2 norm of the whole model's gradient, each logical element counted once; same on every rank.
+  virtual double grad_norm() = 0;
+  // Mean loss over `batches` validation batches; same on every rank.
+  virtual double evaluate(BatchSource& val, int64_t batches) = 0;
+  // True on every rank when `flag` is true on any rank.
+  virtual bool any_rank(bool flag) { return flag; }
+  // Sharding of each parameter (by name) for checkpoints; empty: every tensor is whole.
+  virtual std::map<std::string, TensorShard> shards() const { return {}; }
+  // Tokens of one optimizer step, all ranks together.
+  virtual double tokens_per_step() const = 0;
+};
+
+}  // namespace hetu::runtime

@@ -1,0 +1,65 @@
+// A rank's model part, its stage adapter and its parameters' annotations.
+#include "models/parallel_model.h"
+
+#include "lib/nn/tensor_parallel.h"
+#include "models/model_sharding.h"
+
+namespace hetu {
+namespace {
+
+class ModelStage final : public pipeline::StageCompute {
+ public:
+  explicit ModelStage(const LanguageModel& model) : model_(model) {}
+  Tensor forward(const Tensor& input) override { return model_.stage_forward(input); }
+  Tensor loss(const Tensor& output, const Tensor& targets, double normalizer) override {
+    return model_.head_loss(output, targets, normalizer);
+  }
+
+ private:
+  const LanguageModel& model_;
+};
+
+}  // namespace
+
+ModelPart model_part(const pipeline::ReplicaLayout& replica, int64_t stage) {
+  const pipeline::StageLayout& s = replica.stages.at(static_cast<size_t>(stage));
+  return ModelPart{s.first_layer, s.last_layer, stage == 0, stage + 1 == static_cast<int64_t>(replica.stages.size())};
+}
+
+ParallelModel::ParallelModel(const ModelConfig& config, uint64_t seed, const pipeline::ParallelLayout& layout,
+                             pipeline::Position position, Communicator* comm)
+    : config_(config), layout_(layout) {
+  for (const pipeline::ReplicaLayout& r : layout_.replicas)
+    for (const pipeline::StageLayout& s : r.stages) check_tensor_parallel(config_, s.tp());
+  const pipeline::ReplicaLayout& replica = layout_.replicas.at(static_cast<size_t>(position.replica));
+  const pipeline::StageLayout& stage = layout_.stage(position);
+  auto tp = std::make_shared<nn::TensorParallel>(comm, stage.devices, position.tp_index, model_sharding(config_.arch).rule);
+  model_ = build_model(config_, ModelBuild{seed, model_part(replica, position.stage), std::move(tp)});
+  stage_ = std::make_unique<ModelStage>(*model_);
+}
+
+std::vector<runtime::ParamPlacement> ParallelModel::placements() const {
+  const ModelSharding& sharding = model_sharding(config_.arch);
+  const nn::TensorParallel& tp = *model_->tensor_parallel();
+  std::vector<runtime::ParamPlacement> out;
+  for (const nn::NamedParameter& p : model_->named_parameters()) {
+    const nn::ParamLayout& mine = tp.layout(p.name);
+    std::vector<UnionMember> members;
+    for (const pipeline::ReplicaLayout& replica : layout_.replicas) {
+      for (size_t s = 0; s < replica.stages.size(); ++s) {
+        if (!sharding.holds(config_, model_part(replica, static_cast<int64_t>(s)), p.name)) continue;
+        const pipeline::StageLayout& stage = replica.stages[s];
+        const nn::ParamLayout theirs = nn::layout_for(sharding.rule, p.name, mine.shape, stage.tp());
+        HT_CHECK(theirs.view == mine.view, "placement: {} is viewed as {} on one stage and {} on another", p.name,
+                 shape_str(mine.view), shape_str(theirs.view));
+        members.push_back({stage.devices, theirs.state});
+      }
+    }
+    HT_CHECK(!members.empty(), "placement: no stage of the layout holds {}", p.name);
+    const UnionRelation relation = members.size() > 1 ? UnionRelation::replica() : UnionRelation::none();
+    out.push_back({p, mine.shape, mine.view, Union(std::move(members), relation)});
+  }
+  return out;
+}
+
+}  // namespace hetu

@@ -1,0 +1,41 @@
+// The model of one rank in a parallel layout: its pipeline part built with its stage's
+// tensor parallelism (progressive specialization: only what its device owns), the
+// StageCompute the pipeline executor drives, and every local parameter's HSPMD annotation
+// over the whole job (which replicas and stages hold it, each with its own tp layout).
+//
+//   ParallelModel pm(config, seed, layout, position, comm);
+//   runtime::ParallelEngine engine(layout, position, comm, pm.stage(), pm.placements(), T, C);
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "lib/pipeline/parallel_layout.h"
+#include "lib/pipeline/stage_executor.h"
+#include "lib/runtime/parallel_engine.h"
+#include "models/language_model.h"
+
+namespace hetu {
+
+// The part of the model stage `stage` of `replica` builds.
+ModelPart model_part(const pipeline::ReplicaLayout& replica, int64_t stage);
+
+class ParallelModel {
+ public:
+  // Throws a UsageError when a stage's tp cannot split the model's heads.
+  ParallelModel(const ModelConfig& config, uint64_t seed, const pipeline::ParallelLayout& layout,
+                pipeline::Position position, Communicator* comm);
+
+  const LanguageModel& model() const { return *model_; }
+  pipeline::StageCompute& stage() { return *stage_; }
+  // Every local parameter with its logical shape, view and annotation over the job.
+  std::vector<runtime::ParamPlacement> placements() const;
+
+ private:
+  ModelConfig config_;
+  pipeline::ParallelLayout layout_;
+  std::unique_ptr<LanguageModel> model_;
+  std::unique_ptr<pipeline::StageCompute> stage_;
+};
+
+}  // namespace hetu
