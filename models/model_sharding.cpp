@@ -13,6 +13,10 @@ const ModelSharding& model_sharding(Arch arch) {
   HT_THROW("model_sharding: unknown architecture");
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 int64_t layer_of(const std::string& name, const std::string& prefix) {
   if (name.rfind(prefix, 0) != 0) return -1;
   size_t at = prefix.size();

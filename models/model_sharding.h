@@ -30,6 +30,8 @@ const ModelSharding& model_sharding(Arch arch);
 const ModelSharding& gpt2_sharding();
 const ModelSharding& llama_sharding();
 
+bool ends_with(const std::string& s, const std::string& suffix);
+
 // "h.12.attn.c_attn.weight" after "h." -> 12 (the layer index after `prefix`), or -1.
 int64_t layer_of(const std::string& name, const std::string& prefix);
 

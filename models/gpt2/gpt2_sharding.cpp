@@ -7,10 +7,6 @@
 namespace hetu {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::optional<nn::ShardingChoice> gpt2_rule(const std::string& name, const Shape& shape, int64_t tp) {
   if (name == "wte.weight") return nn::ShardingChoice{{}, DistState::split(0, tp)};
   if (ends_with(name, ".attn.c_attn.weight") || ends_with(name, ".attn.c_attn.bias")) {

@@ -6,10 +6,6 @@
 namespace hetu {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::optional<nn::ShardingChoice> llama_rule(const std::string& name, const Shape&, int64_t tp) {
   if (name == "model.embed_tokens.weight" || name == "lm_head.weight") {
     return nn::ShardingChoice{{}, DistState::split(0, tp)};

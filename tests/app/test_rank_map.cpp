@@ -1,0 +1,130 @@
+// Rank -> device mapping by host name and local index, the parallel layout built from the
+// [parallel] groups, and the stored-tensor boxes of a sharded parameter (file_pieces),
+// each against hand-written expectations.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "app/config/config.h"
+#include "app/rank_map.h"
+#include "app/train_checkpoint_store.h"
+#include "lib/util/error.h"
+
+using namespace hetu;
+using namespace hetu::app;
+
+namespace {
+
+config::JobConfig job(const std::string& cluster_and_parallel) {
+  const std::string text = std::string(R"(
+[job]
+name = "t"
+[model]
+arch = "gpt2"
+layers = 4
+hidden = 64
+heads = 4
+vocab = 256
+max_seq_len = 32
+[data]
+train = "x_*.bin"
+tokenizer = "byte"
+[training]
+steps = 2
+global_batch = 8
+seq_len = 16
+)") + cluster_and_parallel;
+  return config::load_job_config_text(text, "t.toml", {}).config;
+}
+
+const char* kTwoHosts = R"(
+[cluster]
+[[cluster.node]]
+host = "gpu-a"
+devices = { type = "cpu", count = 2 }
+[[cluster.node]]
+host = "gpu-b"
+devices = { type = "cpu", count = 2 }
+[[parallel.replica]]
+batch_share = 1
+micro_batch = 2
+  [[parallel.replica.stage]]
+  devices = "gpu-b:0-1"
+  layers = "0-1"
+  [[parallel.replica.stage]]
+  devices = "gpu-a:1"
+  layers = "2-3"
+[[parallel.replica]]
+batch_share = 3
+micro_batch = 3
+  [[parallel.replica.stage]]
+  devices = "gpu-a:0"
+)";
+
+}  // namespace
+
+TEST_CASE("ranks map to devices by host and local index", "[rank_map]") {
+  const config::JobConfig c = job(kTwoHosts);
+  // Ranks 0 and 2 run on gpu-b (local 0, 1), ranks 1 and 3 on gpu-a; a fully qualified name matches.
+  const RankMap map = map_ranks(c, {"gpu-b", "gpu-a.cluster.local", "gpu-b", "gpu-a"});
+  CHECK(map.device_of_rank[0] == config::DeviceId{"gpu-b", 0});
+  CHECK(map.device_of_rank[1] == config::DeviceId{"gpu-a", 0});
+  CHECK(map.device_of_rank[2] == config::DeviceId{"gpu-b", 1});
+  CHECK(map.device_of_rank[3] == config::DeviceId{"gpu-a", 1});
+
+  const pipeline::ParallelLayout layout = parallel_layout(c, map);
+  REQUIRE(layout.replicas.size() == 2);
+  CHECK(layout.replicas[0].stages[0].devices == DeviceGroup({0, 2}));
+  CHECK(layout.replicas[0].stages[1].devices == DeviceGroup({3}));
+  CHECK(layout.replicas[0].stages[1].first_layer == 2);
+  CHECK(layout.replicas[1].stages[0].devices == DeviceGroup({1}));
+  CHECK(layout.replicas[0].batch_offset == 0);
+  CHECK(layout.replicas[0].batch == 2);
+  CHECK(layout.replicas[1].batch_offset == 2);
+  CHECK(layout.replicas[1].batch == 6);
+  CHECK(layout.replicas[1].micro_batches() == 2);
+  CHECK(layout.locate(2) == pipeline::Position{0, 0, 1});
+  CHECK(layout.locate(1) == pipeline::Position{1, 0, 0});
+}
+
+TEST_CASE("localhost is the one machine the ranks run on", "[rank_map]") {
+  const config::JobConfig c = job(R"(
+[cluster]
+[[cluster.node]]
+host = "localhost"
+devices = { type = "cpu", count = 2 }
+[parallel]
+dp = 2
+)");
+  const RankMap map = map_ranks(c, {"box7", "box7"});
+  CHECK(map.rank_of_device.at({"localhost", 1}) == 1);
+  CHECK_THROWS_WITH(map_ranks(c, {"box7", "box8"}), Catch::Contains("\"localhost\" is ambiguous"));
+}
+
+TEST_CASE("launched ranks that do not match the groups are named", "[rank_map]") {
+  const config::JobConfig c = job(kTwoHosts);
+  CHECK_THROWS_WITH(map_ranks(c, {"gpu-b", "gpu-a", "gpu-a", "gpu-a"}),
+                    Catch::Contains("device gpu-b:1 of the [parallel] groups has no rank: 1 rank(s) were launched on host gpu-b"));
+  CHECK_THROWS_WITH(map_ranks(c, {"gpu-b", "gpu-a", "gpu-b", "gpu-a", "gpu-c"}),
+                    Catch::Contains("rank 4 on host gpu-c drives no device"));
+}
+
+TEST_CASE("a view shard maps to one stored box per leading index", "[rank_map]") {
+  // c_attn.weight (3C, C) with C = 4, viewed as (3, 4, 4), rank 1 of 2 holds [0:3, 2:4, 0:4].
+  runtime::TensorShard shard{{12, 4}, {3, 4, 4}, Box{{0, 2, 0}, {3, 2, 4}}, true};
+  const std::vector<FilePiece> pieces = file_pieces(shard);
+  REQUIRE(pieces.size() == 3);
+  for (int64_t k = 0; k < 3; ++k) {
+    CHECK(pieces[static_cast<size_t>(k)].box == Box{{4 * k + 2, 0}, {2, 4}});  // rows 2-3 of q, of k, of v
+    CHECK(pieces[static_cast<size_t>(k)].offset == 8 * k);
+    CHECK(pieces[static_cast<size_t>(k)].count == 8);
+  }
+  // The bias (3C) viewed as (3, C): three runs of 2 elements.
+  const std::vector<FilePiece> bias = file_pieces({{12}, {3, 4}, Box{{0, 2}, {3, 2}}, true});
+  REQUIRE(bias.size() == 3);
+  CHECK(bias[2].box == Box{{10}, {2}});
+  // Without a view the box is the piece.
+  const std::vector<FilePiece> plain = file_pieces({{8, 4}, {8, 4}, Box{{4, 0}, {4, 4}}, true});
+  REQUIRE(plain.size() == 1);
+  CHECK(plain[0].box == Box{{4, 0}, {4, 4}});
+}
