@@ -126,13 +126,14 @@ io::DataLoaderOptions train_data(const config::JobConfig& c, const pipeline::Rep
   return d;
 }
 
-// Validation batches of replica 0's micro-batch size (the only replica that evaluates).
-std::unique_ptr<LoaderSource> val_source(const config::JobConfig& c, const pipeline::ParallelLayout& layout) {
+// Validation batches of training.micro_batch sequences, in every layout (so every layout
+// evaluates the same batches).
+std::unique_ptr<LoaderSource> val_source(const config::JobConfig& c) {
   if (c.training.eval_every <= 0) return nullptr;
   io::DataLoaderOptions d;
   d.pattern = c.data.val;
   d.seq_len = c.training.seq_len;
-  d.global_batch = layout.replicas[0].micro_batch;
+  d.global_batch = c.training.micro_batch;
   return std::make_unique<LoaderSource>(d);
 }
 
@@ -150,7 +151,7 @@ int train_one_device(const config::LoadedConfig& loaded, const pipeline::Paralle
   std::unique_ptr<LanguageModel> model = build_model(c.model, c.job.seed);
   spdlog::info("model: {} parameters", model->num_parameters());
   LoaderSource train(train_data(c, replica));
-  std::unique_ptr<LoaderSource> val = val_source(c, layout);
+  std::unique_ptr<LoaderSource> val = val_source(c);
 
   std::map<std::string, io::ExpectedTensor> expected;
   for (const nn::NamedParameter& p : model->named_parameters()) {
@@ -182,9 +183,10 @@ int train_parallel(const config::LoadedConfig& loaded, const pipeline::ParallelL
                part.model().num_parameters(), position.replica, position.stage, position.tp_index,
                layout.stage(position).tp(), layout.stage(position).first_layer, layout.stage(position).last_layer);
   runtime::ParallelEngine engine(layout, position, *comm, part.stage(), part.placements(), c.training.seq_len,
-                                 c.model.hidden);
+                                 c.model.hidden, c.training.micro_batch);
   LoaderSource train(train_data(c, replica));
-  std::unique_ptr<LoaderSource> val = position.replica == 0 ? val_source(c, layout) : nullptr;
+  // Every rank takes part in evaluation (replica 0 computes, the others join the sum).
+  std::unique_ptr<LoaderSource> val = val_source(c);
 
   std::map<std::string, runtime::TensorShard> shards = engine.shards();
   std::map<std::string, Shape> local_shapes;
@@ -197,13 +199,14 @@ int train_parallel(const config::LoadedConfig& loaded, const pipeline::ParallelL
   ShardedStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, std::move(shards), std::move(local_shapes), *comm);
 
   runtime::TrainerOptions o = trainer_options(c, stop_at_step, mpi.rank() == 0);
+  o.progress_bar = false;  // under mpirun a rank's stdout is a pty even when the output is piped
   o.flops_per_token = part.model().flops_per_token(c.training.seq_len);
   // MFU against the sum of every rank's device peak.
   Tensor peak = full({1}, device_peak_flops(c, loaded.catalog, device), DType::f64);
   comm->all_reduce(peak, comm->world());
   o.peak_flops = peak.item();
   runtime::Trainer trainer(engine, o);
-  report(trainer.run(train, position.replica == 0 ? val.get() : nullptr, &store));
+  report(trainer.run(train, val.get(), &store));
   return 0;
 }
 

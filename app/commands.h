@@ -43,7 +43,31 @@ struct GenerateOptions {
   int threads = 0;
 };
 
+struct CkptInspectOptions {
+  std::string checkpoint;  // any format `ckpt convert` reads
+  bool json = false;       // one JSON object on stdout, for scripts
+};
+
+struct CkptConvertOptions {
+  std::string input;       // hetu checkpoint, HF folder / .safetensors, llm.c .bin
+  std::string output;      // a new folder (hetu, hf) or file (llmc)
+  std::string to;          // hetu | hf | llmc; empty: hetu for hf/llmc input
+  std::string dtype = "f32";
+  std::string max_shard_size = "5GB";  // hf output: shard above this many bytes
+};
+
+struct CkptLogitsOptions {
+  std::string checkpoint;  // any format `ckpt convert` reads
+  std::string tokens;      // text file: one sequence of whitespace-separated ids per line
+  std::string out;         // safetensors file with "logits" (B, T, vocab) f32 and "tokens" (B, T) i32
+  int threads = 0;
+};
+
 int run_config_check(const ConfigOptions& options);
+// `hetu ckpt ...` (app/cmd_ckpt_*.cpp).
+int run_ckpt_inspect(const CkptInspectOptions& options);
+int run_ckpt_convert(const CkptConvertOptions& options);
+int run_ckpt_logits(const CkptLogitsOptions& options);
 int run_generate(const GenerateOptions& options);
 int run_verify(const VerifyOptions& options);
 int run_bench_ops(const BenchOptions& options);

@@ -159,6 +159,43 @@ int main(int argc, char** argv) {
   generate_cmd->add_option("--threads", generate.threads, "CPU threads (0: HETU_NUM_THREADS or all cores)");
   generate_cmd->callback([&] { selected = [&] { return run_generate(generate); }; });
 
+  CkptInspectOptions ckpt_inspect;
+  CkptConvertOptions ckpt_convert;
+  CkptLogitsOptions ckpt_logits;
+  CLI::App* ckpt_cmd = app.add_subcommand("ckpt", "Inspect and convert checkpoints (hetu HDF5, Hugging Face safetensors, llm.c)");
+  ckpt_cmd->require_subcommand(1);
+  CLI::App* ckpt_inspect_cmd = ckpt_cmd->add_subcommand(
+      "inspect", "Step, model, every tensor (dtype, shape, bytes), sharding and checksum status of a checkpoint");
+  ckpt_inspect_cmd->add_option("CKPT", ckpt_inspect.checkpoint, "hetu step/run folder or .h5, HF folder or .safetensors, llm.c .bin")
+      ->required();
+  ckpt_inspect_cmd->add_flag("--json", ckpt_inspect.json, "One JSON object on stdout, for scripts");
+  ckpt_inspect_cmd->callback([&] { selected = [&] { return run_ckpt_inspect(ckpt_inspect); }; });
+  CLI::App* ckpt_convert_cmd = ckpt_cmd->add_subcommand(
+      "convert", "Convert between hetu checkpoints, Hugging Face safetensors (+ config.json) and llm.c gpt2_*.bin files");
+  ckpt_convert_cmd->add_option("IN", ckpt_convert.input, "hetu step/run folder or .h5, HF folder or .safetensors, llm.c .bin")
+      ->required();
+  ckpt_convert_cmd->add_option("OUT", ckpt_convert.output, "New folder (hetu: a checkpoints folder; hf) or file (llmc)")
+      ->required();
+  ckpt_convert_cmd->add_option("--to", ckpt_convert.to, "Output format (default: hetu for HF and llm.c input)")
+      ->check(CLI::IsMember({"hetu", "hf", "llmc"}));
+  ckpt_convert_cmd->add_option("--dtype", ckpt_convert.dtype, "Parameter dtype of the output")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
+  ckpt_convert_cmd->add_option("--max-shard-size", ckpt_convert.max_shard_size,
+                               "hf: above this many bytes, write model-0000i-of-0000n.safetensors shards and "
+                               "model.safetensors.index.json (e.g. 5GB, 500MB, 2GiB)")
+      ->capture_default_str();
+  ckpt_convert_cmd->callback([&] { selected = [&] { return run_ckpt_convert(ckpt_convert); }; });
+  CLI::App* ckpt_logits_cmd = ckpt_cmd->add_subcommand(
+      "logits", "Run a checkpoint (any format) on token ids and save the logits as safetensors, to compare implementations");
+  ckpt_logits_cmd->add_option("CKPT", ckpt_logits.checkpoint, "Any checkpoint `ckpt convert` reads")->required();
+  ckpt_logits_cmd->add_option("--tokens", ckpt_logits.tokens, "Text file: one sequence of whitespace-separated ids per line")
+      ->required();
+  ckpt_logits_cmd->add_option("--out", ckpt_logits.out, "Output .safetensors: logits (B, T, vocab) f32, tokens (B, T) i32")
+      ->required();
+  ckpt_logits_cmd->add_option("--threads", ckpt_logits.threads, "CPU threads (0: HETU_NUM_THREADS or all cores)");
+  ckpt_logits_cmd->callback([&] { selected = [&] { return run_ckpt_logits(ckpt_logits); }; });
+
   CLI::App* env_cmd = app.add_subcommand("env", "Show build options, BLAS, MPI and the CUDA devices this process sees");
   env_cmd->callback([&] { selected = [] { return run_env(); }; });
 

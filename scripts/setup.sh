@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency of hetu from Debian 12 packages (python3-torch
-# is the independent oracle for reference dumps and benchmarks; bible-kjv the quickstart text).
+# is the independent oracle for reference dumps and benchmarks; bible-kjv the quickstart text;
+# clang with libFuzzer builds the fuzz targets).
 # Idempotent and non-interactive: packages already present are skipped without
 # touching the network, so test.sh and quickstart.sh may call it every time.
 set -euo pipefail
@@ -10,6 +11,7 @@ packages=(
   libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev
   libhdf5-dev hdf5-tools catch2 libopenmpi-dev openmpi-bin libopenblas-dev libopenblas-openmp-dev libpcre2-dev nlohmann-json3-dev
   python3-torch python3-h5py python3-numpy bible-kjv
+  clang libclang-rt-14-dev
 )
 
 missing=()

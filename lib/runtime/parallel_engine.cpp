@@ -15,7 +15,7 @@ namespace hetu::runtime {
 
 ParallelEngine::ParallelEngine(const pipeline::ParallelLayout& layout, pipeline::Position position, Communicator& comm,
                                pipeline::StageCompute& compute, std::vector<ParamPlacement> placements,
-                               int64_t seq_len, int64_t hidden)
+                               int64_t seq_len, int64_t hidden, int64_t eval_batch)
     : layout_(layout),
       position_(position),
       comm_(comm),
@@ -23,7 +23,8 @@ ParallelEngine::ParallelEngine(const pipeline::ParallelLayout& layout, pipeline:
       placements_(std::move(placements)),
       seq_len_(seq_len),
       executor_(layout, position, &comm,
-                {layout.replicas.at(static_cast<size_t>(position.replica)).micro_batch, seq_len, hidden}) {
+                {layout.replicas.at(static_cast<size_t>(position.replica)).micro_batch, seq_len, hidden}),
+      eval_executor_(layout, position, &comm, {eval_batch, seq_len, hidden}) {
   const DeviceId rank = comm_.rank();
   // Note [Gradient sync order]: every rank walks its parameters in name order, and the plans
   // are pure functions of the annotations, so the collectives of any two ranks come in the
@@ -102,7 +103,7 @@ double ParallelEngine::evaluate(BatchSource& val, int64_t batches) {
   if (position_.replica == 0) {
     for (int64_t i = 0; i < batches; ++i) {
       Batch b = val.next();
-      total += executor_.evaluate(compute_, {{b.inputs, b.targets}}, static_cast<double>(b.targets.numel()));
+      total += eval_executor_.evaluate(compute_, {{b.inputs, b.targets}}, static_cast<double>(b.targets.numel()));
     }
   }
   return sum_over_world(total) / static_cast<double>(batches);

@@ -32,15 +32,16 @@ struct ParamPlacement {
 
 class ParallelEngine final : public StepEngine {
  public:
-  // hidden: the model width (stage edges carry (micro_batch, seq_len, hidden)).
+  // hidden: the model width (stage edges carry (micro_batch, seq_len, hidden)); validation
+  // batches hold eval_batch sequences in every layout.
   ParallelEngine(const pipeline::ParallelLayout& layout, pipeline::Position position, Communicator& comm,
                  pipeline::StageCompute& compute, std::vector<ParamPlacement> placements, int64_t seq_len,
-                 int64_t hidden);
+                 int64_t hidden, int64_t eval_batch);
 
   const std::vector<nn::NamedParameter>& parameters() const override { return params_; }
   double forward_backward(BatchSource& train) override;
   double grad_norm() override;
-  // Replica 0 evaluates (each batch one micro-batch of its size); the others wait for the sum.
+  // Replica 0 evaluates (each batch one pass through its pipeline); the others join the sum.
   double evaluate(BatchSource& val, int64_t batches) override;
   bool any_rank(bool flag) override;
   std::map<std::string, TensorShard> shards() const override;
@@ -69,6 +70,7 @@ class ParallelEngine final : public StepEngine {
   std::vector<Sync> syncs_;  // in name order: the same order on every rank
   int64_t seq_len_;
   pipeline::StageExecutor executor_;
+  pipeline::StageExecutor eval_executor_;  // edges shaped for eval_batch sequences
 };
 
 }  // namespace hetu::runtime

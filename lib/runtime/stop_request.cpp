@@ -12,20 +12,22 @@ namespace hetu::runtime {
 namespace {
 
 // Note [Stopping under Slurm]: a batch job has a time limit; at the limit Slurm sends
-// SIGTERM and, KillWait seconds later, SIGKILL, which may land in the middle of a
-// checkpoint write. `#SBATCH --signal=USR1@120` asks for SIGUSR1 about two minutes before
-// the limit instead, delivered to every task of the job's steps (with `B:` it would go to
-// the batch shell only, and hetu would never see it). hetu then finishes the current
-// optimizer step, all ranks agree to stop, the checkpoint is saved, and every rank exits 0.
-// With `#SBATCH --requeue` a job can be put back in the queue (`scontrol requeue`, or
-// by the site after a node failure or preemption) and runs the same batch script again;
-// `checkpoint.resume = "auto"` then continues from out_dir/checkpoints/latest bit for bit.
-// Only one value is stored, and only from the handler: a lock-free std::atomic<int> is
-// async-signal-safe (C++17 [support.signal]); nothing else is.
+// SIGTERM and, KillWait seconds later (30 s by default), SIGKILL: rarely enough time to
+// finish a step and write a checkpoint. `#SBATCH --signal=USR1@120` asks for SIGUSR1 about
+// two minutes before the limit instead, delivered to every task of the job's steps (with
+// `B:` it would go to the batch shell only, and hetu would never see it). hetu then
+// finishes the current optimizer step, all ranks agree to stop, the checkpoint is saved, and
+// every rank exits 0. SIGTERM (scancel, preemption, the limit itself) takes the same path,
+// and succeeds when the step and the save fit in KillWait. A job submitted with `--requeue`
+// can be put back in the queue and run its batch script again: scripts/slurm/train.sbatch
+// requeues itself after a clean stop short of the last step, and sites requeue on node
+// failure or preemption; `checkpoint.resume = "auto"` then continues from
+// out_dir/checkpoints/latest bit for bit. Only one value is stored, and only from the
+// handler: a lock-free std::atomic<int> is async-signal-safe (C++17 [support.signal]).
 static_assert(std::atomic<int>::is_always_lock_free, "the stop flag must be lock-free to be set from a signal handler");
 std::atomic<int> g_stop_signal{0};
 
-extern "C" void record_stop_signal(int signal) {
+void record_stop_signal(int signal) {
   int none = 0;
   g_stop_signal.compare_exchange_strong(none, signal, std::memory_order_relaxed);
 }

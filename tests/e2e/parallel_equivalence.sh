@@ -2,7 +2,8 @@
 # Any parallel layout trains the same model as one device: runs configs/layouts/LAYOUT.toml
 # under mpirun for 5 steps and the same job on one device (the layout file with its
 # [parallel] section replaced by one device), from the same seed and data, then checks
-#   - every step's loss (metrics.jsonl) within 1e-5 relative of the single-device loss;
+#   - every step's loss (metrics.jsonl) within 1e-5 relative of the single-device loss, and
+#     the validation loss after steps 2 and 4 (replica 0's pipeline evaluates);
 #   - every final parameter and optimizer tensor (the sharded checkpoint, read back whole by
 #     h5py) within 1e-5 of max|ref| plus 1e-6: Adam turns rounding-level differences in a
 #     gradient that is zero in exact arithmetic (GPT-2's key bias) into ~1e-7 updates.
@@ -24,7 +25,7 @@ cat "$src"/docs/*.md "$src"/README.md "$src"/configs/*.toml > "$work/text.txt"
 
 ranks=$(sed -n 's/.*count = \([0-9]*\).*/\1/p' "$config" | head -1)
 common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val_*.bin" --set training.steps=5
-        --set lr_schedule.warmup_steps=2 --set training.eval_every=0 --set training.log_every=1
+        --set lr_schedule.warmup_steps=2 --set training.eval_every=2 --set training.eval_steps=2 --set training.log_every=1
         --set training.threads=1 --set data.sampling=sequential --set checkpoint.every=0 --set optimizer.eps=1e-6 ${EXTRA:-})
 
 # The single-device job: the same file with one device and no [parallel] groups.
@@ -45,6 +46,13 @@ for step, (r, g) in enumerate(zip(ref, got), 1):
     rel = abs(g - r) / abs(r)
     print(f"step {step}: single {r:.7f}  parallel {g:.7f}  rel {rel:.1e}")
     assert rel <= 1e-5, f"step {step} differs"
+ref_val = [json.loads(l).get("val_loss") for l in open(sys.argv[1])]
+got_val = [json.loads(l).get("val_loss") for l in open(sys.argv[2])]
+assert ref_val[1] is not None and ref_val[3] is not None, ref_val
+for step in (2, 4):
+    r, g = ref_val[step - 1], got_val[step - 1]
+    print(f"val after step {step}: single {r:.7f}  parallel {g:.7f}")
+    assert g is not None and abs(g - r) <= 1e-5 * abs(r), f"val loss after step {step} differs"
 PY
 /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-5 --atol 1e-6 \
   "$work/parallel/checkpoints/step-0000005" "$work/single/checkpoints/step-0000005" || fail "final tensors differ"

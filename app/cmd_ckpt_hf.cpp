@@ -1,0 +1,320 @@
+// Hugging Face checkpoints as a `hetu ckpt` format: config.json (model_type gpt2 or llama,
+// the fields transformers reads) and safetensors weights, single or sharded. See
+// Note [HF layouts] for how tensors map between hetu and HF.
+#include <fmt/core.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "app/cmd_ckpt.h"
+#include "app/config/config.h"
+#include "lib/io/safetensors_index.h"
+#include "lib/util/atomic_file.h"
+#include "lib/util/error.h"
+#include "lib/util/strings.h"
+
+namespace hetu::app {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Note [HF layouts]
+// Names: LLaMA's hetu names are HF's (model.embed_tokens, model.layers.N.self_attn.q_proj,
+// ..., lm_head). GPT-2's get HF's "transformer." prefix on the way out (what
+// GPT2LMHeadModel.save_pretrained writes); both spellings are read. Tied heads are not stored.
+// Layout: HF GPT-2 keeps its four projection weights (attn.c_attn, attn.c_proj, mlp.c_fc,
+// mlp.c_proj) in Conv1D's (in, out) order, so they are transposed; every other tensor is
+// already the same. LLaMA q/k rows need no permutation: hetu's rotary embedding pairs
+// dimension i with i + D/2 of each head ("rotate half", lib/ops/cpu/rotary.cpp), which is the
+// layout of HF's LlamaAttention (HF permutes Meta's interleaved checkpoints into it on import).
+// Vocab: HF tensors have vocab_size rows; hetu's embedding (and lm_head) has the padded vocab,
+// whose extra rows are never looked up and are cut off the logits. They are dropped on export
+// and come back as zeros on import.
+
+namespace {
+
+constexpr const char* kConfigFile = "config.json";
+constexpr const char* kStepKey = "hetu.step";
+constexpr const char* kJobKey = "hetu.job";
+
+bool is_conv1d(const ModelConfig& m, const std::string& name) {
+  if (m.arch != Arch::gpt2) return false;
+  for (const char* suffix : {".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight"}) {
+    const std::string s(suffix);
+    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) return true;
+  }
+  return false;
+}
+
+bool has_vocab_rows(const std::string& name) {
+  return name == "wte.weight" || name == "model.embed_tokens.weight" || name == "lm_head.weight";
+}
+
+std::string hf_name(const ModelConfig& m, const std::string& name) {
+  return m.arch == Arch::gpt2 ? "transformer." + name : name;
+}
+
+std::string torch_dtype(DType dtype) { return dtype == DType::bf16 ? "bfloat16" : "float32"; }
+
+json config_json(const ModelConfig& m, DType dtype) {
+  if (m.arch == Arch::gpt2) {
+    json j = {{"architectures", {"GPT2LMHeadModel"}},
+              {"model_type", "gpt2"},
+              {"vocab_size", m.vocab},
+              {"n_positions", m.max_seq_len},
+              {"n_embd", m.hidden},
+              {"n_layer", m.layers},
+              {"n_head", m.heads},
+              {"n_inner", m.ffn_hidden},
+              {"activation_function", "gelu_new"},
+              {"layer_norm_epsilon", m.norm_eps},
+              {"resid_pdrop", 0.0},
+              {"embd_pdrop", 0.0},
+              {"attn_pdrop", 0.0},
+              {"initializer_range", 0.02},
+              {"scale_attn_weights", true},
+              {"scale_attn_by_inverse_layer_idx", false},
+              {"reorder_and_upcast_attn", false},
+              {"tie_word_embeddings", true},
+              {"use_cache", true},
+              {"torch_dtype", torch_dtype(dtype)}};
+    if (m.vocab == 50257) j["bos_token_id"] = j["eos_token_id"] = 50256;  // GPT-2's <|endoftext|>
+    return j;
+  }
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"model_type", "llama"},
+          {"vocab_size", m.vocab},
+          {"hidden_size", m.hidden},
+          {"intermediate_size", m.ffn_hidden},
+          {"num_hidden_layers", m.layers},
+          {"num_attention_heads", m.heads},
+          {"num_key_value_heads", m.kv_heads},
+          {"head_dim", m.head_dim()},
+          {"max_position_embeddings", m.max_seq_len},
+          {"rms_norm_eps", m.norm_eps},
+          {"rope_theta", m.rope_theta},
+          {"rope_scaling", nullptr},
+          {"hidden_act", "silu"},
+          {"attention_bias", false},
+          {"attention_dropout", 0.0},
+          {"mlp_bias", false},
+          {"pretraining_tp", 1},
+          {"initializer_range", 0.02},
+          {"tie_word_embeddings", m.tie_embeddings},
+          {"use_cache", true},
+          {"torch_dtype", torch_dtype(dtype)}};
+}
+
+// Typed reads of config.json with errors naming the file and key; null counts as absent.
+class ConfigReader {
+ public:
+  ConfigReader(json j, std::string file) : j_(std::move(j)), file_(std::move(file)) {}
+  bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+  int64_t integer(const char* key, std::optional<int64_t> fallback = std::nullopt) const {
+    if (!has(key)) return require(key, fallback);
+    const json& v = j_[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (int64_t{1} << 40)) {
+      HT_USAGE_ERROR("{}: {}: expected a positive integer, got {}", file_, key, v.dump());
+    }
+    return v.get<int64_t>();
+  }
+  double number(const char* key, std::optional<double> fallback = std::nullopt) const {
+    if (!has(key)) return require(key, fallback);
+    const json& v = j_[key];
+    if (!v.is_number() || !(v.get<double>() > 0))
+      HT_USAGE_ERROR("{}: {}: expected a positive number, got {}", file_, key, v.dump());
+    return v.get<double>();
+  }
+  bool flag(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_[key].is_boolean()) HT_USAGE_ERROR("{}: {}: expected true or false, got {}", file_, key, j_[key].dump());
+    return j_[key].get<bool>();
+  }
+  std::string text(const char* key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_[key].is_string()) HT_USAGE_ERROR("{}: {}: expected a string, got {}", file_, key, j_[key].dump());
+    return j_[key].get<std::string>();
+  }
+  // A setting hetu's model does not implement: an error unless it has the harmless value.
+  template <typename T>
+  void expect(const char* key, T harmless, const char* why) const {
+    if (has(key) && j_[key] != json(harmless)) HT_USAGE_ERROR("{}: {} = {}: {}", file_, key, j_[key].dump(), why);
+  }
+  const std::string& file() const { return file_; }
+
+ private:
+  template <typename T>
+  T require(const char* key, std::optional<T> fallback) const {
+    if (!fallback) HT_USAGE_ERROR("{}: the required key \"{}\" is missing", file_, key);
+    return *fallback;
+  }
+  json j_;
+  std::string file_;
+};
+
+ModelConfig model_from_config(const ConfigReader& c) {
+  ModelConfig m;
+  const std::string type = c.text("model_type", "");
+  if (type == "gpt2") {
+    m.arch = Arch::gpt2;
+    m.layers = c.integer("n_layer");
+    m.hidden = c.integer("n_embd");
+    m.heads = m.kv_heads = c.integer("n_head");
+    m.ffn_hidden = c.integer("n_inner", 4 * m.hidden);
+    m.vocab = c.integer("vocab_size");
+    m.max_seq_len =
+        c.integer("n_positions", c.has("n_ctx") ? std::optional<int64_t>(c.integer("n_ctx")) : std::nullopt);
+    m.norm_eps = c.number("layer_norm_epsilon", 1e-5);
+    m.tie_embeddings = true;
+    const std::string act = c.text("activation_function", "gelu_new");
+    HT_USAGE_CHECK(act == "gelu_new" || act == "gelu_pytorch_tanh",
+                   "{}: activation_function = \"{}\": hetu's GPT-2 uses "
+                   "GELU with the tanh approximation (gelu_new)",
+                   c.file(), act);
+    c.expect("tie_word_embeddings", true, "hetu's GPT-2 ties the LM head to wte");
+    c.expect("scale_attn_weights", true, "hetu's GPT-2 scales attention by 1/sqrt(head_dim)");
+    c.expect("scale_attn_by_inverse_layer_idx", false, "not implemented by hetu's GPT-2");
+  } else if (type == "llama") {
+    m.arch = Arch::llama;
+    m.layers = c.integer("num_hidden_layers");
+    m.hidden = c.integer("hidden_size");
+    m.heads = c.integer("num_attention_heads");
+    m.kv_heads = c.integer("num_key_value_heads", m.heads);
+    m.ffn_hidden = c.integer("intermediate_size");
+    m.vocab = c.integer("vocab_size");
+    m.max_seq_len = c.integer("max_position_embeddings");
+    m.norm_eps = c.number("rms_norm_eps", 1e-6);  // transformers' LlamaConfig default
+    m.rope_theta = c.number("rope_theta", 10000.0);
+    m.tie_embeddings = c.flag("tie_word_embeddings", false);
+    if (c.has("head_dim") && m.hidden % m.heads == 0) {
+      c.expect("head_dim", m.hidden / m.heads, "hetu's LLaMA uses head_dim = hidden_size / num_attention_heads");
+    }
+    c.expect("hidden_act", "silu", "hetu's LLaMA MLP is SwiGLU (silu)");
+    c.expect("attention_bias", false, "hetu's LLaMA has no attention biases");
+    c.expect("mlp_bias", false, "hetu's LLaMA has no MLP biases");
+    c.expect("rope_scaling", nullptr, "rope scaling (e.g. Llama 3.1's) is not implemented by hetu");
+  } else {
+    HT_USAGE_ERROR("{}: model_type \"{}\" is not one hetu converts (gpt2, llama)", c.file(), type);
+  }
+  return m;
+}
+
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  const Tensor ca = a.contiguous(), cb = b.contiguous();
+  return a.numel() == 0 ||
+         std::memcmp(ca.raw_data(), cb.raw_data(), static_cast<size_t>(a.numel()) * dtype_size(a.dtype())) == 0;
+}
+
+// Equal shapes apart from how the vocab is padded (not in config.json) and the flavor name.
+bool same_model(ModelConfig a, ModelConfig b) {
+  a.vocab_multiple = b.vocab_multiple;
+  a.flavor = b.flavor;
+  return a == b;
+}
+
+}  // namespace
+
+std::vector<std::string> save_hf_weights(const std::string& out, const ModelWeights& w, const SaveOptions& options) {
+  prepare_output_folder(out);
+  const ModelConfig& m = w.model;
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& [name, shape] : expected_parameters(m)) {
+    Tensor t = w.params.at(name);
+    if (has_vocab_rows(name)) t = t.narrow(0, 0, m.vocab);
+    if (is_conv1d(m, name)) t = t.transpose(0, 1);
+    tensors.emplace_back(hf_name(m, name), (t.dtype() == options.dtype ? t : t.to(options.dtype)).contiguous());
+  }
+  std::map<std::string, std::string> metadata = {{"format", "pt"}, {kStepKey, std::to_string(w.step)}};
+  if (!w.job_toml.empty()) metadata[kJobKey] = w.job_toml;
+  std::vector<std::string> files = io::write_safetensors_folder(out, tensors, metadata, options.max_shard_bytes);
+  write_file_atomic((fs::path(out) / kConfigFile).string(), config_json(m, options.dtype).dump(2) + "\n");
+  files.push_back(kConfigFile);
+  return files;
+}
+
+ModelWeights load_hf_weights(const std::string& path) {
+  const fs::path p(path);
+  const fs::path folder = fs::is_directory(p) ? p : p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const fs::path config_path = folder / kConfigFile;
+  HT_USAGE_CHECK(fs::exists(config_path), "{}: no {} next to the weights (hetu needs it for the model's shape)", path,
+                 kConfigFile);
+  json config;
+  try {
+    std::ifstream in(config_path);
+    config = json::parse(in);
+  } catch (const json::exception& e) {
+    HT_USAGE_ERROR("{}: not valid JSON: {}", config_path.string(), e.what());
+  }
+  HT_USAGE_CHECK(config.is_object(), "{}: expected a JSON object", config_path.string());
+  ModelWeights w;
+  w.model = model_from_config(ConfigReader(config, config_path.string()));
+  io::SafetensorsFolder st = io::read_safetensors_folder(path);
+
+  // A hetu job stored by `ckpt convert --to hf` is kept when it describes this model.
+  if (auto job = st.metadata.find(kJobKey); job != st.metadata.end()) {
+    std::optional<ModelConfig> stored;
+    try {
+      stored = config::load_job_config_text(job->second, path + " (hetu.job metadata)", {}).config.model;
+    } catch (const UsageError& e) {
+      w.notes.push_back(fmt::format("ignored the hetu job in the safetensors metadata: {}", e.message()));
+    }
+    if (stored && same_model(*stored, w.model)) {
+      w.model = *stored;
+      w.job_toml = job->second;
+    } else if (stored) {
+      w.notes.push_back("the hetu job in the safetensors metadata does not match config.json; using config.json");
+    }
+  }
+  if (auto step = st.metadata.find(kStepKey); step != st.metadata.end()) {
+    std::optional<int64_t> value = parse_int64(step->second);
+    HT_USAGE_CHECK(value && *value >= 0, "{}: metadata {} = '{}' is not a step number", path, kStepKey, step->second);
+    w.step = *value;
+  }
+
+  const ModelConfig& m = w.model;
+  for (const auto& [name, shape] : expected_parameters(m)) {
+    // GPT-2 names with or without "transformer." (old files, e.g. the hub's gpt2, lack it).
+    std::string key = hf_name(m, name);
+    if (!st.tensors.count(key) && st.tensors.count(name)) key = name;
+    auto it = st.tensors.find(key);
+    if (it == st.tensors.end()) continue;  // check_parameters names what is missing
+    Tensor t = it->second;
+    st.tensors.erase(it);
+    HT_USAGE_CHECK(t.dim() == 2 || !is_conv1d(m, name), "{}: tensor {} has shape {}, expected 2 dimensions", path, key,
+                   shape_str(t.shape()));
+    if (is_conv1d(m, name)) t = t.transpose(0, 1).contiguous();
+    if (has_vocab_rows(name) && t.dim() == 2 && t.size(0) == m.vocab && shape[0] > m.vocab) {
+      Tensor padded = zeros(shape, t.dtype());
+      padded.narrow(0, 0, m.vocab).copy_from(t);
+      t = padded;
+    }
+    w.params[name] = t;
+  }
+  // What is left must be buffers HF used to save, or a tied head equal to the embedding.
+  int64_t buffers = 0;
+  for (const auto& [key, t] : st.tensors) {
+    if (key.ends_with(".attn.bias") || key.ends_with(".attn.masked_bias") || key.ends_with(".rotary_emb.inv_freq")) {
+      ++buffers;
+      continue;
+    }
+    if (key == "lm_head.weight" && m.tie_embeddings) {
+      const std::string embedding = m.arch == Arch::gpt2 ? "wte.weight" : "model.embed_tokens.weight";
+      auto e = w.params.find(embedding);
+      if (e == w.params.end()) continue;  // check_parameters names the missing embedding
+      HT_USAGE_CHECK(bitwise_equal(t, e->second.narrow(0, 0, std::min(m.vocab, e->second.size(0)))),
+                     "{}: lm_head.weight differs from {}, but the model ties them (tie_word_embeddings)", path,
+                     embedding);
+      w.notes.push_back("lm_head.weight equals the embedding (tied); not stored separately");
+      continue;
+    }
+    w.params[key] = t;  // check_parameters reports it as unexpected
+  }
+  if (buffers > 0)
+    w.notes.push_back(fmt::format("ignored {} non-parameter buffers (attention masks, rotary tables)", buffers));
+  return w;
+}
+
+}  // namespace hetu::app
