@@ -15,6 +15,7 @@
 #include <fmt/core.h>
 
 #include "app/build_info.h"
+#include "app/cmd_ckpt.h"
 #include "app/commands.h"
 #include "app/config/device_spec.h"
 #include "app/rank_map.h"
@@ -106,6 +107,7 @@ runtime::TrainerOptions trainer_options(const config::JobConfig& c, int64_t stop
   o.eval_steps = c.training.eval_steps;
   o.checkpoint_every = c.checkpoint.every;
   o.resume = c.checkpoint.resume;
+  if (!c.checkpoint.init_from.empty()) o.init_from = resolve_hetu_checkpoint(c.checkpoint.init_from);
   o.stop_at_step = stop_at_step;
   if (reporting_rank) o.metrics_path = c.job.out_dir + "/metrics.jsonl";
   o.progress_bar = reporting_rank && ::isatty(STDOUT_FILENO) != 0;

@@ -63,7 +63,17 @@ struct CkptLogitsOptions {
   int threads = 0;
 };
 
+struct CkptReshardOptions {
+  std::string input;                   // hetu checkpoint (step, checkpoints or run folder)
+  std::string output;                  // new or empty folder
+  std::string config;                  // reshard: the job whose layout to write
+  std::vector<std::string> overrides;  // reshard: --set for that job
+};
+
 int run_config_check(const ConfigOptions& options);
+// `hetu ckpt consolidate|reshard` (app/cmd_ckpt_reshard.cpp).
+int run_ckpt_consolidate(const CkptReshardOptions& options);
+int run_ckpt_reshard(const CkptReshardOptions& options);
 // `hetu ckpt ...` (app/cmd_ckpt_*.cpp).
 int run_ckpt_inspect(const CkptInspectOptions& options);
 int run_ckpt_convert(const CkptConvertOptions& options);

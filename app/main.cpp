@@ -196,6 +196,21 @@ int main(int argc, char** argv) {
   ckpt_logits_cmd->add_option("--threads", ckpt_logits.threads, "CPU threads (0: HETU_NUM_THREADS or all cores)");
   ckpt_logits_cmd->callback([&] { selected = [&] { return run_ckpt_logits(ckpt_logits); }; });
 
+  CkptReshardOptions ckpt_consolidate, ckpt_reshard;
+  CLI::App* ckpt_consolidate_cmd = ckpt_cmd->add_subcommand(
+      "consolidate", "Rewrite a sharded hetu checkpoint as one file of whole tensors (optimizer state and metadata kept)");
+  ckpt_consolidate_cmd->add_option("IN", ckpt_consolidate.input, "hetu step, checkpoints or run folder")->required();
+  ckpt_consolidate_cmd->add_option("OUT", ckpt_consolidate.output, "New (or empty) checkpoints folder")->required();
+  ckpt_consolidate_cmd->callback([&] { selected = [&] { return run_ckpt_consolidate(ckpt_consolidate); }; });
+  CLI::App* ckpt_reshard_cmd = ckpt_cmd->add_subcommand(
+      "reshard", "Rewrite a hetu checkpoint with the boxes another job's ranks load (each rank reads exactly its own)");
+  ckpt_reshard_cmd->add_option("IN", ckpt_reshard.input, "hetu step, checkpoints or run folder")->required();
+  ckpt_reshard_cmd->add_option("OUT", ckpt_reshard.output, "New (or empty) checkpoints folder")->required();
+  ckpt_reshard_cmd->add_option("--config", ckpt_reshard.config, "The job file whose layout to write")->required();
+  ckpt_reshard_cmd->add_option("--set", ckpt_reshard.overrides, "Override a key of that job file (repeatable)")
+      ->type_name("TABLE.KEY=VALUE");
+  ckpt_reshard_cmd->callback([&] { selected = [&] { return run_ckpt_reshard(ckpt_reshard); }; });
+
   CLI::App* env_cmd = app.add_subcommand("env", "Show build options, BLAS, MPI and the CUDA devices this process sees");
   env_cmd->callback([&] { selected = [] { return run_env(); }; });
 

@@ -86,16 +86,27 @@ std::optional<runtime::Snapshot> ShardedStore::load_latest() {
   return load(*latest);
 }
 
-runtime::Snapshot ShardedStore::load(const std::string& path) {
+std::map<std::string, Tensor> WholeStore::load_parameters(const std::string& path) {
+  io::CheckpointData d = manager_.load(path);
+  std::map<std::string, Tensor> params;
+  for (auto& [name, tensor] : d.tensors) {
+    if (name.rfind("optim.", 0) != 0) params[name] = tensor;
+  }
+  return params;
+}
+
+std::map<std::string, Tensor> ShardedStore::read_local(const std::string& path,
+                                                       const std::vector<std::string>& names) const {
   const io::CheckpointInfo info = io::read_info(path);
   std::vector<io::TensorBox> wanted;
   std::vector<Tensor> targets;  // where each wanted box goes in the local tensors
   std::map<std::string, Tensor> tensors;
-  for (const auto& [name, shard] : shards_) {
+  for (const std::string& name : names) {
+    const runtime::TensorShard& shard = shards_.at(name);
     auto stored = info.tensors.find(name);
-    if (stored == info.tensors.end()) HT_USAGE_ERROR("resume: the checkpoint {} has no tensor {}", path, name);
+    if (stored == info.tensors.end()) HT_USAGE_ERROR("checkpoint {} has no tensor {}", path, name);
     if (stored->second.shape != shard.shape) {
-      HT_USAGE_ERROR("resume: tensor {} has shape {} in the checkpoint {}, {} in the model", name,
+      HT_USAGE_ERROR("tensor {} has shape {} in the checkpoint {}, {} in the model", name,
                      shape_str(stored->second.shape), path, shape_str(shard.shape));
     }
     Tensor local = empty(local_shapes_.at(name), stored->second.dtype);
@@ -108,7 +119,22 @@ runtime::Snapshot ShardedStore::load(const std::string& path) {
   }
   io::read_boxes(path, wanted);
   for (size_t i = 0; i < wanted.size(); ++i) targets[i].copy_from(wanted[i].values);
-  return {info.step, std::move(tensors), info.metadata, shards_};
+  return tensors;
+}
+
+std::map<std::string, Tensor> ShardedStore::load_parameters(const std::string& path) {
+  std::vector<std::string> names;
+  for (const auto& [name, shard] : shards_) {
+    if (name.rfind("optim.", 0) != 0) names.push_back(name);
+  }
+  return read_local(path, names);
+}
+
+runtime::Snapshot ShardedStore::load(const std::string& path) {
+  std::vector<std::string> names;
+  for (const auto& [name, shard] : shards_) names.push_back(name);
+  const io::CheckpointInfo info = io::read_info(path);
+  return {info.step, read_local(path, names), info.metadata, shards_};
 }
 
 }  // namespace hetu::app

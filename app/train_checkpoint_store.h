@@ -36,6 +36,7 @@ class WholeStore final : public runtime::CheckpointStore {
   std::string save(const runtime::Snapshot& s) override;
   std::optional<runtime::Snapshot> load_latest() override;
   runtime::Snapshot load(const std::string& path) override;
+  std::map<std::string, Tensor> load_parameters(const std::string& path) override;
 
  private:
   io::CheckpointManager manager_;
@@ -51,8 +52,11 @@ class ShardedStore final : public runtime::CheckpointStore {
   std::string save(const runtime::Snapshot& s) override;
   std::optional<runtime::Snapshot> load_latest() override;
   runtime::Snapshot load(const std::string& path) override;
+  std::map<std::string, Tensor> load_parameters(const std::string& path) override;
 
  private:
+  // Reads the boxes of `names` this rank holds from a step folder or file.
+  std::map<std::string, Tensor> read_local(const std::string& path, const std::vector<std::string>& names) const;
   io::CheckpointManager manager_;
   std::map<std::string, runtime::TensorShard> shards_;
   std::map<std::string, Shape> local_shapes_;

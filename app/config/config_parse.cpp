@@ -133,6 +133,7 @@ void read_checkpoint(TableReader& t, CheckpointSection& ckpt) {
   if (auto v = t.get_int("every")) ckpt.every = *v;
   if (auto v = t.get_int("keep")) ckpt.keep = *v;
   if (auto v = t.get_string("resume")) ckpt.resume = *v;
+  if (auto v = t.get_string("init_from")) ckpt.init_from = *v;
   t.finish();
 }
 

@@ -112,6 +112,7 @@ std::string to_toml(const JobConfig& c) {
   line("every", num(c.checkpoint.every));
   line("keep", num(c.checkpoint.keep));
   line("resume", str(c.checkpoint.resume));
+  if (!c.checkpoint.init_from.empty()) line("init_from", str(c.checkpoint.init_from));
 
   out += "\n[cluster]\n";
   line("device_catalog", str(c.cluster.device_catalog));

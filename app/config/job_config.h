@@ -90,6 +90,7 @@ struct CheckpointSection {
   int64_t every = 0;                  // 0: only at the end
   int64_t keep = 3;
   std::string resume = "auto";        // auto | never | path to a checkpoint
+  std::string init_from;              // a hetu checkpoint whose parameters start a fresh run
   bool operator==(const CheckpointSection&) const = default;
 };
 

@@ -98,6 +98,17 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
       spdlog::info("resumed from step {} ({})", step, options_.resume == "auto" ? "latest checkpoint" : options_.resume);
     }
   }
+  if (step == 0 && store != nullptr && !options_.init_from.empty()) {
+    const std::map<std::string, Tensor> loaded = store->load_parameters(options_.init_from);
+    for (const nn::NamedParameter& p : params_) {
+      auto it = loaded.find(p.name);
+      HT_CHECK(it != loaded.end(), "init_from: {} has no parameter {}", options_.init_from, p.name);
+      HT_CHECK(it->second.shape() == p.tensor.shape(), "init_from: parameter {} has shape {} in {}, {} in the model",
+               p.name, shape_str(it->second.shape()), options_.init_from, shape_str(p.tensor.shape()));
+      p.tensor.copy_from(it->second);
+    }
+    spdlog::info("initialised {} parameters from {}", params_.size(), options_.init_from);
+  }
   result.first_step = step;
   std::unique_ptr<MetricsWriter> metrics;
   // A resumed run continues metrics.jsonl; a fresh one replaces an old run's file.

@@ -37,6 +37,7 @@ struct TrainerOptions {
   int64_t eval_steps = 20;
   int64_t checkpoint_every = 0;   // 0: only the final checkpoint
   std::string resume = "auto";    // auto | never | a checkpoint path
+  std::string init_from;          // parameters for a run that resumed nothing (fresh optimizer, data)
   int64_t stop_at_step = 0;       // > 0: stop after this step with a checkpoint (a planned pause
                                   // for time-limited allocations; the schedule still spans `steps`)
   std::string metrics_path;       // empty: no metrics.jsonl

@@ -53,6 +53,8 @@ class CheckpointStore {
   virtual std::optional<Snapshot> load_latest() = 0;
   // A specific checkpoint (a path the user gave as checkpoint.resume).
   virtual Snapshot load(const std::string& path) = 0;
+  // Only the parameters of a checkpoint (checkpoint.init_from: no optimizer state needed).
+  virtual std::map<std::string, Tensor> load_parameters(const std::string& path) { return load(path).tensors; }
 };
 
 }  // namespace hetu::runtime
