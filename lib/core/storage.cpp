@@ -7,7 +7,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lib/core/cuda_runtime.h"
 #include "lib/util/error.h"
+
+namespace hetu::cuda {
+Allocator* cuda_allocator();  // lib/core/cuda/allocator.cpp (CUDA builds only)
+}  // namespace hetu::cuda
 
 namespace hetu {
 namespace {
@@ -22,7 +27,7 @@ class CpuAllocator final : public Allocator {
   static constexpr size_t kCacheMin = size_t{64} << 10;
   static constexpr size_t kCacheMaxBytes = size_t{4} << 30;
 
-  void* allocate(size_t nbytes) override {
+  void* allocate(size_t nbytes, Device) override {
     const size_t rounded = round_up(nbytes);
     if (rounded >= kCacheMin) {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -39,7 +44,7 @@ class CpuAllocator final : public Allocator {
     return ptr;
   }
 
-  void deallocate(void* ptr, size_t nbytes) override {
+  void deallocate(void* ptr, size_t nbytes, Device) override {
     const size_t rounded = round_up(nbytes);
     if (rounded >= kCacheMin) {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -69,7 +74,11 @@ class CpuAllocator final : public Allocator {
 
 std::array<Allocator*, 2>& allocators() {
   static CpuAllocator cpu;
-  static std::array<Allocator*, 2> table = {&cpu, nullptr};
+  static std::array<Allocator*, 2> table = [] {
+    std::array<Allocator*, 2> t = {&cpu, nullptr};
+    if constexpr (cuda::kBuilt) t[1] = cuda::cuda_allocator();
+    return t;
+  }();
   return table;
 }
 
@@ -85,7 +94,7 @@ void register_allocator(DeviceType type, Allocator* allocator) { allocators()[st
 
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
   Allocator* allocator = allocator_for(device);
-  std::shared_ptr<Storage> storage(new Storage(allocator->allocate(nbytes), nbytes, device));
+  std::shared_ptr<Storage> storage(new Storage(allocator->allocate(nbytes, device), nbytes, device));
   storage->allocator_ = allocator;
   return storage;
 }
@@ -98,7 +107,7 @@ std::shared_ptr<Storage> Storage::wrap(void* data, size_t nbytes, Device device,
 
 Storage::~Storage() {
   if (allocator_ != nullptr) {
-    allocator_->deallocate(data_, nbytes_);
+    allocator_->deallocate(data_, nbytes_, device_);
   } else if (release_) {
     release_(data_);
   }

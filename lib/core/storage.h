@@ -14,12 +14,13 @@ namespace hetu {
 class Allocator {
  public:
   virtual ~Allocator() = default;
-  virtual void* allocate(size_t nbytes) = 0;
-  virtual void deallocate(void* ptr, size_t nbytes) = 0;
+  // `device` is of the allocator's type (the CUDA allocator keeps one pool per GPU).
+  virtual void* allocate(size_t nbytes, Device device) = 0;
+  virtual void deallocate(void* ptr, size_t nbytes, Device device) = 0;
 };
 
-// The allocator for a device type; the CPU one is built in, the CUDA backend registers its
-// caching allocator at startup. Throws "no allocator for device cuda:0" when none is.
+// The allocator for a device type: the CPU one, and in CUDA builds the caching allocator of
+// lib/core/cuda/allocator.cpp. Throws "no allocator for device cuda:0" when there is none.
 Allocator* allocator_for(Device device);
 void register_allocator(DeviceType type, Allocator* allocator);
 

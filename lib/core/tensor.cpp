@@ -6,6 +6,7 @@
 #include <numeric>
 #include <optional>
 
+#include "lib/core/cuda_runtime.h"
 #include "lib/core/dispatch.h"
 #include "lib/core/strided_loop.h"
 
@@ -40,7 +41,7 @@ void* Tensor::raw_data() const {
 
 double Tensor::item() const {
   HT_CHECK(numel() == 1, "item(): tensor of shape {} has {} elements, expected 1", shape_str(shape()), numel());
-  HT_CHECK(device().is_cpu(), "item(): tensor is on {}; move it to the CPU first", device().str());
+  if (!device().is_cpu()) return to(Device::cpu()).item();
   return HT_DISPATCH_ALL(dtype(), [&] { return to_double(*data<scalar_t>()); });
 }
 
@@ -249,6 +250,13 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
 }
 
 Tensor full(const Shape& shape, double value, DType dtype, Device device) {
+  if constexpr (cuda::kBuilt) {
+    if (device.is_cuda()) {
+      Tensor out = empty(shape, dtype, device);
+      cuda::fill_tensor(out, value);
+      return out;
+    }
+  }
   Tensor out = empty(shape, dtype, Device::cpu());
   HT_DISPATCH_ALL(dtype, [&] {
     std::fill_n(out.data<scalar_t>(), out.numel(), from_double<scalar_t>(value));

@@ -1,9 +1,10 @@
-// Copies between tensors: strided, broadcasting and casting, on the CPU. Cross-device copies
-// go through a hook that a GPU backend registers (none yet: to(cuda) fails clearly).
+// Copies between tensors: strided, broadcasting and casting, on the CPU. Copies that touch a
+// CUDA device go to cuda::copy_tensor (lib/core/cuda/transfer.cpp; CPU-only builds throw).
 #include <cmath>
 #include <cstring>
 #include <limits>
 
+#include "lib/core/cuda_runtime.h"
 #include "lib/core/dispatch.h"
 #include "lib/core/strided_loop.h"
 #include "lib/core/tensor.h"
@@ -49,9 +50,17 @@ void copy_rows(const Tensor& dst, const Tensor& src) {
 }  // namespace
 
 void Tensor::copy_from(const Tensor& src) const {
-  HT_CHECK(device().is_cpu() && src.device().is_cpu(), "copy_from: {} -> {} copies need a GPU backend",
-           src.device().str(), device().str());
   const Tensor expanded = src.shape() == shape() ? src : src.expand(shape());
+  if (!device().is_cpu() || !src.device().is_cpu()) {
+    // if constexpr: CPU-only builds (and targets that compile these sources alone, like the
+    // fuzzers) need no CUDA symbols.
+    if constexpr (cuda::kBuilt) {
+      cuda::copy_tensor(*this, expanded);
+      return;
+    }
+    HT_THROW("copy_from: {} -> {} copies need the CUDA backend (built without it)", src.device().str(),
+             device().str());
+  }
   HT_DISPATCH_ALL(src.dtype(), [&] {
     using Src = scalar_t;
     HT_DISPATCH_ALL(dtype(), [&] { copy_rows<Src, scalar_t>(*this, expanded); });
@@ -78,7 +87,18 @@ Tensor Tensor::to(DType target) const {
 
 Tensor Tensor::to(Device target) const {
   if (target == device()) return *this;
-  HT_THROW("to({}): no backend for {} -> {} copies in this build", target.str(), device().str(), target.str());
+  if (target.is_cuda() || device().is_cuda()) {
+    if constexpr (cuda::kBuilt) {
+      HT_CHECK(cuda::is_available(), "to({}): no backend for {} -> {} copies: no usable CUDA device ({})",
+               target.str(), device().str(), target.str(), cuda::unavailable_reason());
+    } else {
+      HT_THROW("to({}): no backend for {} -> {} copies in this build (built without CUDA)", target.str(),
+               device().str(), target.str());
+    }
+  }
+  Tensor out = empty(shape(), dtype(), target);
+  out.copy_from(*this);
+  return out;
 }
 
 }  // namespace hetu

@@ -77,4 +77,9 @@ class Communicator {
 // The MPI communicator over MPI_COMM_WORLD (MPI must be initialised: see mpi_session.h).
 std::unique_ptr<Communicator> make_mpi_communicator();
 
+// The NCCL communicator for CUDA tensors (lib/dist/cuda/comm_nccl.cpp), collective over every
+// rank; `device` < 0: the rank's index among the ranks of its node, modulo the visible GPUs.
+// Throws in a build without the CUDA backend (comm_nccl_none.cpp).
+std::unique_ptr<Communicator> make_nccl_communicator(int device = -1);
+
 }  // namespace hetu

@@ -4,6 +4,7 @@
 // positions (decoding with a KV cache).
 // Kernels (lib/ops/cpu/attention.cpp) take contiguous buffers, so inputs are made contiguous here.
 #include "lib/ops/cpu/attention.h"
+#include "lib/ops/cuda/attention.h"
 
 #include <cmath>
 #include <string_view>
@@ -39,11 +40,19 @@ cpu::AttentionDims check_qkv(std::string_view op, const Tensor& q, const Tensor&
 }  // namespace
 
 AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
-  check_inputs("attention", {&q, &k, &v});
+  check_inputs("attention", {&q, &k, &v}, Backends::cpu_and_cuda);
   check_float_dtype("attention", {&q, &k, &v});
   const cpu::AttentionDims dims = check_qkv("attention", q, k, v, scale, /*longer_keys=*/true);
   const Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
-  AttentionResult result{empty(q.shape(), q.dtype()), empty({dims.B, dims.H, dims.T}, q.dtype())};
+  AttentionResult result{empty(q.shape(), q.dtype(), q.device()),
+                         empty({dims.B, dims.H, dims.T}, stat_dtype(q), q.device())};
+  if constexpr (hetu::cuda::kBuilt) {
+    if (q.device().is_cuda()) {
+      const cuda::AttentionShape s{dims.B, dims.H, dims.Hkv, dims.T, dims.D, dims.keys()};
+      cuda::attention_forward(s, scale, qc, kc, vc, result.out, result.lse);
+      return result;
+    }
+  }
   HT_DISPATCH_FLOAT(q.dtype(), "attention", q.device(), [&] {
     cpu::attention_forward<scalar_t>(result.out.data<scalar_t>(), result.lse.data<scalar_t>(), qc.data<scalar_t>(),
                                      kc.data<scalar_t>(), vc.data<scalar_t>(), dims, scale);
@@ -53,8 +62,10 @@ AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, dou
 
 AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& out, const Tensor& lse, double scale) {
-  check_inputs("attention_backward", {&grad_out, &q, &k, &v, &out, &lse});
-  check_float_dtype("attention_backward", {&grad_out, &q, &k, &v, &out, &lse});
+  check_inputs("attention_backward", {&grad_out, &q, &k, &v, &out, &lse}, Backends::cpu_and_cuda);
+  check_float_dtype("attention_backward", {&grad_out, &q, &k, &v, &out});
+  HT_CHECK(lse.dtype() == stat_dtype(q), "attention_backward: dtypes differ: lse must be {} for q of {} on {}, got {}",
+           to_string(stat_dtype(q)), to_string(q.dtype()), q.device().str(), to_string(lse.dtype()));
   const cpu::AttentionDims dims = check_qkv("attention_backward", q, k, v, scale, /*longer_keys=*/false);
   HT_CHECK(grad_out.shape() == q.shape(), "attention_backward: grad_out {} must match q {}",
            shape_str(grad_out.shape()), shape_str(q.shape()));
@@ -65,7 +76,15 @@ AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const
            shape_str(lse.shape()));
   const Tensor gc = grad_out.contiguous(), qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
   const Tensor oc = out.contiguous(), lc = lse.contiguous();
-  AttentionGrads grads{empty(q.shape(), q.dtype()), empty(k.shape(), k.dtype()), empty(v.shape(), v.dtype())};
+  AttentionGrads grads{empty(q.shape(), q.dtype(), q.device()), empty(k.shape(), k.dtype(), k.device()),
+                       empty(v.shape(), v.dtype(), v.device())};
+  if constexpr (hetu::cuda::kBuilt) {
+    if (q.device().is_cuda()) {
+      const cuda::AttentionShape s{dims.B, dims.H, dims.Hkv, dims.T, dims.D, dims.T};
+      cuda::attention_backward(s, scale, gc, qc, kc, vc, oc, lc, grads.dq, grads.dk, grads.dv);
+      return grads;
+    }
+  }
   HT_DISPATCH_FLOAT(q.dtype(), "attention_backward", q.device(), [&] {
     cpu::attention_backward<scalar_t>(grads.dq.data<scalar_t>(), grads.dk.data<scalar_t>(), grads.dv.data<scalar_t>(),
                                       gc.data<scalar_t>(), qc.data<scalar_t>(), kc.data<scalar_t>(),

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "lib/core/cuda_runtime.h"
 #include "lib/core/strided_loop.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
@@ -37,7 +38,8 @@ template <typename T> bool representable(double value) {
 }  // namespace
 
 void copy_(const Tensor& dst, const Tensor& src_in) {
-  check_inputs("copy_", {&dst, &src_in});
+  check_inputs("copy_", {&dst}, Backends::cpu_and_cuda);  // src may be on another device
+  check_inputs("copy_", {&src_in}, Backends::cpu_and_cuda);
   const Shape& ds = dst.shape();
   const Shape& ss = src_in.shape();
   bool broadcasts = ss.size() <= ds.size();
@@ -56,15 +58,16 @@ void copy_(const Tensor& dst, const Tensor& src_in) {
 }
 
 Tensor cast(const Tensor& x, DType dtype) {
-  check_inputs("cast", {&x});
+  check_inputs("cast", {&x}, Backends::cpu_and_cuda);
   return x.to(dtype);
 }
 
 void fill_(const Tensor& x, double value) {
-  check_inputs("fill_", {&x});
+  check_inputs("fill_", {&x}, Backends::cpu_and_cuda);
   HT_DISPATCH_ALL(x.dtype(), [&] {
     HT_CHECK(representable<scalar_t>(value), "fill_: value {} is not representable in {}", value,
              to_string(x.dtype()));
+    if (x.device().is_cuda()) return cuda::fill_tensor(x, value);
     const scalar_t v = from_double<scalar_t>(value);
     scalar_t* base = static_cast<scalar_t*>(x.storage()->data());
     for_each_row<1>(x.shape(), {x.strides()}, {x.offset()}, [&](auto off, int64_t n, auto step) {

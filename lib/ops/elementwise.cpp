@@ -1,5 +1,7 @@
 // Elementwise ops: broadcasting binary ops (add, sub, mul, div), scalar forms and unary math.
 #include "lib/ops/cpu/elementwise.h"
+#include "lib/core/cuda/strided.h"
+#include "lib/ops/cuda/elementwise.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
 
@@ -7,20 +9,37 @@ namespace hetu::ops {
 namespace {
 
 Tensor binary_op(std::string_view name, cpu::BinaryOp op, const Tensor& a, const Tensor& b) {
-  check_inputs(name, {&a, &b});
+  check_inputs(name, {&a, &b}, Backends::cpu_and_cuda);
   check_float_dtype(name, {&a, &b});
   const Shape shape = broadcast_shapes(a.shape(), b.shape());
   Tensor out = empty(shape, a.dtype(), a.device());
   const Tensor ea = a.shape() == shape ? a : a.expand(shape);
   const Tensor eb = b.shape() == shape ? b : b.expand(shape);
+  if constexpr (hetu::cuda::kBuilt) {
+    if (out.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(out.device());
+      cuda::binary(static_cast<cuda::BinaryKind>(op), out.dtype(), out.raw_data(), ea.raw_data(), eb.raw_data(),
+                   hetu::cuda::make_strided_space(out, {&ea, &eb}));
+      return out;
+    }
+  }
   cpu::binary(op, ea, eb, out);
   return out;
 }
 
 Tensor unary_op(std::string_view name, cpu::UnaryOp op, const Tensor& x, double scalar = 0) {
-  check_inputs(name, {&x});
+  check_inputs(name, {&x}, Backends::cpu_and_cuda);
   check_float_dtype(name, {&x});
   Tensor out = empty(x.shape(), x.dtype(), x.device());
+  if constexpr (hetu::cuda::kBuilt) {
+    if (out.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(out.device());
+      const Tensor xc = x.contiguous();
+      cuda::unary(static_cast<cuda::UnaryKind>(op), x.dtype(), out.raw_data(), xc.raw_data(), x.numel(),
+                  static_cast<float>(scalar));
+      return out;
+    }
+  }
   cpu::unary(op, x.contiguous(), out, scalar);
   return out;
 }
@@ -42,11 +61,19 @@ Tensor tanh(const Tensor& x) { return unary_op("tanh", cpu::UnaryOp::tanh, x); }
 Tensor relu(const Tensor& x) { return unary_op("relu", cpu::UnaryOp::relu, x); }
 
 Tensor relu_backward(const Tensor& grad, const Tensor& x) {
-  check_inputs("relu_backward", {&grad, &x});
+  check_inputs("relu_backward", {&grad, &x}, Backends::cpu_and_cuda);
   check_float_dtype("relu_backward", {&grad, &x});
   HT_CHECK(grad.shape() == x.shape(), "relu_backward: grad {} and input {} differ", shape_str(grad.shape()),
            shape_str(x.shape()));
   Tensor out = empty(x.shape(), x.dtype(), x.device());
+  if constexpr (hetu::cuda::kBuilt) {
+    if (out.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(out.device());
+      const Tensor gc = grad.contiguous(), xc = x.contiguous();
+      cuda::relu_backward(x.dtype(), out.raw_data(), gc.raw_data(), xc.raw_data(), x.numel());
+      return out;
+    }
+  }
   cpu::relu_backward(grad.contiguous(), x.contiguous(), out);
   return out;
 }

@@ -4,6 +4,7 @@
 //   embedding(weight (V, C), ids (B, T)) -> (B, T, C);  embedding_backward -> (V, C)
 //   index_select(x (A, N, B), 1, index (K)) -> (A, K, B);  its backward -> (A, N, B)
 #include "lib/ops/cpu/indexing.h"
+#include "lib/ops/cuda/indexing.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
 
@@ -17,6 +18,15 @@ int64_t wrap_op_dim(const char* op, int64_t dim, int64_t ndim) {
 
 // `index` contiguous; every entry must lie in [0, limit).
 void check_index_range(const char* op, const char* what, const Tensor& index, int64_t limit) {
+  if constexpr (hetu::cuda::kBuilt) {
+    if (index.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(index.device());
+      int64_t value = 0;
+      const int64_t pos = cuda::first_out_of_range(index.dtype(), index.raw_data(), index.numel(), limit, &value);
+      HT_CHECK(pos < 0, "{}: {} {} at position {} is outside [0, {})", op, what, value, pos, limit);
+      return;
+    }
+  }
   HT_DISPATCH_INDEX(index.dtype(), op, index.device(), [&] {
     const scalar_t* p = index.data<scalar_t>();
     const int64_t pos = cpu::first_out_of_range(p, index.numel(), limit);
@@ -41,6 +51,14 @@ RowView row_view(const Shape& shape, int64_t dim) {
 }
 
 void run_gather(const char* op, Tensor& out, const Tensor& src, const Tensor& index, const RowView& v) {
+  if constexpr (hetu::cuda::kBuilt) {
+    if (src.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(src.device());
+      cuda::gather_rows(src.dtype(), index.dtype(), out.raw_data(), src.raw_data(), index.raw_data(), v.outer, v.rows,
+                        index.numel(), v.inner);
+      return;
+    }
+  }
   HT_DISPATCH_FLOAT(src.dtype(), op, src.device(), [&] {
     using value_t = scalar_t;
     HT_DISPATCH_INDEX(index.dtype(), op, index.device(), [&] {
@@ -51,6 +69,14 @@ void run_gather(const char* op, Tensor& out, const Tensor& src, const Tensor& in
 }
 
 void run_scatter_add(const char* op, Tensor& out, const Tensor& grad, const Tensor& index, const RowView& v) {
+  if constexpr (hetu::cuda::kBuilt) {
+    if (grad.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(grad.device());
+      cuda::scatter_add_rows(grad.dtype(), index.dtype(), out.raw_data(), grad.raw_data(), index.raw_data(), v.outer,
+                             v.rows, index.numel(), v.inner);
+      return;
+    }
+  }
   HT_DISPATCH_FLOAT(grad.dtype(), op, grad.device(), [&] {
     using value_t = scalar_t;
     HT_DISPATCH_INDEX(index.dtype(), op, index.device(), [&] {
@@ -63,7 +89,7 @@ void run_scatter_add(const char* op, Tensor& out, const Tensor& grad, const Tens
 }  // namespace
 
 Tensor embedding(const Tensor& weight_in, const Tensor& ids_in) {
-  check_inputs("embedding", {&weight_in, &ids_in});
+  check_inputs("embedding", {&weight_in, &ids_in}, Backends::cpu_and_cuda);
   check_float_dtype("embedding", {&weight_in});
   check_index_dtype("embedding", ids_in);
   HT_CHECK(weight_in.dim() == 2, "embedding: weight must be (V, C), got shape {}", shape_str(weight_in.shape()));
@@ -79,7 +105,7 @@ Tensor embedding(const Tensor& weight_in, const Tensor& ids_in) {
 }
 
 Tensor embedding_backward(const Tensor& grad_in, const Tensor& ids_in, int64_t num_rows) {
-  check_inputs("embedding_backward", {&grad_in, &ids_in});
+  check_inputs("embedding_backward", {&grad_in, &ids_in}, Backends::cpu_and_cuda);
   check_float_dtype("embedding_backward", {&grad_in});
   check_index_dtype("embedding_backward", ids_in);
   HT_CHECK(num_rows >= 0, "embedding_backward: num_rows must be >= 0, got {}", num_rows);
@@ -97,7 +123,7 @@ Tensor embedding_backward(const Tensor& grad_in, const Tensor& ids_in, int64_t n
 }
 
 Tensor index_select(const Tensor& x_in, int64_t dim, const Tensor& index_in) {
-  check_inputs("index_select", {&x_in, &index_in});
+  check_inputs("index_select", {&x_in, &index_in}, Backends::cpu_and_cuda);
   check_float_dtype("index_select", {&x_in});
   check_index_dtype("index_select", index_in);
   HT_CHECK(index_in.dim() == 1, "index_select: index must be 1-d, got shape {}", shape_str(index_in.shape()));
@@ -114,7 +140,7 @@ Tensor index_select(const Tensor& x_in, int64_t dim, const Tensor& index_in) {
 }
 
 Tensor index_select_backward(const Tensor& grad_in, int64_t dim, const Tensor& index_in, const Shape& input_shape) {
-  check_inputs("index_select_backward", {&grad_in, &index_in});
+  check_inputs("index_select_backward", {&grad_in, &index_in}, Backends::cpu_and_cuda);
   check_float_dtype("index_select_backward", {&grad_in});
   check_index_dtype("index_select_backward", index_in);
   HT_CHECK(index_in.dim() == 1, "index_select_backward: index must be 1-d, got shape {}",

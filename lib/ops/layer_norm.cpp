@@ -8,6 +8,7 @@
 
 #include "lib/core/dispatch.h"
 #include "lib/ops/cpu/layer_norm.h"
+#include "lib/ops/cuda/layer_norm.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
 
@@ -37,7 +38,7 @@ void check_stat(std::string_view op, std::string_view name, const Tensor& s, con
 
 LayerNormResult layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
   constexpr std::string_view op = "layer_norm";
-  check_inputs(op, {&x, &weight, &bias});
+  check_inputs(op, {&x, &weight, &bias}, Backends::cpu_and_cuda);
   check_float_dtype(op, {&x, &weight, &bias});
   check_x(op, x);
   check_param(op, "weight", weight, x);
@@ -45,8 +46,16 @@ LayerNormResult layer_norm(const Tensor& x, const Tensor& weight, const Tensor& 
   HT_CHECK(eps >= 0 && std::isfinite(eps), "{}: eps must be finite and >= 0, got {}", op, eps);
   const Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.contiguous();
   const int64_t C = x.size(-1), N = shape_numel(row_shape(x));
-  LayerNormResult r{empty(x.shape(), x.dtype(), x.device()), empty(row_shape(x), x.dtype(), x.device()),
-                    empty(row_shape(x), x.dtype(), x.device())};
+  LayerNormResult r{empty(x.shape(), x.dtype(), x.device()), empty(row_shape(x), stat_dtype(x), x.device()),
+                    empty(row_shape(x), stat_dtype(x), x.device())};
+  if constexpr (hetu::cuda::kBuilt) {
+    if (x.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(x.device());
+      cuda::layer_norm_forward(x.dtype(), r.out.raw_data(), r.mean.data<float>(), r.rstd.data<float>(), xc.raw_data(),
+                               wc.raw_data(), bc.raw_data(), N, C, static_cast<float>(eps));
+      return r;
+    }
+  }
   HT_DISPATCH_FLOAT(x.dtype(), op, x.device(), [&] {
     cpu::layer_norm_forward<scalar_t>(r.out.data<scalar_t>(), r.mean.data<scalar_t>(), r.rstd.data<scalar_t>(),
                                       xc.data<scalar_t>(), wc.data<scalar_t>(), bc.data<scalar_t>(), N, C, eps);
@@ -57,8 +66,12 @@ LayerNormResult layer_norm(const Tensor& x, const Tensor& weight, const Tensor& 
 LayerNormGrads layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
                                    const Tensor& rstd) {
   constexpr std::string_view op = "layer_norm_backward";
-  check_inputs(op, {&grad, &x, &weight, &mean, &rstd});
-  check_float_dtype(op, {&grad, &x, &weight, &mean, &rstd});
+  check_inputs(op, {&grad, &x, &weight, &mean, &rstd}, Backends::cpu_and_cuda);
+  check_float_dtype(op, {&grad, &x, &weight});
+  for (const Tensor* s : {&mean, &rstd}) {
+    HT_CHECK(s->dtype() == stat_dtype(x), "{}: dtypes differ: mean and rstd must be {} for x of {} on {}, got {}", op,
+             to_string(stat_dtype(x)), to_string(x.dtype()), x.device().str(), to_string(s->dtype()));
+  }
   check_x(op, x);
   HT_CHECK(grad.shape() == x.shape(), "{}: grad shape {} does not match x shape {}", op, shape_str(grad.shape()),
            shape_str(x.shape()));
@@ -70,6 +83,14 @@ LayerNormGrads layer_norm_backward(const Tensor& grad, const Tensor& x, const Te
   const int64_t C = x.size(-1), N = shape_numel(row_shape(x));
   LayerNormGrads g{empty(x.shape(), x.dtype(), x.device()), empty({C}, x.dtype(), x.device()),
                    empty({C}, x.dtype(), x.device())};
+  if constexpr (hetu::cuda::kBuilt) {
+    if (x.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(x.device());
+      cuda::layer_norm_backward(x.dtype(), g.dx.raw_data(), g.dweight.raw_data(), g.dbias.raw_data(), gc.raw_data(),
+                                xc.raw_data(), wc.raw_data(), mc.data<float>(), rc.data<float>(), N, C);
+      return g;
+    }
+  }
   HT_DISPATCH_FLOAT(x.dtype(), op, x.device(), [&] {
     cpu::layer_norm_backward<scalar_t>(g.dx.data<scalar_t>(), g.dweight.data<scalar_t>(), g.dbias.data<scalar_t>(),
                                        gc.data<scalar_t>(), xc.data<scalar_t>(), wc.data<scalar_t>(),

@@ -1,5 +1,6 @@
 // matmul: argument checks, batch broadcasting, and the choice of a copy-free BLAS layout.
 #include "lib/ops/cpu/matmul.h"
+#include "lib/ops/cuda/matmul.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
 
@@ -12,7 +13,7 @@ Tensor blas_ready(const Tensor& t) { return cpu::blas_layout(t) ? t : t.contiguo
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
-  check_inputs("matmul", {&a, &b});
+  check_inputs("matmul", {&a, &b}, Backends::cpu_and_cuda);
   check_float_dtype("matmul", {&a, &b});
   HT_CHECK(a.dim() >= 2 && b.dim() >= 2, "matmul: operands need at least 2 dims, got {} and {}", shape_str(a.shape()),
            shape_str(b.shape()));
@@ -31,6 +32,16 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   out_shape.push_back(m);
   out_shape.push_back(n);
   Tensor out = empty(out_shape, a.dtype(), a.device());
+  if constexpr (hetu::cuda::kBuilt) {
+    if (out.device().is_cuda()) {
+      if (b.dim() == 2 && a.dim() > 2 && !trans_a && a.is_contiguous()) {
+        cuda::matmul(a.view({-1, ka}), blas_ready(b), false, trans_b, out.view({-1, n}));
+      } else {
+        cuda::matmul(blas_ready(a).expand(a_full), blas_ready(b).expand(b_full), trans_a, trans_b, out);
+      }
+      return out;
+    }
+  }
   // A 2-d weight against a contiguous (..., M, K) input: one GEMM over all rows (linear layers).
   if (b.dim() == 2 && a.dim() > 2 && !trans_a && a.is_contiguous()) {
     const Tensor a2 = a.view({-1, ka});

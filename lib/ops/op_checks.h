@@ -1,16 +1,24 @@
 // Argument checks shared by the public op functions: every message starts with the op name.
+// Devices: an op accepts CUDA tensors only when it passes Backends::cpu_and_cuda (it then
+// routes them to lib/ops/cuda) and hetu was built with the CUDA backend; otherwise they fail
+// with "op X not implemented for device cuda:N / dtype Z". Compute dtypes: f32/f64 on the
+// CPU, f32/bf16 on CUDA (bf16 computed in f32; saved statistics are f32: stat_dtype).
 #pragma once
 
 #include <initializer_list>
 #include <string_view>
 
+#include "lib/core/cuda_runtime.h"
 #include "lib/core/dispatch.h"
 #include "lib/core/tensor.h"
 
 namespace hetu::ops {
 
-// Defined, on one device, and (for now) on the CPU: the only backend in this build.
-inline void check_inputs(std::string_view op, std::initializer_list<const Tensor*> tensors) {
+enum class Backends : uint8_t { cpu, cpu_and_cuda };
+
+// Defined, on one device, and on a device this op runs on.
+inline void check_inputs(std::string_view op, std::initializer_list<const Tensor*> tensors,
+                         Backends backends = Backends::cpu) {
   const Tensor* first = nullptr;
   for (const Tensor* t : tensors) {
     HT_CHECK(t->defined(), "{}: an input tensor is undefined", op);
@@ -18,21 +26,31 @@ inline void check_inputs(std::string_view op, std::initializer_list<const Tensor
     HT_CHECK(t->device() == first->device(), "{}: inputs on different devices ({} and {})", op,
              first->device().str(), t->device().str());
   }
-  if (first != nullptr && !first->device().is_cpu()) op_not_implemented(op, first->device(), first->dtype());
+  if (first == nullptr || first->device().is_cpu()) return;
+  if (!hetu::cuda::kBuilt || backends != Backends::cpu_and_cuda) op_not_implemented(op, first->device(), first->dtype());
 }
 
-// f32 or f64, and the same dtype for all.
+inline bool is_compute_dtype(Device device, DType dtype) {
+  return device.is_cuda() ? dtype == DType::f32 || dtype == DType::bf16 : dtype == DType::f32 || dtype == DType::f64;
+}
+
+// A compute dtype of the tensors' device, and the same dtype for all.
 inline void check_float_dtype(std::string_view op, std::initializer_list<const Tensor*> tensors) {
   const Tensor* first = *tensors.begin();
   for (const Tensor* t : tensors) {
-    if (t->dtype() != DType::f32 && t->dtype() != DType::f64) op_not_implemented(op, t->device(), t->dtype());
+    if (!is_compute_dtype(t->device(), t->dtype())) op_not_implemented(op, t->device(), t->dtype());
     HT_CHECK(t->dtype() == first->dtype(), "{}: dtypes differ ({} and {})", op, to_string(first->dtype()),
              to_string(t->dtype()));
   }
 }
 
+// The dtype of saved statistics (norm mean/rstd, attention lse) and of CUDA losses: f32 for
+// CUDA tensors (bf16 rounding would spoil the backward), the input's dtype on the CPU.
+inline DType stat_dtype(const Tensor& x) { return x.device().is_cuda() ? DType::f32 : x.dtype(); }
+
 inline void check_index_dtype(std::string_view op, const Tensor& index) {
   if (index.dtype() != DType::i32 && index.dtype() != DType::i64) op_not_implemented(op, index.device(), index.dtype());
 }
+
 
 }  // namespace hetu::ops

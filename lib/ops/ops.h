@@ -1,8 +1,10 @@
 // The public ops of hetu's tensor library (no autograd: lib/autograd wraps these). Each
 // function checks its arguments (shape, dtype, device; errors say "<op>: ...") and infers the
 // output shape, then runs the kernel for the tensors' device. Inputs may be non-contiguous
-// views. CPU compute dtypes are f32 and f64; other combinations fail with
-// "op X not implemented for device Y / dtype Z". The catalogue is lib/ops/op_list.h.
+// views. Compute dtypes: f32 and f64 on the CPU; f32 and bf16 on CUDA (lib/ops/cuda, computed
+// in f32; saved statistics — norm mean/rstd, attention lse — and the cross-entropy loss are
+// f32 there); other combinations fail with "op X not implemented for device Y / dtype Z". The
+// catalogue is lib/ops/op_list.h.
 //
 //   Tensor y = ops::gelu(ops::matmul(x, w, /*trans_a=*/false, /*trans_b=*/true));  // x Wᵀ
 #pragma once

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "lib/ops/cpu/optimizer.h"
+#include "lib/ops/cuda/optimizer.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
 
@@ -12,7 +13,7 @@ namespace hetu::ops {
 
 void adamw_update(const Tensor& param, const Tensor& grad_in, const Tensor& m, const Tensor& v,
                   const AdamWStep& step) {
-  check_inputs("adamw_update", {&param, &grad_in, &m, &v});
+  check_inputs("adamw_update", {&param, &grad_in, &m, &v}, Backends::cpu_and_cuda);
   check_float_dtype("adamw_update", {&param, &grad_in, &m, &v});
   const char* names[] = {"grad", "m", "v"};
   const Tensor* others[] = {&grad_in, &m, &v};
@@ -34,6 +35,13 @@ void adamw_update(const Tensor& param, const Tensor& grad_in, const Tensor& m, c
                             step.weight_decay,
                             1 - std::pow(step.beta1, static_cast<double>(step.step)),
                             1 - std::pow(step.beta2, static_cast<double>(step.step))};
+  if constexpr (hetu::cuda::kBuilt) {
+    if (param.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(param.device());
+      cuda::adamw_update(param.dtype(), param.raw_data(), grad.raw_data(), m.raw_data(), v.raw_data(), param.numel(), s);
+      return;
+    }
+  }
   HT_DISPATCH_FLOAT(param.dtype(), "adamw_update", param.device(), [&] {
     cpu::adamw_update(param.data<scalar_t>(), grad.data<scalar_t>(), m.data<scalar_t>(), v.data<scalar_t>(),
                       param.numel(), s);
@@ -42,6 +50,21 @@ void adamw_update(const Tensor& param, const Tensor& grad_in, const Tensor& m, c
 
 double global_norm(const std::vector<Tensor>& tensors) {
   double total = 0;
+  if constexpr (hetu::cuda::kBuilt) {
+    if (!tensors.empty() && tensors.front().defined() && tensors.front().device().is_cuda()) {
+      // One f64 accumulator on the device, read once: a single synchronisation.
+      const Device device = tensors.front().device();
+      hetu::cuda::DeviceGuard guard(device);
+      Tensor acc = zeros({1}, DType::f64, device);
+      for (const Tensor& t : tensors) {
+        check_inputs("global_norm", {&tensors.front(), &t}, Backends::cpu_and_cuda);
+        check_float_dtype("global_norm", {&t});
+        const Tensor x = t.contiguous();
+        cuda::sum_squares_accumulate(x.dtype(), x.raw_data(), x.numel(), acc.data<double>());
+      }
+      return std::sqrt(acc.item());
+    }
+  }
   for (const Tensor& t : tensors) {
     check_inputs("global_norm", {&tensors.front(), &t});
     check_float_dtype("global_norm", {&t});

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lib/ops/cpu/reduce.h"
+#include "lib/ops/cuda/reduce.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
 
@@ -42,42 +43,63 @@ Plan plan_reduction(std::string_view op, const Tensor& x, const std::vector<int6
   return plan;
 }
 
+// out (outer) = scale · Σ rows (outer, inner): the CPU or CUDA kernel.
+void sum_rows(const Tensor& rows, int64_t inner, double scale, const Tensor& out) {
+  if constexpr (hetu::cuda::kBuilt) {
+    if (out.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(out.device());
+      cuda::sum_rows(out.dtype(), out.raw_data(), rows.raw_data(), out.numel(), inner, static_cast<float>(scale));
+      return;
+    }
+  }
+  cpu::sum_rows(rows, inner, scale, out);
+}
+
 }  // namespace
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  check_inputs("sum", {&x});
+  check_inputs("sum", {&x}, Backends::cpu_and_cuda);
   check_float_dtype("sum", {&x});
   Plan plan = plan_reduction("sum", x, dims, keepdim);
   Tensor out = empty(plan.out_shape, x.dtype(), x.device());
-  cpu::sum_rows(plan.rows, plan.inner, 1.0, out);
+  sum_rows(plan.rows, plan.inner, 1.0, out);
   return out;
 }
 
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  check_inputs("mean", {&x});
+  check_inputs("mean", {&x}, Backends::cpu_and_cuda);
   check_float_dtype("mean", {&x});
   Plan plan = plan_reduction("mean", x, dims, keepdim);
   HT_CHECK(plan.inner > 0, "mean: reducing an empty dim of {}", shape_str(x.shape()));
   Tensor out = empty(plan.out_shape, x.dtype(), x.device());
-  cpu::sum_rows(plan.rows, plan.inner, 1.0 / static_cast<double>(plan.inner), out);
+  sum_rows(plan.rows, plan.inner, 1.0 / static_cast<double>(plan.inner), out);
   return out;
 }
 
 Tensor max(const Tensor& x, int64_t dim, bool keepdim, Tensor* argmax) {
-  check_inputs("max", {&x});
+  check_inputs("max", {&x}, Backends::cpu_and_cuda);
   check_float_dtype("max", {&x});
   HT_CHECK(x.dim() > 0 && x.size(dim) > 0, "max: dim {} of {} is empty", dim, shape_str(x.shape()));
   Plan plan = plan_reduction("max", x, {dim}, keepdim);
   Tensor out = empty(plan.out_shape, x.dtype(), x.device());
   Tensor index;
   if (argmax != nullptr) index = empty(plan.out_shape, DType::i64, x.device());
+  if constexpr (hetu::cuda::kBuilt) {
+    if (x.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(x.device());
+      cuda::max_rows(x.dtype(), out.raw_data(), index.defined() ? index.data<int64_t>() : nullptr,
+                     plan.rows.raw_data(), out.numel(), plan.inner);
+      if (argmax != nullptr) *argmax = index;
+      return out;
+    }
+  }
   cpu::max_rows(plan.rows, plan.inner, out, index);
   if (argmax != nullptr) *argmax = index;
   return out;
 }
 
 Tensor max_backward(const Tensor& grad, const Tensor& argmax, int64_t dim, const Shape& shape) {
-  check_inputs("max_backward", {&grad, &argmax});
+  check_inputs("max_backward", {&grad, &argmax}, Backends::cpu_and_cuda);
   check_float_dtype("max_backward", {&grad});
   const int64_t nd = static_cast<int64_t>(shape.size());
   dim = wrap_dim(dim, nd);
@@ -93,6 +115,13 @@ Tensor max_backward(const Tensor& grad, const Tensor& argmax, int64_t dim, const
   Tensor out = zeros(shape, grad.dtype(), grad.device());
   const Tensor g = grad.contiguous();
   const Tensor idx = argmax.contiguous();
+  if constexpr (hetu::cuda::kBuilt) {
+    if (grad.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(grad.device());
+      cuda::max_backward(grad.dtype(), out.raw_data(), g.raw_data(), idx.data<int64_t>(), g.numel() / inner, n, inner);
+      return out;
+    }
+  }
   const int64_t* pi = idx.data<int64_t>();
   HT_DISPATCH_FLOAT(grad.dtype(), "max_backward", grad.device(), [&] {
     const scalar_t* pg = g.data<scalar_t>();

@@ -7,6 +7,7 @@
 
 #include "lib/core/dispatch.h"
 #include "lib/ops/cpu/rms_norm.h"
+#include "lib/ops/cuda/rms_norm.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
 
@@ -29,13 +30,21 @@ void check_x_and_weight(std::string_view op, const Tensor& x, const Tensor& weig
 
 RmsNormResult rms_norm(const Tensor& x, const Tensor& weight, double eps) {
   constexpr std::string_view op = "rms_norm";
-  check_inputs(op, {&x, &weight});
+  check_inputs(op, {&x, &weight}, Backends::cpu_and_cuda);
   check_float_dtype(op, {&x, &weight});
   check_x_and_weight(op, x, weight);
   HT_CHECK(eps >= 0 && std::isfinite(eps), "{}: eps must be finite and >= 0, got {}", op, eps);
   const Tensor xc = x.contiguous(), wc = weight.contiguous();
   const int64_t C = x.size(-1), N = shape_numel(row_shape(x));
-  RmsNormResult r{empty(x.shape(), x.dtype(), x.device()), empty(row_shape(x), x.dtype(), x.device())};
+  RmsNormResult r{empty(x.shape(), x.dtype(), x.device()), empty(row_shape(x), stat_dtype(x), x.device())};
+  if constexpr (hetu::cuda::kBuilt) {
+    if (x.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(x.device());
+      cuda::rms_norm_forward(x.dtype(), r.out.raw_data(), r.rstd.data<float>(), xc.raw_data(), wc.raw_data(), N, C,
+                             static_cast<float>(eps));
+      return r;
+    }
+  }
   HT_DISPATCH_FLOAT(x.dtype(), op, x.device(), [&] {
     cpu::rms_norm_forward<scalar_t>(r.out.data<scalar_t>(), r.rstd.data<scalar_t>(), xc.data<scalar_t>(),
                                     wc.data<scalar_t>(), N, C, eps);
@@ -45,8 +54,10 @@ RmsNormResult rms_norm(const Tensor& x, const Tensor& weight, double eps) {
 
 RmsNormGrads rms_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& rstd) {
   constexpr std::string_view op = "rms_norm_backward";
-  check_inputs(op, {&grad, &x, &weight, &rstd});
-  check_float_dtype(op, {&grad, &x, &weight, &rstd});
+  check_inputs(op, {&grad, &x, &weight, &rstd}, Backends::cpu_and_cuda);
+  check_float_dtype(op, {&grad, &x, &weight});
+  HT_CHECK(rstd.dtype() == stat_dtype(x), "{}: dtypes differ: rstd must be {} for x of {} on {}, got {}", op,
+           to_string(stat_dtype(x)), to_string(x.dtype()), x.device().str(), to_string(rstd.dtype()));
   check_x_and_weight(op, x, weight);
   HT_CHECK(grad.shape() == x.shape(), "{}: grad shape {} does not match x shape {}", op, shape_str(grad.shape()),
            shape_str(x.shape()));
@@ -55,6 +66,14 @@ RmsNormGrads rms_norm_backward(const Tensor& grad, const Tensor& x, const Tensor
   const Tensor gc = grad.contiguous(), xc = x.contiguous(), wc = weight.contiguous(), rc = rstd.contiguous();
   const int64_t C = x.size(-1), N = shape_numel(row_shape(x));
   RmsNormGrads g{empty(x.shape(), x.dtype(), x.device()), empty({C}, x.dtype(), x.device())};
+  if constexpr (hetu::cuda::kBuilt) {
+    if (x.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(x.device());
+      cuda::rms_norm_backward(x.dtype(), g.dx.raw_data(), g.dweight.raw_data(), gc.raw_data(), xc.raw_data(),
+                              wc.raw_data(), rc.data<float>(), N, C);
+      return g;
+    }
+  }
   HT_DISPATCH_FLOAT(x.dtype(), op, x.device(), [&] {
     cpu::rms_norm_backward<scalar_t>(g.dx.data<scalar_t>(), g.dweight.data<scalar_t>(), gc.data<scalar_t>(),
                                      xc.data<scalar_t>(), wc.data<scalar_t>(), rc.data<scalar_t>(), N, C);

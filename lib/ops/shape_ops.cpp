@@ -21,7 +21,7 @@ int64_t wrap_op_dim(const char* op, int64_t dim, int64_t ndim) {
 Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) {
   HT_CHECK(!tensors.empty(), "concat: no tensors given");
   const Tensor& first = tensors.front();
-  for (const Tensor& t : tensors) check_inputs("concat", {&first, &t});
+  for (const Tensor& t : tensors) check_inputs("concat", {&first, &t}, Backends::cpu_and_cuda);
   dim = wrap_op_dim("concat", dim, first.dim());
   const size_t d = static_cast<size_t>(dim);
   Shape out_shape = first.shape();
@@ -48,7 +48,7 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
-  check_inputs("split", {&x});
+  check_inputs("split", {&x}, Backends::cpu_and_cuda);
   dim = wrap_op_dim("split", dim, x.dim());
   const int64_t n = x.size(dim);
   for (int64_t s : sizes) HT_CHECK(s >= 0, "split: negative size in {}", shape_str(sizes));
@@ -65,7 +65,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 }
 
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
-  check_inputs("chunk", {&x});
+  check_inputs("chunk", {&x}, Backends::cpu_and_cuda);
   HT_CHECK(chunks >= 1, "chunk: chunks must be >= 1, got {}", chunks);
   dim = wrap_op_dim("chunk", dim, x.dim());
   const int64_t n = x.size(dim);
