@@ -97,7 +97,9 @@ int run_generate(const GenerateOptions& options) {
     const Tensor logits = model->forward(input, &cache).contiguous();  // (1, T, V)
     const int64_t V = logits.size(-1);
     const float* last = logits.data<float>() + (logits.size(1) - 1) * V;
-    const int32_t next = sample(last, V, options.temperature, options.top_k, rng.uniform(i));
+    // Only ids the tokenizer can decode (a model's vocab may be larger than the tokenizer's).
+    const int64_t decodable = std::min<int64_t>(V, tokenizer->vocab_size());
+    const int32_t next = sample(last, decodable, options.temperature, options.top_k, rng.uniform(i));
     if (next == tokenizer->eot_id()) break;
     generated.push_back(next);
     const std::string piece = tokenizer->decode({next});
