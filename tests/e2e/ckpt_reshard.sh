@@ -8,12 +8,10 @@
 # usage: ckpt_reshard.sh HETU SOURCE_DIR
 set -euo pipefail
 hetu=$1; src=$2
-work=$(mktemp -d /tmp/hetu-reshard-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$src/tests/e2e/layout_test_lib.sh"
+setup_work reshard
 
-cat "$src"/docs/*.md "$src"/README.md > "$work/text.txt"
-"$hetu" data prepare --tokenizer byte --out "$work/data" --val-tokens 4000 "$work/text.txt" > /dev/null
+make_byte_data
 common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val_*.bin" --set training.steps=3
         --set lr_schedule.warmup_steps=1 --set training.eval_every=0 --set training.log_every=1
         --set training.threads=1 --set data.sampling=sequential --set checkpoint.every=0)

@@ -7,14 +7,12 @@
 # usage: init_from.sh HETU SOURCE_DIR
 set -euo pipefail
 hetu=$1; src=$2
-work=$(mktemp -d /tmp/hetu-init-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$src/tests/e2e/layout_test_lib.sh"
+setup_work init
 
-cat "$src"/docs/*.md "$src"/README.md > "$work/text.txt"
-"$hetu" data prepare --tokenizer byte --out "$work/data" --val-tokens 4000 "$work/text.txt" > /dev/null
+make_byte_data
 layout="$src/configs/layouts/gpt2-tp2.toml"
-sed -e '/^\[parallel\]/,$d' -e 's/count = [0-9]*/count = 1/' "$layout" > "$work/single.toml"
+single_device_job "$layout" "$work/single.toml"
 common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val_*.bin" --set lr_schedule.warmup_steps=1
         --set training.eval_every=0 --set training.log_every=1 --set training.threads=1 --set data.sampling=sequential)
 

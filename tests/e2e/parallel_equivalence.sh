@@ -15,13 +15,10 @@
 set -euo pipefail
 hetu=$1; src=$2; layout=$3
 config="$src/configs/layouts/$layout.toml"
-work=$(mktemp -d /tmp/hetu-parallel-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$src/tests/e2e/layout_test_lib.sh"
+setup_work parallel
 
-# Text: the repository's own documentation, bytes as tokens.
-cat "$src"/docs/*.md "$src"/README.md "$src"/configs/*.toml > "$work/text.txt"
-"$hetu" data prepare --tokenizer byte --out "$work/data" --val-tokens 4000 "$work/text.txt" > /dev/null
+make_byte_data
 
 ranks=$(sed -n 's/.*count = \([0-9]*\).*/\1/p' "$config" | head -1)
 common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val_*.bin" --set training.steps=5
@@ -29,7 +26,7 @@ common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val
         --set training.threads=1 --set data.sampling=sequential --set checkpoint.every=0 --set optimizer.eps=1e-6 ${EXTRA:-})
 
 # The single-device job: the same file with one device and no [parallel] groups.
-sed -e '/^\[parallel\]/,$d' -e '/^\[\[parallel/,$d' -e 's/count = [0-9]*/count = 1/' "$config" > "$work/single.toml"
+single_device_job "$config" "$work/single.toml"
 "$hetu" train "$work/single.toml" "${common[@]}" --set job.out_dir="$work/single" > "$work/single.log" 2>&1 \
   || { cat "$work/single.log"; fail "single-device run"; }
 

@@ -12,13 +12,11 @@
 set -euo pipefail
 hetu=$1; src=$2
 layouts="$src/configs/layouts"
-work=$(mktemp -d /tmp/hetu-resume-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$src/tests/e2e/layout_test_lib.sh"
+setup_work resume
 
-cat "$src"/docs/*.md "$src"/README.md "$src"/configs/*.toml > "$work/text.txt"
-"$hetu" data prepare --tokenizer byte --out "$work/data" --val-tokens 4000 "$work/text.txt" > /dev/null
-sed -e '/^\[parallel\]/,$d' -e 's/count = [0-9]*/count = 1/' "$layouts/gpt2-dp2.toml" > "$work/single.toml"
+make_byte_data
+single_device_job "$layouts/gpt2-dp2.toml" "$work/single.toml"
 
 run() {  # run OUT_DIR RANKS CONFIG STOP_AT EPS
   local out=$1 ranks=$2 config=$3 stop=$4 eps=$5

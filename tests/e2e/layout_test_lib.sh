@@ -1,0 +1,22 @@
+# Shared by the multi-layout e2e scripts (source it after setting hetu and src): a work
+# folder removed on exit, fail, byte-level training data made from the repository's own
+# documentation, and the one-device job of a layout file.
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+# setup_work NAME: $work is a fresh folder under /tmp, removed when the script exits.
+setup_work() {
+  work=$(mktemp -d "/tmp/hetu-$1-XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+}
+
+# make_byte_data: $work/data/{train,val}_*.bin from the docs, bytes as tokens.
+make_byte_data() {
+  cat "$src"/docs/*.md "$src"/README.md "$src"/configs/*.toml > "$work/text.txt"
+  "$hetu" data prepare --tokenizer byte --out "$work/data" --val-tokens 4000 "$work/text.txt" > /dev/null
+}
+
+# single_device_job LAYOUT.toml OUT.toml: the same job on one device (no [parallel] groups).
+single_device_job() {
+  sed -e '/^\[parallel\]/,$d' -e '/^\[\[parallel/,$d' -e 's/count = [0-9]*/count = 1/' "$1" > "$2"
+}
