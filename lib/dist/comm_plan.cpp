@@ -5,15 +5,10 @@
 
 #include <algorithm>
 
+#include "lib/util/overloaded.h"
+
 namespace hetu {
 namespace {
-
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overloaded(F...) -> Overloaded<F...>;
 
 std::string devices_str(const std::vector<DeviceId>& devices) { return DeviceGroup(devices).to_string(); }
 

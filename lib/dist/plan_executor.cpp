@@ -8,16 +8,10 @@
 
 #include "lib/ops/ops.h"
 #include "lib/util/error.h"
+#include "lib/util/overloaded.h"
 
 namespace hetu {
 namespace {
-
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overloaded(F...) -> Overloaded<F...>;
 
 // A rank's buffer: the values of `box`, row-major (undefined tensor when it holds nothing).
 struct LocalBuffer {

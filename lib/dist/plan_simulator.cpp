@@ -9,6 +9,7 @@
 
 #include "lib/dist/geometry.h"
 #include "lib/util/error.h"
+#include "lib/util/overloaded.h"
 
 namespace hetu {
 namespace {
@@ -97,13 +98,6 @@ void reduce_into(const DeviceBuffers& old, NewBuffers& out, const std::vector<De
     for (DeviceId d : to) write(out, d, coord, sum, accumulate, op);
   });
 }
-
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overloaded(F...) -> Overloaded<F...>;
 
 void apply(const CommOp& op, const DeviceBuffers& old, NewBuffers& out) {
   auto copy = [&](DeviceId from, const std::vector<DeviceId>& to, const Box& box) {
