@@ -10,6 +10,7 @@
 #include "app/cmd_ckpt.h"
 #include "app/config/config.h"
 #include "lib/io/checkpoint.h"
+#include "lib/optim/adamw.h"
 #include "lib/util/error.h"
 
 namespace hetu::app {
@@ -41,7 +42,7 @@ ModelWeights load_hetu_weights(const std::string& path) {
   w.job_toml = config->second;
   int64_t optimizer_tensors = 0;
   for (auto& [name, tensor] : data.tensors) {
-    if (name.rfind("optim.", 0) == 0) {
+    if (optim::is_state_name(name)) {
       ++optimizer_tensors;
       continue;
     }

@@ -14,6 +14,7 @@
 #include "app/config/config.h"
 #include "lib/io/checkpoint.h"
 #include "lib/io/h5_file.h"
+#include "lib/optim/adamw.h"
 #include "lib/util/error.h"
 
 namespace hetu::app {
@@ -92,7 +93,7 @@ std::string describe_model(const ModelConfig& m) {
 
 Row row(const std::string& name, const Tensor& t) {
   return {name, t.dtype(), t.shape(), static_cast<uint64_t>(t.numel()) * dtype_size(t.dtype()),
-          name.rfind("optim.", 0) == 0};
+          optim::is_state_name(name)};
 }
 
 Summary summarize(const std::string& path) {

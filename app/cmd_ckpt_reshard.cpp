@@ -15,20 +15,13 @@
 #include "lib/dist/mpi_session.h"
 #include "lib/io/checkpoint.h"
 #include "lib/io/sharded_checkpoint.h"
+#include "lib/optim/adamw.h"
 #include "lib/util/error.h"
 #include "models/model_sharding.h"
 #include "models/parallel_model.h"
 
 namespace hetu::app {
 namespace {
-
-std::string param_name(const std::string& tensor) {
-  for (const char* prefix : {"optim.m/", "optim.v/"}) {
-    const std::string p(prefix);
-    if (tensor.rfind(p, 0) == 0) return tensor.substr(p.size());
-  }
-  return tensor;
-}
 
 // The stored boxes of `name` under `layout`: the boxes its first holder writes when that job
 // saves (one per tp rank that is not a duplicate, split into view pieces).
@@ -37,9 +30,9 @@ std::vector<Box> job_boxes(const ModelConfig& model, const pipeline::ParallelLay
   const ModelSharding& sharding = model_sharding(model.arch);
   for (const pipeline::ReplicaLayout& replica : layout.replicas) {
     for (size_t s = 0; s < replica.stages.size(); ++s) {
-      if (!sharding.holds(model, model_part(replica, static_cast<int64_t>(s)), param_name(name))) continue;
+      if (!sharding.holds(model, model_part(replica, static_cast<int64_t>(s)), optim::param_of_state(name))) continue;
       const int64_t tp = replica.stages[s].tp();
-      const nn::ParamLayout l = nn::layout_for(sharding.rule, param_name(name), shape, tp);
+      const nn::ParamLayout l = nn::layout_for(sharding.rule, optim::param_of_state(name), shape, tp);
       const Union on_group = Union::single(DeviceGroup::range(0, tp), l.state);
       std::vector<Box> boxes;
       for (int64_t i = 0; i < tp; ++i) {

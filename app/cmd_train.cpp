@@ -31,7 +31,6 @@
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 #include "models/language_model.h"
-#include "models/model_sharding.h"
 #include "models/parallel_model.h"
 
 namespace hetu::app {
@@ -158,8 +157,7 @@ int train_one_device(const config::LoadedConfig& loaded, const pipeline::Paralle
   std::map<std::string, io::ExpectedTensor> expected;
   for (const nn::NamedParameter& p : model->named_parameters()) {
     expected[p.name] = {p.tensor.shape(), p.tensor.dtype()};
-    expected["optim.m/" + p.name] = {p.tensor.shape(), p.tensor.dtype()};
-    expected["optim.v/" + p.name] = {p.tensor.shape(), p.tensor.dtype()};
+    for (const std::string& state : optim::state_names(p.name)) expected[state] = {p.tensor.shape(), p.tensor.dtype()};
   }
   WholeStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, std::move(expected));
 
@@ -193,9 +191,10 @@ int train_parallel(const config::LoadedConfig& loaded, const pipeline::ParallelL
   std::map<std::string, runtime::TensorShard> shards = engine.shards();
   std::map<std::string, Shape> local_shapes;
   for (const nn::NamedParameter& p : engine.parameters()) {
-    for (const std::string prefix : {"", "optim.m/", "optim.v/"}) {
-      local_shapes[prefix + p.name] = p.tensor.shape();
-      if (!prefix.empty()) shards[prefix + p.name] = shards.at(p.name);
+    local_shapes[p.name] = p.tensor.shape();
+    for (const std::string& state : optim::state_names(p.name)) {  // laid out like its parameter
+      local_shapes[state] = p.tensor.shape();
+      shards[state] = shards.at(p.name);
     }
   }
   ShardedStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, std::move(shards), std::move(local_shapes), *comm);
@@ -233,8 +232,6 @@ int run_train(const TrainOptions& options) {
       single_process_dry_run ? std::vector<std::string>(static_cast<size_t>(needed), mpi.host()) : mpi.all_hosts();
   const RankMap ranks = map_ranks(c, hosts);
   const pipeline::ParallelLayout layout = parallel_layout(c, ranks);
-  for (const config::ReplicaSection& replica : c.parallel.replicas)
-    for (const config::StageSection& stage : replica.stages) check_tensor_parallel(c.model, stage.tp());
 
   if (!options.dry_run) {
     const std::string log_file = c.job.out_dir + "/logs/rank-" + std::to_string(mpi.rank()) + ".log";

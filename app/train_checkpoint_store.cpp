@@ -2,6 +2,7 @@
 #include "app/train_checkpoint_store.h"
 
 #include "lib/io/sharded_checkpoint.h"
+#include "lib/optim/adamw.h"
 #include "lib/util/error.h"
 
 namespace hetu::app {
@@ -59,7 +60,7 @@ std::optional<runtime::Snapshot> WholeStore::load_latest() {
 
 runtime::Snapshot WholeStore::load(const std::string& path) {
   io::CheckpointData d = manager_.load(path, &expected_);
-  return {d.step, std::move(d.tensors), std::move(d.metadata), {}};
+  return {d.step, std::move(d.tensors), std::move(d.metadata)};
 }
 
 ShardedStore::ShardedStore(std::string dir, int64_t keep, std::map<std::string, runtime::TensorShard> shards,
@@ -90,7 +91,7 @@ std::map<std::string, Tensor> WholeStore::load_parameters(const std::string& pat
   io::CheckpointData d = manager_.load(path);
   std::map<std::string, Tensor> params;
   for (auto& [name, tensor] : d.tensors) {
-    if (name.rfind("optim.", 0) != 0) params[name] = tensor;
+    if (!optim::is_state_name(name)) params[name] = tensor;
   }
   return params;
 }
@@ -125,7 +126,7 @@ std::map<std::string, Tensor> ShardedStore::read_local(const std::string& path,
 std::map<std::string, Tensor> ShardedStore::load_parameters(const std::string& path) {
   std::vector<std::string> names;
   for (const auto& [name, shard] : shards_) {
-    if (name.rfind("optim.", 0) != 0) names.push_back(name);
+    if (!optim::is_state_name(name)) names.push_back(name);
   }
   return read_local(path, names);
 }
@@ -134,7 +135,7 @@ runtime::Snapshot ShardedStore::load(const std::string& path) {
   std::vector<std::string> names;
   for (const auto& [name, shard] : shards_) names.push_back(name);
   const io::CheckpointInfo info = io::read_info(path);
-  return {info.step, read_local(path, names), info.metadata, shards_};
+  return {info.step, read_local(path, names), info.metadata};
 }
 
 }  // namespace hetu::app

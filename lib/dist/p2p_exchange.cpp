@@ -35,7 +35,7 @@ void P2PExchange::send(const CommPlan& plan, const Union& src, const Tensor& loc
     if (t.src != rank || t.box.empty()) continue;
     HT_CHECK(t.dst != rank, "P2PExchange: plan '{}' copies locally on rank {}; pipeline edges join disjoint groups",
              plan.transition, rank);
-    batch_.push_back(P2POp::send(view_of(local, mine, t.box).contiguous().clone(), t.dst));
+    batch_.push_back(P2POp::send(view_of(local, mine, t.box).contiguous(), t.dst));  // kept alive by the op
   }
 }
 

@@ -2,6 +2,7 @@
 #include "lib/optim/adamw.h"
 
 #include <cmath>
+#include <string_view>
 
 #include "lib/ops/ops.h"
 
@@ -32,13 +33,33 @@ void AdamW::step(double lr) {
   }
 }
 
+namespace {
+constexpr std::string_view kStatePrefixes[] = {"optim.m/", "optim.v/"};  // m, v
+}  // namespace
+
 std::vector<nn::NamedParameter> AdamW::state() const {
   std::vector<nn::NamedParameter> out;
   for (const Slot& slot : slots_) {
-    out.push_back({"optim.m/" + slot.param.name, slot.m});
-    out.push_back({"optim.v/" + slot.param.name, slot.v});
+    const std::vector<std::string> names = state_names(slot.param.name);
+    out.push_back({names[0], slot.m});
+    out.push_back({names[1], slot.v});
   }
   return out;
+}
+
+std::vector<std::string> state_names(const std::string& param) {
+  std::vector<std::string> out;
+  for (std::string_view prefix : kStatePrefixes) out.push_back(std::string(prefix) + param);
+  return out;
+}
+
+bool is_state_name(const std::string& name) { return param_of_state(name).size() != name.size(); }
+
+std::string param_of_state(const std::string& name) {
+  for (std::string_view prefix : kStatePrefixes) {
+    if (name.rfind(prefix, 0) == 0) return name.substr(prefix.size());
+  }
+  return name;
 }
 
 double grad_norm(const std::vector<nn::NamedParameter>& params) {

@@ -42,6 +42,12 @@ class AdamW {
   int64_t step_ = 0;
 };
 
+// Checkpoint names of a parameter's AdamW state ("optim.m/<param>", "optim.v/<param>"),
+// whether a name is one, and the parameter a state name belongs to (other names unchanged).
+std::vector<std::string> state_names(const std::string& param);
+bool is_state_name(const std::string& name);
+std::string param_of_state(const std::string& name);
+
 // Global L2 norm of the gradients of `params` (undefined gradients count as zero).
 double grad_norm(const std::vector<nn::NamedParameter>& params);
 // Multiplies every defined gradient by `factor` (in place).

@@ -55,11 +55,6 @@ Snapshot Trainer::snapshot(int64_t step, const BatchSource& train) const {
   s.metadata = options_.checkpoint_metadata;
   s.metadata[kDataPositionKey] = train.save_position();
   s.metadata[kOptimizerStepKey] = std::to_string(optimizer_.steps_taken());
-  for (const auto& [name, shard] : engine_.shards()) {
-    s.shards[name] = shard;
-    s.shards["optim.m/" + name] = shard;
-    s.shards["optim.v/" + name] = shard;
-  }
   return s;
 }
 

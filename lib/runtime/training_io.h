@@ -41,7 +41,6 @@ struct Snapshot {
   int64_t step = 0;                             // optimizer steps completed
   std::map<std::string, Tensor> tensors;        // parameters and optimizer state, by name
   std::map<std::string, std::string> metadata;  // data position, config, ...
-  std::map<std::string, TensorShard> shards;    // by tensor name; empty: every tensor is whole
 };
 
 class CheckpointStore {
