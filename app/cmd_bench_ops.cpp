@@ -1,11 +1,16 @@
-// `hetu bench ops`: throughput of the CPU kernels next to peers measured in the same run,
-// so the ratios mean something on a shared, noisy machine:
+// `hetu bench ops`: throughput of hetu's kernels next to peers measured in the same run, so
+// the ratios mean something on a shared, noisy machine. On the CPU (--device cpu, f32):
 //  - matmul GFLOP/s at model-like shapes vs raw single-thread OpenBLAS sgemm (the peak);
 //  - fused causal attention forward/backward GFLOP/s (B=4, H=4, T=256, D=64) vs that peak;
-//  - layer_norm forward GB/s vs memcpy of the same bytes.
-// Each timing is the best of several repetitions of at least `min_seconds`.
+//  - layer_norm forward and the vocabulary-shard cross-entropy passes GB/s vs memcpy.
+// On a GPU (--device cuda:N; --dtype f32 or bf16, both in turn without it) the same rows at
+// GPT-2-124M-like sizes; the compute peer is hetu's matmul (cuBLAS) of a square 4096³ in the
+// same dtype, the memory peer a device-to-device copy of the same bytes. Each timing is the
+// best of 3 batches of calls between two device synchronisations, each batch lasting at least
+// `min_seconds` (0.3 s on the CPU, 0.2 s on a GPU; 0.05 s with --quick).
 #include <cblas.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,7 +19,9 @@
 #include <fmt/core.h>
 
 #include "app/commands.h"
-#include "lib/core/rng.h"
+#include "lib/core/cuda_probe.h"
+#include "lib/core/cuda_runtime.h"
+#include "lib/core/tensor_random.h"
 #include "lib/ops/ops.h"
 
 namespace hetu::app {
@@ -22,100 +29,222 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Seconds per call: best over `reps` batches, each running fn until min_seconds passed.
-double time_call(const std::function<void()>& fn, double min_seconds, int reps = 3) {
-  fn();  // warm-up: page faults, thread pools
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    int64_t calls = 0;
+// Seconds per call: the best of `reps` batches; a batch runs fn `calls` times between two
+// `sync` calls, `calls` doubled from 1 until a batch lasts min_seconds.
+double time_call(const std::function<void()>& fn, const std::function<void()>& sync, double min_seconds,
+                 int reps = 3) {
+  auto batch = [&](int64_t calls) {
+    sync();
     const auto start = Clock::now();
-    double elapsed = 0;
-    do {
-      fn();
-      ++calls;
-      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    } while (elapsed < min_seconds);
-    best = std::min(best, elapsed / static_cast<double>(calls));
-  }
+    for (int64_t i = 0; i < calls; ++i) fn();
+    sync();
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  batch(1);  // warm-up: page faults, thread pools, cuBLAS handles, allocator caches
+  int64_t calls = 1;
+  double elapsed = batch(calls);
+  while (elapsed < min_seconds) elapsed = batch(calls *= 2);
+  double best = elapsed / static_cast<double>(calls);
+  for (int r = 1; r < reps; ++r) best = std::min(best, batch(calls) / static_cast<double>(calls));
   return best;
 }
 
-Tensor random(const Shape& shape, uint64_t seed) {
-  Tensor t = empty(shape, DType::f32);
-  CounterRng(seed, "bench").fill_uniform(t.data<float>(), 0, t.numel(), -1.0f, 1.0f);
-  return t;
-}
-
 void row(const std::string& name, const std::string& value, const std::string& ratio) {
-  std::fputs(fmt::format("{:<44} {:>14} {:>22}\n", name, value, ratio).c_str(), stdout);
+  std::fputs(fmt::format("{:<48} {:>16} {:>24}\n", name, value, ratio).c_str(), stdout);
 }
 
-}  // namespace
+std::string gflops_text(double gflops) {
+  return gflops >= 1000 ? fmt::format("{:.1f} TFLOP/s", gflops / 1000) : fmt::format("{:.1f} GFLOP/s", gflops);
+}
 
-int run_bench_ops(const BenchOptions& options) {
-  const double t_min = options.quick ? 0.05 : 0.3;
+// Where and in what dtype the benchmark runs, and its tensors.
+struct Bench {
+  Device device;
+  DType dtype;
+  double t_min;
+  std::function<void()> sync;
+
+  Tensor random(const Shape& shape, uint64_t seed) const {
+    return random_uniform(shape, seed, "bench", -1.0, 1.0).to(dtype).to(device);
+  }
+  double time(const std::function<void()>& fn) const { return time_call(fn, sync, t_min); }
+};
+
+// Targets of a (rows, vocab) cross-entropy: one per row, spread over the classes.
+Tensor bench_targets(int64_t rows, int64_t vocab, Device device) {
+  Tensor t = empty({rows}, DType::i64);
+  for (int64_t i = 0; i < rows; ++i) t.data<int64_t>()[i] = (i * 7919) % vocab;
+  return t.to(device);
+}
+
+// The cross-entropy passes of one vocabulary shard holding the whole vocabulary (the work
+// of each rank of a vocab-parallel head, per column): the statistics pass reads the logits
+// once, the backward reads them and writes the gradient. `copy_gbps` is the memory peer.
+void cross_entropy_rows(const Bench& b, int64_t rows, int64_t vocab, double copy_gbps, const std::string& peer) {
+  // 64 random rows repeated: a GPU-sized tensor without generating every value on the host.
+  const int64_t block = std::min<int64_t>(rows, 64);
+  const Tensor logits =
+      b.random({block, vocab}, 12).unsqueeze(0).expand({rows / block, block, vocab}).contiguous().reshape({rows, vocab});
+  const Tensor targets = bench_targets(rows, vocab, b.device);
+  const ops::CrossEntropyShardStats s = ops::cross_entropy_shard_stats(logits, targets, 0, vocab);
+  const Tensor grad = full({rows}, 1.0 / static_cast<double>(rows), s.max.dtype(), b.device);
+  const double bytes = static_cast<double>(logits.numel()) * static_cast<double>(dtype_size(b.dtype));
+  const double stats_s = b.time([&] { ops::cross_entropy_shard_stats(logits, targets, 0, vocab); });
+  const double bwd_s = b.time([&] { ops::cross_entropy_shard_backward(grad, logits, targets, s.max, s.sum_exp, 0, vocab); });
+  const std::string shape = fmt::format("({}x{})", rows, vocab);
+  row("cross_entropy_shard_stats " + shape, fmt::format("{:.1f} GB/s", bytes / stats_s / 1e9),
+      fmt::format("{:.2f}x {}", bytes / stats_s / 1e9 / copy_gbps, peer));
+  row("cross_entropy_shard_backward " + shape, fmt::format("{:.1f} GB/s", 2 * bytes / bwd_s / 1e9),
+      fmt::format("{:.2f}x {}", 2 * bytes / bwd_s / 1e9 / copy_gbps, peer));
+}
+
+// Causal attention forward and backward at (B, H, T, D): the forward does 2·B·H·T²·D useful
+// FLOPs (QKᵀ and PV over the lower triangle); the backward does 2.5x that.
+void attention_rows(const Bench& b, int64_t B, int64_t H, int64_t T, int64_t D,
+                    const std::function<std::string(double)>& vs_peak) {
+  const Tensor q = b.random({B, H, T, D}, 5), k = b.random({B, H, T, D}, 6), v = b.random({B, H, T, D}, 7);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const ops::AttentionResult fwd = ops::attention(q, k, v, scale);
+  const Tensor dout = b.random({B, H, T, D}, 8);
+  const double flops = 2.0 * static_cast<double>(B * H * T * T * D);
+  const double fwd_s = b.time([&] { ops::attention(q, k, v, scale); });
+  const double bwd_s = b.time([&] { ops::attention_backward(dout, q, k, v, fwd.out, fwd.lse, scale); });
+  const std::string shape = fmt::format("B{} H{} T{} D{} (causal)", B, H, T, D);
+  row("attention fwd " + shape, gflops_text(flops / fwd_s / 1e9), vs_peak(flops / fwd_s / 1e9));
+  row("attention bwd " + shape, gflops_text(2.5 * flops / bwd_s / 1e9), vs_peak(2.5 * flops / bwd_s / 1e9));
+}
+
+struct MatmulShape {
+  std::string label;
+  Shape a, b;
+  bool tb;
+};
+
+void matmul_rows(const Bench& b, const std::vector<MatmulShape>& shapes,
+                 const std::function<std::string(double)>& vs_peak) {
+  for (const MatmulShape& s : shapes) {
+    const Tensor x = b.random(s.a, 3), w = b.random(s.b, 4);
+    const int64_t k = s.a.back();
+    const int64_t n = s.tb ? s.b[0] : s.b.back();
+    const double flops = 2.0 * static_cast<double>(shape_numel(s.a) / k) * static_cast<double>(k) * static_cast<double>(n);
+    const double sec = b.time([&] { ops::matmul(x, w, false, s.tb); });
+    row(s.label, gflops_text(flops / sec / 1e9), vs_peak(flops / sec / 1e9));
+  }
+}
+
+int run_cpu(const BenchOptions& options) {
+  const Bench b{Device::cpu(), DType::f32, options.quick ? 0.05 : 0.3, [] {}};
   ops::set_num_threads(options.threads);
   const int threads = ops::num_threads();
-  std::fputs(fmt::format("hetu bench ops: {} thread(s){}; best of 3 x >= {:.2f} s\n\n", threads,
-                         options.quick ? " (quick)" : "", t_min).c_str(), stdout);
+  std::fputs(fmt::format("hetu bench ops: cpu, f32, {} thread(s){}; best of 3 x >= {:.2f} s\n\n", threads,
+                         options.quick ? " (quick)" : "", b.t_min).c_str(), stdout);
   row("benchmark", "result", "ratio");
 
   // Peer: raw OpenBLAS sgemm on one thread, square 1024 (the machine's single-thread peak).
   const int64_t p = 1024;
-  const Tensor pa = random({p, p}, 1), pb = random({p, p}, 2);
+  const Tensor pa = b.random({p, p}, 1), pb = b.random({p, p}, 2);
   Tensor pc = empty({p, p});
   openblas_set_num_threads(1);
-  const double peak_s = time_call([&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(p), static_cast<int>(p), static_cast<int>(p), 1.0f,
-                pa.data<float>(), static_cast<int>(p), pb.data<float>(), static_cast<int>(p), 0.0f, pc.data<float>(), static_cast<int>(p));
-  }, t_min);
+  const int ip = static_cast<int>(p);
+  const double peak_s = b.time([&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ip, ip, ip, 1.0f, pa.data<float>(), ip, pb.data<float>(), ip,
+                0.0f, pc.data<float>(), ip);
+  });
   ops::set_num_threads(options.threads);
   const double peak = 2.0 * static_cast<double>(p * p * p) / peak_s / 1e9;
-  row("peer: OpenBLAS sgemm 1024^3, 1 thread", fmt::format("{:.1f} GFLOP/s", peak), "1.00x (peak)");
-  auto vs_peak = [&](double gflops) { return fmt::format("{:.2f}x peak, {:.2f}x/thread", gflops / peak, gflops / peak / threads); };
-
-  struct MatmulShape { const char* label; Shape a, b; bool tb; };
-  const std::vector<MatmulShape> shapes = {
-      {"matmul (512x512)@(512x512)", {512, 512}, {512, 512}, false},
-      {"matmul linear (8x128x768)@(2304x768)^T", {8, 128, 768}, {2304, 768}, true},
-      {"matmul linear (8x128x3072)@(768x3072)^T", {8, 128, 3072}, {768, 3072}, true},
-      {"matmul batched (16x256x64)@(16x64x256)", {16, 256, 64}, {16, 64, 256}, false},
+  row("peer: OpenBLAS sgemm 1024^3, 1 thread", gflops_text(peak), "1.00x (peak)");
+  auto vs_peak = [&](double gflops) {
+    return fmt::format("{:.2f}x peak, {:.2f}x/thread", gflops / peak, gflops / peak / threads);
   };
-  for (const MatmulShape& s : shapes) {
-    const Tensor a = random(s.a, 3), b = random(s.b, 4);
-    const int64_t k = s.a.back();
-    const int64_t n = s.tb ? s.b[0] : s.b.back();
-    const double flops = 2.0 * static_cast<double>(shape_numel(s.a) / k) * static_cast<double>(k) * static_cast<double>(n);
-    const double sec = time_call([&] { ops::matmul(a, b, false, s.tb); }, t_min);
-    row(s.label, fmt::format("{:.1f} GFLOP/s", flops / sec / 1e9), vs_peak(flops / sec / 1e9));
-  }
-
-  // Attention at (B=4, H=4, T=256, D=64): causal forward does 2·B·H·T²·D useful FLOPs
-  // (QKᵀ and PV over the lower triangle); the backward does 2.5x that.
-  const int64_t B = 4, H = 4, T = 256, D = 64;
-  const Tensor q = random({B, H, T, D}, 5), k = random({B, H, T, D}, 6), v = random({B, H, T, D}, 7);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  ops::AttentionResult fwd = ops::attention(q, k, v, scale);
-  const Tensor dout = random({B, H, T, D}, 8);
-  const double attn_flops = 2.0 * static_cast<double>(B * H * T * T * D);
-  const double fwd_s = time_call([&] { ops::attention(q, k, v, scale); }, t_min);
-  const double bwd_s = time_call([&] { ops::attention_backward(dout, q, k, v, fwd.out, fwd.lse, scale); }, t_min);
-  row("attention fwd B4 H4 T256 D64 (causal)", fmt::format("{:.1f} GFLOP/s", attn_flops / fwd_s / 1e9),
-      vs_peak(attn_flops / fwd_s / 1e9));
-  row("attention bwd B4 H4 T256 D64 (causal)", fmt::format("{:.1f} GFLOP/s", 2.5 * attn_flops / bwd_s / 1e9),
-      vs_peak(2.5 * attn_flops / bwd_s / 1e9));
+  matmul_rows(b,
+              {{"matmul (512x512)@(512x512)", {512, 512}, {512, 512}, false},
+               {"matmul linear (8x128x768)@(2304x768)^T", {8, 128, 768}, {2304, 768}, true},
+               {"matmul linear (8x128x3072)@(768x3072)^T", {8, 128, 3072}, {768, 3072}, true},
+               {"matmul batched (16x256x64)@(16x64x256)", {16, 256, 64}, {16, 64, 256}, false}},
+              vs_peak);
+  attention_rows(b, 4, 4, 256, 64, vs_peak);
 
   // layer_norm (8·1024 rows of 768): reads x, writes out -> 2·N·C·4 bytes; peer: memcpy.
   const int64_t rows = 8 * 1024, C = 768;
-  const Tensor x = random({rows, C}, 9), w = random({C}, 10), bias = random({C}, 11);
+  const Tensor x = b.random({rows, C}, 9), w = b.random({C}, 10), bias = b.random({C}, 11);
   Tensor copy_dst = empty({rows, C});
   const double bytes = 2.0 * static_cast<double>(rows * C) * 4.0;
-  const double memcpy_s = time_call([&] { std::memcpy(copy_dst.data<float>(), x.data<float>(), static_cast<size_t>(rows * C) * 4); }, t_min);
-  const double ln_s = time_call([&] { ops::layer_norm(x, w, bias, 1e-5); }, t_min);
+  const double memcpy_s = b.time([&] { std::memcpy(copy_dst.data<float>(), x.data<float>(), static_cast<size_t>(rows * C) * 4); });
+  const double ln_s = b.time([&] { ops::layer_norm(x, w, bias, 1e-5); });
   row("peer: memcpy 24 MiB, 1 thread", fmt::format("{:.1f} GB/s", bytes / memcpy_s / 1e9), "1.00x (peer)");
   row("layer_norm fwd (8192x768)", fmt::format("{:.1f} GB/s", bytes / ln_s / 1e9),
       fmt::format("{:.2f}x memcpy", memcpy_s / ln_s));
+  cross_entropy_rows(b, options.quick ? 64 : 256, 50304, bytes / memcpy_s / 1e9, "memcpy");
   return 0;
+}
+
+int run_cuda(const BenchOptions& options, Device device, DType dtype) {
+  cuda::DeviceGuard guard(device);
+  const Bench b{device, dtype, options.quick ? 0.05 : 0.2, [device] { cuda::synchronize(device.index); }};
+  std::string name = "GPU";
+  for (const CudaDeviceInfo& d : probe_cuda().devices) {
+    if (d.index == device.index) name = fmt::format("{} (sm_{}{})", d.name, d.cc_major, d.cc_minor);
+  }
+  std::fputs(fmt::format("hetu bench ops: {} {}, {}{}; best of 3 batches >= {:.2f} s\n\n", device.str(), name,
+                         to_string(dtype), options.quick ? " (quick)" : "", b.t_min).c_str(), stdout);
+  row("benchmark", "result", "ratio");
+
+  // Peer: hetu's matmul (cuBLAS) of a square 4096³ in the same dtype.
+  const int64_t p = 4096;
+  const Tensor pa = b.random({p, p}, 1), pb = b.random({p, p}, 2);
+  const double peak = 2.0 * static_cast<double>(p * p * p) / b.time([&] { ops::matmul(pa, pb); }) / 1e9;
+  row(fmt::format("peer: matmul 4096^3 {} (cuBLAS)", to_string(dtype)), gflops_text(peak), "1.00x (peak)");
+  auto vs_peak = [&](double gflops) { return fmt::format("{:.2f}x peak", gflops / peak); };
+  matmul_rows(b,
+              {{"matmul linear (8x1024x768)@(2304x768)^T", {8, 1024, 768}, {2304, 768}, true},
+               {"matmul linear (8x1024x768)@(3072x768)^T", {8, 1024, 768}, {3072, 768}, true},
+               {"matmul linear (8x1024x3072)@(768x3072)^T", {8, 1024, 3072}, {768, 3072}, true},
+               {"matmul lm head (8x1024x768)@(50304x768)^T", {8, 1024, 768}, {50304, 768}, true},
+               {"matmul batched (96x1024x64)@(96x64x1024)", {96, 1024, 64}, {96, 64, 1024}, false}},
+              vs_peak);
+  attention_rows(b, 8, 12, 1024, 64, vs_peak);
+
+  // Memory peer: a device-to-device copy; layer_norm (32·1024 rows of 768) moves 2·N·C elements.
+  const int64_t rows = 32 * 1024, C = 768;
+  const Tensor x = b.random({rows, C}, 9), w = b.random({C}, 10), bias = b.random({C}, 11);
+  const Tensor copy_dst = empty({rows, C}, dtype, device);
+  const double bytes = 2.0 * static_cast<double>(rows * C) * static_cast<double>(dtype_size(dtype));
+  const double copy_s = b.time([&] { copy_dst.copy_from(x); });
+  const double copy_gbps = bytes / copy_s / 1e9;
+  row(fmt::format("peer: device copy {} MiB", static_cast<int64_t>(bytes / 2) >> 20), fmt::format("{:.1f} GB/s", copy_gbps),
+      "1.00x (peer)");
+  const double ln_s = b.time([&] { ops::layer_norm(x, w, bias, 1e-5); });
+  row("layer_norm fwd (32768x768)", fmt::format("{:.1f} GB/s", bytes / ln_s / 1e9),
+      fmt::format("{:.2f}x copy", copy_s / ln_s));
+  cross_entropy_rows(b, options.quick ? 1024 : 8192, 50304, copy_gbps, "copy");
+  return 0;
+}
+
+}  // namespace
+
+std::string cuda_device_problem(Device device) {
+  if (!device.is_cuda()) return "";
+  if (!cuda::kBuilt || !cuda::is_available()) return cuda::unavailable_reason();
+  const int visible = cuda::device_count();
+  if (device.index >= visible) return fmt::format("{} is not among the {} visible device(s)", device.str(), visible);
+  return "";
+}
+
+int run_bench_ops(const BenchOptions& options) {
+  const Device device = Device::parse(options.device);
+  HT_USAGE_CHECK(options.dtype.empty() || options.dtype == "f32" || options.dtype == "bf16",
+                 "bench ops: --dtype {}: expected f32 or bf16", options.dtype);
+  const std::string problem = cuda_device_problem(device);
+  HT_USAGE_CHECK(problem.empty(), "bench ops: --device {}: no usable CUDA device: {}", device.str(), problem);
+  if (device.is_cpu()) {
+    HT_USAGE_CHECK(options.dtype != "bf16", "bench ops: --dtype bf16 needs a CUDA device (the CPU kernels compute in "
+                   "f32)");
+    return run_cpu(options);
+  }
+  if (!options.dtype.empty()) return run_cuda(options, device, options.dtype == "bf16" ? DType::bf16 : DType::f32);
+  run_cuda(options, device, DType::f32);  // no --dtype: both tables
+  std::fputs("\n", stdout);
+  return run_cuda(options, device, DType::bf16);
 }
 
 }  // namespace hetu::app

@@ -17,6 +17,7 @@
 #include "app/build_info.h"
 #include "app/cmd_ckpt.h"
 #include "app/commands.h"
+#include "app/compute_device.h"
 #include "app/config/device_spec.h"
 #include "app/rank_map.h"
 #include "app/train_checkpoint_store.h"
@@ -36,19 +37,20 @@
 namespace hetu::app {
 namespace {
 
-// The Trainer's data interface over io::DataLoader.
+// The Trainer's data interface over io::DataLoader, batches moved to the compute device.
 class LoaderSource final : public runtime::BatchSource {
  public:
-  explicit LoaderSource(const io::DataLoaderOptions& options) : loader_(options) {}
+  LoaderSource(const io::DataLoaderOptions& options, Device device) : loader_(options), device_(device) {}
   runtime::Batch next() override {
     io::Batch b = loader_.next();
-    return {b.x, b.y};
+    return {b.x.to(device_), b.y.to(device_)};
   }
   std::string save_position() const override { return loader_.position().to_string(); }
   void restore_position(const std::string& position) override { loader_.restore(io::DataPosition::parse(position)); }
 
  private:
   io::DataLoader loader_;
+  Device device_;
 };
 
 // MFU's denominator: the catalogue's peak for GPUs; for CPUs a short sgemm probe at this
@@ -129,13 +131,13 @@ io::DataLoaderOptions train_data(const config::JobConfig& c, const pipeline::Rep
 
 // Validation batches of training.micro_batch sequences, in every layout (so every layout
 // evaluates the same batches).
-std::unique_ptr<LoaderSource> val_source(const config::JobConfig& c) {
+std::unique_ptr<LoaderSource> val_source(const config::JobConfig& c, Device device) {
   if (c.training.eval_every <= 0) return nullptr;
   io::DataLoaderOptions d;
   d.pattern = c.data.val;
   d.seq_len = c.training.seq_len;
   d.global_batch = c.training.micro_batch;
-  return std::make_unique<LoaderSource>(d);
+  return std::make_unique<LoaderSource>(d, device);
 }
 
 void report(const runtime::TrainResult& result) {
@@ -149,10 +151,14 @@ int train_one_device(const config::LoadedConfig& loaded, const pipeline::Paralle
                      const config::DeviceId& device, int64_t stop_at_step) {
   const config::JobConfig& c = loaded.config;
   const pipeline::ReplicaLayout& replica = layout.replicas[0];
-  std::unique_ptr<LanguageModel> model = build_model(c.model, c.job.seed);
-  spdlog::info("model: {} parameters", model->num_parameters());
-  LoaderSource train(train_data(c, replica));
-  std::unique_ptr<LoaderSource> val = val_source(c);
+  const Device compute = compute_device(loaded, device);
+  std::unique_ptr<LanguageModel> model =
+      build_model(c.model, ModelBuild{c.job.seed, ModelPart::whole(), nullptr, compute_dtype(c.training.precision)});
+  model->to(compute);
+  spdlog::info("model: {} parameters on {}, computing in {} (f32 master weights)", model->num_parameters(),
+               compute.str(), to_string(c.training.precision));
+  LoaderSource train(train_data(c, replica), compute);
+  std::unique_ptr<LoaderSource> val = val_source(c, compute);
 
   std::map<std::string, io::ExpectedTensor> expected;
   for (const nn::NamedParameter& p : model->named_parameters()) {
@@ -175,18 +181,28 @@ int train_one_device(const config::LoadedConfig& loaded, const pipeline::Paralle
 int train_parallel(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& layout,
                    const config::DeviceId& device, const MpiSession& mpi, int64_t stop_at_step) {
   const config::JobConfig& c = loaded.config;
-  std::unique_ptr<Communicator> comm = make_mpi_communicator();
+  const Device compute = compute_device(loaded, device);
+  // Host-side traffic (checkpoint token passing, the MFU peak) goes over MPI; the training
+  // tensors over the communicator of the compute device (NCCL on GPUs).
+  std::unique_ptr<Communicator> host_comm = make_mpi_communicator();
+  std::unique_ptr<Communicator> device_comm = compute.is_cuda() ? make_nccl_communicator(compute.index) : nullptr;
+  Communicator& comm = device_comm ? *device_comm : *host_comm;
   const pipeline::Position position = *layout.locate(mpi.rank());
   const pipeline::ReplicaLayout& replica = layout.replicas[static_cast<size_t>(position.replica)];
-  ParallelModel part(c.model, c.job.seed, layout, position, comm.get());
-  spdlog::info("model part: {} parameters here (replica {}, stage {}, tp rank {}/{}, layers {}-{})",
-               part.model().num_parameters(), position.replica, position.stage, position.tp_index,
-               layout.stage(position).tp(), layout.stage(position).first_layer, layout.stage(position).last_layer);
-  runtime::ParallelEngine engine(layout, position, *comm, part.stage(), part.placements(), c.training.seq_len,
-                                 c.model.hidden, c.training.micro_batch);
-  LoaderSource train(train_data(c, replica));
+  const DType activations = compute_dtype(c.training.precision);
+  ParallelModel part(c.model, c.job.seed, layout, position, &comm, activations);
+  part.model().to(compute);
+  spdlog::info("model part: {} parameters on {} (replica {}, stage {}, tp rank {}/{}, layers {}-{}), computing in "
+               "{}, gradients summed in {} over {}",
+               part.model().num_parameters(), compute.str(), position.replica, position.stage, position.tp_index,
+               layout.stage(position).tp(), layout.stage(position).first_layer, layout.stage(position).last_layer,
+               to_string(c.training.precision), to_string(c.training.grad_reduce_dtype), comm.backend());
+  runtime::ParallelEngine engine(layout, position, comm, part.stage(), part.placements(), c.training.seq_len,
+                                 c.model.hidden, c.training.micro_batch, activations,
+                                 compute_dtype(c.training.grad_reduce_dtype));
+  LoaderSource train(train_data(c, replica), compute);
   // Every rank takes part in evaluation (replica 0 computes, the others join the sum).
-  std::unique_ptr<LoaderSource> val = val_source(c);
+  std::unique_ptr<LoaderSource> val = val_source(c, compute);
 
   std::map<std::string, runtime::TensorShard> shards = engine.shards();
   std::map<std::string, Shape> local_shapes;
@@ -197,14 +213,15 @@ int train_parallel(const config::LoadedConfig& loaded, const pipeline::ParallelL
       shards[state] = shards.at(p.name);
     }
   }
-  ShardedStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, std::move(shards), std::move(local_shapes), *comm);
+  ShardedStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, std::move(shards), std::move(local_shapes),
+                     *host_comm);
 
   runtime::TrainerOptions o = trainer_options(c, stop_at_step, mpi.rank() == 0);
   o.progress_bar = false;  // under mpirun a rank's stdout is a pty even when the output is piped
   o.flops_per_token = part.model().flops_per_token(c.training.seq_len);
   // MFU against the sum of every rank's device peak.
   Tensor peak = full({1}, device_peak_flops(c, loaded.catalog, device), DType::f64);
-  comm->all_reduce(peak, comm->world());
+  host_comm->all_reduce(peak, host_comm->world());
   o.peak_flops = peak.item();
   runtime::Trainer trainer(engine, o);
   report(trainer.run(train, val.get(), &store));

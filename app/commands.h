@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app/config/config.h"
+#include "lib/core/device.h"
 #include "lib/util/logging.h"
 
 namespace hetu::app {
@@ -23,8 +24,15 @@ struct TrainOptions : ConfigOptions {
 };
 
 struct BenchOptions {
-  int threads = 0;     // 0: HETU_NUM_THREADS or every core
-  bool quick = false;  // shorter timings (smoke test)
+  int threads = 0;             // 0: HETU_NUM_THREADS or every core
+  bool quick = false;          // shorter timings (smoke test)
+  std::string device = "cpu";  // cpu or cuda:N
+  std::string dtype;           // f32, or bf16 on a CUDA device; empty: f32 (CPU), both (GPU)
+};
+
+struct BenchCommOptions {
+  int iterations = 20;
+  std::string device = "cpu";  // cpu: MPI over host buffers; cuda:N: NCCL, one GPU per rank
 };
 
 struct VerifyOptions {
@@ -82,7 +90,10 @@ int run_generate(const GenerateOptions& options);
 int run_verify(const VerifyOptions& options);
 int run_bench_ops(const BenchOptions& options);
 // `hetu bench comm` under mpirun: nccl-tests style bandwidth table (app/cmd_bench_comm.cpp).
-int run_bench_comm(int iterations);
+int run_bench_comm(const BenchCommOptions& options);
+// Why `device` cannot run this process's work ("" when it can, and for the CPU): not built
+// with CUDA, no usable driver/GPU, or an index past the visible devices (cmd_bench_ops.cpp).
+std::string cuda_device_problem(Device device);
 int run_train(const TrainOptions& options);
 int run_env();
 

@@ -92,17 +92,26 @@ int main(int argc, char** argv) {
   CLI::App* bench_cmd = app.add_subcommand("bench", "Measure performance against peers timed in the same run");
   bench_cmd->require_subcommand(1);
   CLI::App* bench_ops_cmd = bench_cmd->add_subcommand(
-      "ops", "CPU kernel throughput: matmul and attention GFLOP/s vs single-thread sgemm peak, layer_norm GB/s vs memcpy");
+      "ops", "Kernel throughput: matmul and attention FLOP/s vs a GEMM peak, layer_norm and cross-entropy GB/s vs a "
+             "memory copy (CPU or one GPU)");
   bench_ops_cmd->add_option("--threads", bench.threads, "Threads for OpenMP and OpenBLAS (0: HETU_NUM_THREADS or all cores)")
       ->check(CLI::NonNegativeNumber);
   bench_ops_cmd->add_flag("--quick", bench.quick, "Short timings, for a smoke test");
+  bench_ops_cmd->add_option("--device", bench.device, "cpu or cuda:N (the GPU to measure)")->capture_default_str();
+  bench_ops_cmd->add_option("--dtype", bench.dtype,
+                            "Compute dtype: f32, or bf16 on a CUDA device (default: f32 on the CPU, both on a GPU)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   bench_ops_cmd->callback([&] { selected = [&] { return run_bench_ops(bench); }; });
-  int bench_comm_iterations = 20;
+  BenchCommOptions bench_comm;
   CLI::App* bench_comm_cmd = bench_cmd->add_subcommand(
       "comm", "Communicator bandwidth over all ranks (run under mpirun): all_reduce, all_gather, reduce_scatter, repartition");
-  bench_comm_cmd->add_option("--iterations", bench_comm_iterations, "Timed calls per op and message size")
+  bench_comm_cmd->add_option("--iterations", bench_comm.iterations, "Timed calls per op and message size")
       ->check(CLI::PositiveNumber);
-  bench_comm_cmd->callback([&] { selected = [&] { return run_bench_comm(bench_comm_iterations); }; });
+  bench_comm_cmd->add_option("--device", bench_comm.device,
+                             "cpu (MPI) or cuda:N (NCCL): one rank uses GPU N; several ranks use GPU <local rank> "
+                             "of their node (give cuda or cuda:0)")
+      ->capture_default_str();
+  bench_comm_cmd->callback([&] { selected = [&] { return run_bench_comm(bench_comm); }; });
 
   VerifyOptions verify;
   CLI::App* verify_cmd = app.add_subcommand(

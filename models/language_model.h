@@ -45,6 +45,10 @@ struct ModelBuild {
   uint64_t seed = 0;
   ModelPart part;
   std::shared_ptr<nn::TensorParallel> tp;  // null: no tensor parallelism
+  // Activations' dtype: embed() casts to it, and every layer computes in its input's dtype
+  // with compute copies of its f32 parameters (nn::compute_copy). bf16 on GPUs; f64 is the
+  // CPU numerics reference.
+  DType compute_dtype = DType::f32;
 };
 
 class LanguageModel : public nn::Module {
@@ -53,6 +57,7 @@ class LanguageModel : public nn::Module {
   const ModelConfig& config() const { return config_; }
   const ModelPart& part() const { return build_.part; }
   const nn::TensorParallel* tensor_parallel() const { return build_.tp.get(); }
+  DType compute_dtype() const { return build_.compute_dtype; }
 
   // The pieces a pipeline stage composes. embed: ids (B, T) -> hidden (B, T, C), positions
   // from position_offset. block: one transformer layer (a global layer index this part

@@ -27,14 +27,14 @@ ModelPart model_part(const pipeline::ReplicaLayout& replica, int64_t stage) {
 }
 
 ParallelModel::ParallelModel(const ModelConfig& config, uint64_t seed, const pipeline::ParallelLayout& layout,
-                             pipeline::Position position, Communicator* comm)
+                             pipeline::Position position, Communicator* comm, DType compute_dtype)
     : config_(config), layout_(layout) {
   for (const pipeline::ReplicaLayout& r : layout_.replicas)
     for (const pipeline::StageLayout& s : r.stages) check_tensor_parallel(config_, s.tp());
   const pipeline::ReplicaLayout& replica = layout_.replicas.at(static_cast<size_t>(position.replica));
   const pipeline::StageLayout& stage = layout_.stage(position);
   auto tp = std::make_shared<nn::TensorParallel>(comm, stage.devices, position.tp_index, model_sharding(config_.arch).rule);
-  model_ = build_model(config_, ModelBuild{seed, model_part(replica, position.stage), std::move(tp)});
+  model_ = build_model(config_, ModelBuild{seed, model_part(replica, position.stage), std::move(tp), compute_dtype});
   stage_ = std::make_unique<ModelStage>(*model_);
 }
 

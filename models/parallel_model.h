@@ -22,9 +22,10 @@ ModelPart model_part(const pipeline::ReplicaLayout& replica, int64_t stage);
 
 class ParallelModel {
  public:
-  // Throws a UsageError when a stage's tp cannot split the model's heads.
+  // Throws a UsageError when a stage's tp cannot split the model's heads. The part computes
+  // in `compute_dtype` (ModelBuild::compute_dtype); move it with model().to(device).
   ParallelModel(const ModelConfig& config, uint64_t seed, const pipeline::ParallelLayout& layout,
-                pipeline::Position position, Communicator* comm);
+                pipeline::Position position, Communicator* comm, DType compute_dtype = DType::f32);
 
   const LanguageModel& model() const { return *model_; }
   pipeline::StageCompute& stage() { return *stage_; }

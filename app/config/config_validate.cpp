@@ -299,15 +299,30 @@ class Rules {
     }
   }
 
+  // One kind of device per job (GPUs talk NCCL, CPUs MPI), and a precision it computes in.
   void check_precision() {
-    if (c_.training.precision != Precision::bf16) return;
+    const DeviceProfile* first = nullptr;
+    DeviceId first_id;
     for (const auto& replica : c_.parallel.replicas) {
       for (const auto& stage : replica.stages) {
         for (const DeviceId& id : stage.devices) {
           const DeviceProfile* type = catalog_.find(node_of(id)->device_type);
-          if (type->kind != DeviceKind::gpu || type->peak_tflops_bf16 <= 0) {
+          if (first == nullptr) {
+            first = type;
+            first_id = id;
+          }
+          if (type->kind != first->kind) {
+            fail("parallel", "the groups mix GPUs and CPUs (" + first_id.str() + " is a \"" + first->name + "\", " +
+                                 id.str() + " a \"" + type->name + "\"): a job trains on one kind of device");
+          }
+          const bool gpu = type->kind == DeviceKind::gpu;
+          if (c_.training.precision == Precision::bf16 && (!gpu || type->peak_tflops_bf16 <= 0)) {
             fail("training.precision", "\"bf16\" needs GPUs with bf16 support, but " + id.str() + " is a \"" + type->name +
                                            "\" (use precision = \"fp32\")");
+          }
+          if (c_.training.precision == Precision::fp64 && gpu) {
+            fail("training.precision", "\"fp64\" (the CPU numerics reference) runs on CPUs only, but " + id.str() +
+                                           " is a \"" + type->name + "\" GPU (use \"bf16\" or \"fp32\")");
           }
         }
       }

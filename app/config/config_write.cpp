@@ -89,6 +89,7 @@ std::string to_toml(const JobConfig& c) {
   line("seq_len", num(t.seq_len));
   line("micro_batch", num(t.micro_batch));
   line("precision", str(to_string(t.precision)));
+  line("grad_reduce_dtype", str(to_string(t.grad_reduce_dtype)));
   line("grad_clip", toml_float(t.grad_clip));
   line("eval_every", num(t.eval_every));
   line("eval_steps", num(t.eval_steps));

@@ -41,7 +41,14 @@ std::string_view to_string(Tokenizer value) {
   }
   return "none";
 }
-std::string_view to_string(Precision value) { return value == Precision::fp32 ? "fp32" : "bf16"; }
+std::string_view to_string(Precision value) {
+  switch (value) {
+    case Precision::fp32: return "fp32";
+    case Precision::bf16: return "bf16";
+    case Precision::fp64: return "fp64";
+  }
+  return "fp32";
+}
 std::string_view to_string(LrDecay value) {
   switch (value) {
     case LrDecay::constant: return "constant";

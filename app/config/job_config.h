@@ -16,7 +16,9 @@ namespace hetu::config {
 
 // none: shards were tokenized outside hetu (e.g. LLaMA's SentencePiece); ids < vocab.
 enum class Tokenizer { byte, gpt2, none };
-enum class Precision { fp32, bf16 };
+// Compute precision. fp64 (CPU only) is the numerics reference for the mixed-precision path:
+// f64 activations over the same f32 master weights.
+enum class Precision { fp32, bf16, fp64 };
 enum class LrDecay { constant, linear, cosine };
 enum class PipelineSchedule { gpipe, one_f_one_b };
 
@@ -61,6 +63,7 @@ struct TrainingSection {
   int64_t seq_len = 0;
   int64_t micro_batch = 1;            // default per replica
   Precision precision = Precision::fp32;
+  Precision grad_reduce_dtype = Precision::fp32;  // fp32 | bf16: gradients summed across ranks in it
   double grad_clip = 1.0;             // global-norm clipping; 0 disables
   int64_t eval_every = 0;             // 0: never
   int64_t eval_steps = 20;            // validation batches per evaluation

@@ -65,6 +65,9 @@ class Tensor {
   Tensor clone() const;       // always a fresh contiguous copy
   Tensor to(DType dtype) const;
   Tensor to(Device device) const;
+  // Moves this tensor's elements to `device` in place: every handle to this tensor sees the
+  // new storage (a contiguous copy). For parameters, moved once after the model is built.
+  void move_to(Device device) const;
   // Copies src (broadcastable to this shape, any dtype) into this tensor's elements.
   void copy_from(const Tensor& src) const;
 

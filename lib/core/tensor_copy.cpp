@@ -85,6 +85,14 @@ Tensor Tensor::to(DType target) const {
   return out;
 }
 
+void Tensor::move_to(Device target) const {
+  if (target == device()) return;
+  const Tensor moved = to(target);
+  impl_->storage_ = moved.storage();
+  impl_->strides_ = moved.strides();
+  impl_->offset_ = moved.offset();
+}
+
 Tensor Tensor::to(Device target) const {
   if (target == device()) return *this;
   if (target.is_cuda() || device().is_cuda()) {

@@ -2,6 +2,8 @@
 // are made with MPI_Comm_create_group (collective over the members only, ranks in group
 // order) on first use and cached per ordered device list. Uneven pieces use the v-variants
 // (MPI_Allgatherv, MPI_Reduce_scatter, MPI_Alltoallv); batches use Isend/Irecv + Waitall.
+// bf16 travels as 16-bit words; its sums use a user-defined MPI_Op that adds in f32 and
+// rounds each partial sum to bf16 (what a bf16 reduction on a GPU does).
 #include <mpi.h>
 
 #include <climits>
@@ -22,8 +24,27 @@ MPI_Datatype mpi_type(const char* op, const Tensor& t) {
   if (t.device().is_cpu()) {
     if (t.dtype() == DType::f32) return MPI_FLOAT;
     if (t.dtype() == DType::f64) return MPI_DOUBLE;
+    if (t.dtype() == DType::bf16) return MPI_UINT16_T;
   }
   HT_THROW("op {} not implemented for device {} / dtype {}", op, t.device().str(), to_string(t.dtype()));
+}
+
+// MPI_Op body: inout[i] = bf16(f32(in[i]) + f32(inout[i])).
+void bf16_sum(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = float_to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i]));
+}
+
+// The sum for the tensor's dtype (bf16's op is created once, freed by MPI_Finalize).
+MPI_Op sum_op(const Tensor& t) {
+  if (t.dtype() != DType::bf16) return MPI_SUM;
+  static MPI_Op op = [] {
+    MPI_Op made = MPI_OP_NULL;
+    MPI_Op_create(&bf16_sum, /*commute=*/1, &made);
+    return made;
+  }();
+  return op;
 }
 
 // The MPI datatype of a contiguous tensor the op may read or write.
@@ -96,7 +117,7 @@ class MpiCommunicator final : public Communicator {
     const char* op = "all_reduce";
     MPI_Datatype type = checked(op, buffer);
     MPI_Comm comm = comm_for(op, group);
-    check_mpi(op, MPI_Allreduce(MPI_IN_PLACE, buffer.raw_data(), to_int(op, buffer.numel()), type, MPI_SUM, comm));
+    check_mpi(op, MPI_Allreduce(MPI_IN_PLACE, buffer.raw_data(), to_int(op, buffer.numel()), type, sum_op(buffer), comm));
   }
 
   void all_gather(const Tensor& in, const Tensor& out, const DeviceGroup& group,
@@ -126,7 +147,7 @@ class MpiCommunicator final : public Communicator {
     const int64_t me = *group.index_of(rank_);
     HT_CHECK(c[static_cast<size_t>(me)] == out.numel(), "reduce_scatter: member {} receives {} elements, counts say {}",
              me, out.numel(), c[static_cast<size_t>(me)]);
-    check_mpi(op, MPI_Reduce_scatter(in.raw_data(), out.raw_data(), c.data(), type, MPI_SUM, comm));
+    check_mpi(op, MPI_Reduce_scatter(in.raw_data(), out.raw_data(), c.data(), type, sum_op(in), comm));
   }
 
   void all_to_all(const Tensor& in, const Tensor& out, const DeviceGroup& group, std::span<const int64_t> send_counts,

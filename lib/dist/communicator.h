@@ -4,7 +4,7 @@
 // per-member list (counts, blocks), and the sub-communicator behind a group is created on
 // its first use, collectively over its members only, and cached. Every member must call a
 // collective on the same group in the same order; non-members never call it.
-// Tensors are contiguous; the CPU/MPI implementation (comm_mpi.cpp) moves f32 and f64 and
+// Tensors are contiguous; the CPU/MPI implementation (comm_mpi.cpp) moves f32, f64 and bf16 and
 // fails with "op X not implemented for device Y / dtype Z" otherwise. Sums are in dtype.
 //
 // Worked example, 2 ranks, group {0,1}, rank r holds x = [r + 1] (f32, shape {1}):
@@ -43,6 +43,9 @@ class Communicator {
   virtual DeviceId rank() const = 0;
   virtual int64_t world_size() const = 0;
   virtual std::string backend() const = 0;  // "mpi", "nccl"
+  // Where this communicator's tensors live: the CPU for MPI, the rank's GPU for NCCL. Buffers
+  // a plan or a pipeline edge allocates for communication go there.
+  virtual Device device() const { return Device::cpu(); }
 
   // In place: every member gets the elementwise sum over the group.
   virtual void all_reduce(const Tensor& buffer, const DeviceGroup& group) = 0;

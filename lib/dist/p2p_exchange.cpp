@@ -46,12 +46,12 @@ Tensor P2PExchange::recv(const CommPlan& plan, DType dtype) {
   for (const DeviceShard& s : plan.steps[0].after)
     if (s.device == rank) shard = &s;
   if (shard == nullptr) return Tensor();
-  Tensor buffer = zeros(shard->shard.box.size, dtype);
+  Tensor buffer = zeros(shard->shard.box.size, dtype, comm_.device());
   for (const Transfer& t : op.transfers) {
     if (t.dst != rank || t.box.empty()) continue;
     HT_CHECK(t.src != rank, "P2PExchange: plan '{}' copies locally on rank {}; pipeline edges join disjoint groups",
              plan.transition, rank);
-    Tensor staging = hetu::empty({t.box.numel()}, dtype);
+    Tensor staging = hetu::empty({t.box.numel()}, dtype, comm_.device());
     batch_.push_back(P2POp::recv(staging, t.src));
     arrivals_.push_back({buffer, shard->shard.box, t.box, staging, op.accumulate});
   }

@@ -27,7 +27,8 @@ class P2PExchange {
   // This rank's sends of `plan`, read from its shard `local` of the plan's source `src`.
   void send(const CommPlan& plan, const Union& src, const Tensor& local);
   // This rank's receives of `plan`: returns its destination shard (zeros where nothing
-  // arrives), complete once run() returns; undefined when it holds no destination shard.
+  // arrives) on the communicator's device, complete once run() returns; undefined when it
+  // holds no destination shard.
   Tensor recv(const CommPlan& plan, DType dtype);
   // Posts everything added as one batch_send_recv, waits, and fills the receive buffers.
   void run();

@@ -45,7 +45,7 @@ std::vector<int64_t> numels(const std::vector<Box>& boxes) {
 class StepRunner {
  public:
   StepRunner(Communicator& comm, DType dtype, const LocalBuffer& old, LocalBuffer& fresh)
-      : comm_(comm), rank_(comm.rank()), dtype_(dtype), old_(old), new_(fresh) {}
+      : comm_(comm), rank_(comm.rank()), dtype_(dtype), device_(comm.device()), old_(old), new_(fresh) {}
 
   void run(const CommOp& op) {
     op_ = &op;
@@ -66,7 +66,7 @@ class StepRunner {
 
   // old[boxes...] concatenated, flat.
   Tensor pack(const std::vector<Box>& boxes) const {
-    Tensor flat = empty({total(numels(boxes))}, dtype_);
+    Tensor flat = empty({total(numels(boxes))}, dtype_, device_);
     int64_t at = 0;
     for (const Box& b : boxes) {
       if (b.empty()) continue;
@@ -109,7 +109,7 @@ class StepRunner {
     HT_CHECK(o.boxes.size() == o.devices.size(), "execute: {} needs one box per device", to_string(*op_));
     const std::vector<int64_t> counts = numels(o.boxes);
     if (me < 0 || total(counts) == 0) return;
-    Tensor out = empty({total(counts)}, dtype_);
+    Tensor out = empty({total(counts)}, dtype_, device_);
     comm_.all_gather(pack({o.boxes[static_cast<size_t>(me)]}), out, DeviceGroup(o.devices), counts);
     unpack(out, o.boxes);
   }
@@ -121,7 +121,7 @@ class StepRunner {
     const std::vector<int64_t> counts = numels(o.boxes);
     if (me < 0 || total(counts) == 0) return;
     const Box& mine = o.boxes[static_cast<size_t>(me)];
-    Tensor out = empty({mine.numel()}, dtype_);
+    Tensor out = empty({mine.numel()}, dtype_, device_);
     comm_.reduce_scatter(pack(o.boxes), out, DeviceGroup(o.devices), counts);
     unpack(out, {mine});
   }
@@ -135,7 +135,7 @@ class StepRunner {
     const std::vector<Box>& sends = o.blocks[static_cast<size_t>(me)];
     std::vector<Box> recvs;
     for (size_t j = 0; j < n; ++j) recvs.push_back(o.blocks[j][static_cast<size_t>(me)]);
-    Tensor out = empty({total(numels(recvs))}, dtype_);
+    Tensor out = empty({total(numels(recvs))}, dtype_, device_);
     comm_.all_to_all(pack(sends), out, DeviceGroup(o.devices), numels(sends), numels(recvs));
     unpack(out, recvs);
   }
@@ -150,7 +150,7 @@ class StepRunner {
       if (t.box.empty() || t.src == t.dst) continue;
       if (t.src == rank_) batch.push_back(P2POp::send(pack({t.box}), t.dst));
       if (t.dst == rank_) {
-        arrivals[i] = empty({t.box.numel()}, dtype_);
+        arrivals[i] = empty({t.box.numel()}, dtype_, device_);
         batch.push_back(P2POp::recv(arrivals[i], t.src));
       }
     }
@@ -165,6 +165,7 @@ class StepRunner {
   Communicator& comm_;
   DeviceId rank_;
   DType dtype_;
+  Device device_;
   const LocalBuffer& old_;
   LocalBuffer& new_;
   const CommOp* op_ = nullptr;
@@ -193,7 +194,7 @@ Tensor execute(const CommPlan& plan, const Union& src, const Tensor& local_src, 
   for (const CommStep& step : plan.steps) {
     LocalBuffer fresh;
     for (const DeviceShard& s : step.after)
-      if (s.device == rank) fresh = LocalBuffer{s.shard.box, zeros(s.shard.box.size, *dtype)};
+      if (s.device == rank) fresh = LocalBuffer{s.shard.box, zeros(s.shard.box.size, *dtype, comm.device())};
     StepRunner runner(comm, *dtype, current, fresh);
     for (const CommOp& op : step.ops) runner.run(op);
     current = std::move(fresh);

@@ -34,9 +34,9 @@ Embedding::Embedding(const ParamInit& init, int64_t num_embeddings, int64_t dim,
   }
 }
 
-Tensor Embedding::forward(const Tensor& ids) const {
-  if (!tp_) return autograd::embedding(weight, ids);
-  const Tensor contiguous_ids = ids.contiguous();
+Tensor Embedding::forward(const Tensor& ids, DType dtype) const {
+  if (!tp_) return autograd::cast(autograd::embedding(weight, ids.to(weight.device())), dtype);
+  const Tensor contiguous_ids = ids.to(Device::cpu()).contiguous();  // a few ids: shifted on the host
   Tensor local = empty(ids.shape(), DType::i64);
   Shape mask_shape = ids.shape();
   mask_shape.push_back(1);
@@ -48,7 +48,9 @@ Tensor Embedding::forward(const Tensor& ids) const {
     localise<int64_t>(contiguous_ids, row_offset_, weight.size(0), local, mask);
   }
   if (weight.dtype() != DType::f32) mask = mask.to(weight.dtype());
-  const Tensor partial = autograd::mul(autograd::embedding(weight, local), mask);
+  local = local.to(weight.device());
+  mask = mask.to(weight.device());
+  const Tensor partial = autograd::cast(autograd::mul(autograd::embedding(weight, local), mask), dtype);
   return tp_->reduce_partial(partial);
 }
 

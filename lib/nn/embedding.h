@@ -13,7 +13,10 @@ namespace hetu::nn {
 class Embedding : public Module {
  public:
   Embedding(const ParamInit& init, int64_t num_embeddings, int64_t dim, double std = 0.02);
-  Tensor forward(const Tensor& ids) const;
+  // Rows of `ids` (any device; looked up on the weight's) as `dtype` (default: the weight's).
+  // Vocab parallel, the partial rows are cast before they are summed over the group.
+  Tensor forward(const Tensor& ids) const { return forward(ids, weight.dtype()); }
+  Tensor forward(const Tensor& ids, DType dtype) const;
   // First row this rank holds (0 unless vocab parallel).
   int64_t row_offset() const { return row_offset_; }
 

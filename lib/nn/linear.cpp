@@ -18,9 +18,9 @@ Linear::Linear(const ParamInit& init, int64_t in_features, int64_t out_features,
 }
 
 Tensor Linear::forward(const Tensor& x) const {
-  Tensor y = autograd::matmul(x, weight, /*trans_a=*/false, /*trans_b=*/true);
+  Tensor y = autograd::matmul(x, compute_copy(weight, x), /*trans_a=*/false, /*trans_b=*/true);
   if (tp_) y = tp_->reduce_partial(y);  // row parallel: each rank summed its input columns
-  return bias.defined() ? autograd::add(y, bias) : y;
+  return bias.defined() ? autograd::add(y, compute_copy(bias, y)) : y;
 }
 
 }  // namespace hetu::nn

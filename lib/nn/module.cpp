@@ -1,6 +1,7 @@
 // Module parameter registry.
 #include "lib/nn/module.h"
 
+#include "lib/autograd/functions.h"
 #include "lib/core/tensor_random.h"
 #include "lib/nn/tensor_parallel.h"
 
@@ -31,6 +32,14 @@ Tensor Module::parameter(const std::string& name) const {
 
 void Module::zero_grad() const {
   for (const NamedParameter& p : named_parameters()) p.tensor.set_grad(Tensor());
+}
+
+void Module::to(Device device) const {
+  for (const NamedParameter& p : named_parameters()) p.tensor.move_to(device);
+}
+
+Tensor compute_copy(const Tensor& param, const Tensor& x) {
+  return param.dtype() == x.dtype() ? param : autograd::cast(param, x.dtype());
 }
 
 Tensor Module::register_parameter(const std::string& name, Tensor tensor) {

@@ -34,6 +34,8 @@ class Module {
   Tensor parameter(const std::string& name) const;
   // Sets every gradient to undefined (the next backward writes fresh ones).
   void zero_grad() const;
+  // Moves every parameter to `device` in place (handles held by layers stay valid).
+  void to(Device device) const;
 
  protected:
   // Registers a parameter (marked requires_grad) and returns its handle.
@@ -44,6 +46,12 @@ class Module {
   std::vector<std::pair<std::string, Tensor>> parameters_;
   std::vector<std::pair<std::string, Module*>> children_;
 };
+
+// A parameter as a layer computes with it: itself when `x` (the activation it meets) has its
+// dtype, else a differentiable cast to x's dtype. Parameters stay f32 (the master weights);
+// under bf16 compute every use is a bf16 copy whose gradient flows back to the parameter as
+// f32 (the cast's backward), so the optimizer and the gradient sync see f32.
+Tensor compute_copy(const Tensor& param, const Tensor& x);
 
 class TensorParallel;
 

@@ -10,12 +10,14 @@ LayerNorm::LayerNorm(const ParamInit& init, int64_t dim, double eps_) : eps(eps_
   bias = register_parameter("bias", init.constant("bias", {dim}, 0.0));
 }
 
-Tensor LayerNorm::forward(const Tensor& x) const { return autograd::layer_norm(x, weight, bias, eps); }
+Tensor LayerNorm::forward(const Tensor& x) const {
+  return autograd::layer_norm(x, compute_copy(weight, x), compute_copy(bias, x), eps);
+}
 
 RMSNorm::RMSNorm(const ParamInit& init, int64_t dim, double eps_) : eps(eps_) {
   weight = register_parameter("weight", init.constant("weight", {dim}, 1.0));
 }
 
-Tensor RMSNorm::forward(const Tensor& x) const { return autograd::rms_norm(x, weight, eps); }
+Tensor RMSNorm::forward(const Tensor& x) const { return autograd::rms_norm(x, compute_copy(weight, x), eps); }
 
 }  // namespace hetu::nn

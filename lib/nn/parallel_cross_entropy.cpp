@@ -1,8 +1,23 @@
-// Vocab-parallel cross-entropy as a composition of autograd ops and P -> D reductions.
+// Vocab-parallel cross-entropy: one fused statistics pass per rank, a cross-rank combination
+// of (N)-sized vectors, and one autograd node whose backward is one fused pass.
+//
+//   local:  m_r, s_r = Σ_c exp(z - m_r), t_r = z[target] or 0   (ops::cross_entropy_shard_stats)
+//   M = max_r m_r         (all_gather of the row maxima, max over ranks)
+//   S = Σ_r s_r · exp(m_r - M),  T = Σ_r t_r                    (one all_reduce of [S_r ; t_r])
+//   loss = Σ_kept (log S - (T - M)) / normalizer
+//   dz_r = G / normalizer · (exp(z_r - M) / S - onehot_r(target))   (ops::cross_entropy_shard_backward)
+//
+// Note [Gradient of the duplicated loss]: the loss is duplicated over the group, so the
+// gradient each rank's backward receives is partial (lib/dist/redistribute.h): the trainer
+// seeds 1 on one rank and 0 on the others. G is their sum (an all_reduce of one element), so
+// every rank gets the gradient of its shard whatever the seeding, exactly as the composition
+// of reduce_partial (P -> D, gradient all-reduced) this node replaces did.
 #include "lib/nn/parallel_cross_entropy.h"
 
 #include <algorithm>
+#include <memory>
 
+#include "lib/autograd/backward_rules.h"
 #include "lib/autograd/functions.h"
 #include "lib/autograd/grad_mode.h"
 #include "lib/nn/tensor_parallel.h"
@@ -13,32 +28,29 @@ namespace hetu::nn {
 namespace ag = autograd;
 namespace {
 
-// Flat indices (row * cols + target - offset) of the targets this rank holds (else 0), the
-// (N) mask of those, and the (N) mask of the counted (not ignored) targets.
-struct TargetIndex {
-  Tensor flat, mine, counted;
+// What the backward reads besides SavedContext::tensors {logits, targets, max, sum_exp} and
+// ints {vocab_offset, vocab, ignore_index}, reals {1 / normalizer}. The communicator is owned
+// by the caller and outlives the backward: see Note [Communicator lifetime] in
+// lib/dist/redistribute.cpp.
+struct GroupSaved {
+  Communicator* comm;
+  DeviceGroup group;
 };
 
-template <class Id>
-TargetIndex index_targets(const Tensor& targets, int64_t offset, int64_t cols, int64_t ignore_index, DType dtype) {
-  const int64_t n = targets.numel();
-  TargetIndex t{empty({n}, DType::i64), empty({n}, DType::f64), empty({n}, DType::f64)};
-  const Id* y = targets.data<Id>();
-  int64_t* flat = t.flat.data<int64_t>();
-  double* mine = t.mine.data<double>();
-  double* counted = t.counted.data<double>();
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t col = static_cast<int64_t>(y[i]) - offset;
-    const bool ignored = static_cast<int64_t>(y[i]) == ignore_index;
-    const bool here = !ignored && col >= 0 && col < cols;
-    flat[i] = here ? i * cols + col : 0;
-    mine[i] = here ? 1.0 : 0.0;
-    counted[i] = ignored ? 0.0 : 1.0;
-  }
-  t.mine = t.mine.to(dtype);
-  t.counted = t.counted.to(dtype);
-  return t;
+std::vector<Tensor> parallel_cross_entropy_rule(const autograd::SavedContext& c, const Tensor& grad_out) {
+  const auto& saved = *static_cast<const GroupSaved*>(c.payload.get());
+  const Tensor& logits = c.tensors[0];
+  const Tensor& max = c.tensors[2];
+  // See Note [Gradient of the duplicated loss]: G = Σ over the group of each rank's gradient.
+  Tensor total = empty({1}, max.dtype(), max.device());
+  total.copy_from(grad_out.reshape({1}));
+  saved.comm->all_reduce(total, saved.group);
+  const Tensor grad_rows = ops::mul_scalar(total.expand({logits.size(0)}), c.reals[0]);
+  return {ops::cross_entropy_shard_backward(grad_rows, logits, c.tensors[1], max, c.tensors[3], c.ints[0], c.ints[1],
+                                            c.ints[2])};
 }
+
+const autograd::BackwardRule kParallelCrossEntropyRule{"parallel_cross_entropy", parallel_cross_entropy_rule};
 
 }  // namespace
 
@@ -54,31 +66,43 @@ Tensor parallel_cross_entropy(const Tensor& logits, const Tensor& targets, int64
   }
   HT_CHECK(cols > 0, "parallel_cross_entropy: rank {} of the tensor-parallel group holds only padding columns; use "
            "fewer tensor-parallel ranks for this vocabulary", tp->index());
+  HT_CHECK(targets.device() == logits.device(), "parallel_cross_entropy: targets on {} but logits on {}",
+           targets.device().str(), logits.device().str());
   const int64_t n = logits.size(0);
-  const Tensor z = ag::narrow(logits, 1, 0, cols);
-  const Tensor y = targets.contiguous();
-  TargetIndex index = y.dtype() == DType::i32 ? index_targets<int32_t>(y, vocab_offset, cols, ignore_index, logits.dtype())
-                                              : index_targets<int64_t>(y, vocab_offset, cols, ignore_index, logits.dtype());
-  // The row max over the whole vocabulary: a constant shift, so no gradient flows through it.
-  Tensor row_max;
-  {
-    autograd::NoGradGuard no_grad;
-    const Tensor local_max = ops::max(z.detach(), 1).contiguous();
-    Tensor gathered = empty({tp->size() * n}, local_max.dtype());
-    tp->comm().all_gather(local_max, gathered, tp->group());
-    row_max = ops::max(gathered.view({tp->size(), n}), 0);
+  Communicator& comm = tp->comm();
+  const bool record = autograd::grad_enabled() && logits.requires_grad();
+  autograd::NoGradGuard no_grad;
+  int64_t count = 0;
+  const ops::CrossEntropyShardStats local =
+      ops::cross_entropy_shard_stats(logits.detach(), targets, vocab_offset, vocab, ignore_index, &count);
+  // M: the row max over the whole vocabulary (a constant shift: no gradient flows through it).
+  Tensor gathered = empty({tp->size() * n}, local.max.dtype(), local.max.device());
+  comm.all_gather(local.max, gathered, tp->group());
+  const Tensor max = ops::max(gathered.view({tp->size(), n}), 0);
+  // [Σ exp(z - M) here ; target logit here], summed over the group by one all_reduce.
+  Tensor packed = ops::concat({ops::mul(local.sum_exp, ops::exp(ops::sub(local.max, max))), local.target_logit}, 0);
+  comm.all_reduce(packed, tp->group());
+  const Tensor sum_exp = packed.narrow(0, 0, n), target_logit = packed.narrow(0, n, n);
+  // log S - (T - M), never M + log S, which rounds log S away for huge logits.
+  const Tensor per_token = ops::mul(ops::sub(ops::log(sum_exp), ops::sub(target_logit, max)), local.kept);
+  const double scale = 1.0 / std::max(normalizer != 0 ? normalizer : static_cast<double>(count), 1.0);
+  Tensor loss = ops::mul_scalar(ops::sum(per_token), scale);
+  if (!record) return loss;
+  autograd::SavedContext ctx;
+  ctx.tensors = {logits.detach(), targets, max, sum_exp};
+  ctx.ints = {vocab_offset, vocab, ignore_index};
+  ctx.reals = {scale};
+  ctx.payload = std::make_shared<const GroupSaved>(GroupSaved{&comm, tp->group()});
+  autograd::Edge edge;
+  if (logits.grad_fn()) {
+    edge.node = logits.grad_fn();
+  } else {
+    edge.leaf = logits;
   }
-  const Tensor shifted = ag::sub(z, ag::unsqueeze(row_max, 1));
-  const Tensor sum_exp = tp->reduce_partial(ag::sum(ag::exp(shifted), {1}));
-  const Tensor target_logit = tp->reduce_partial(
-      ag::mul(ag::index_select(ag::reshape(shifted, {n * cols}), 0, index.flat), index.mine));
-  const Tensor per_token = ag::mul(ag::sub(ag::log(sum_exp), target_logit), index.counted);
-  double denominator = normalizer;
-  if (denominator == 0) {
-    autograd::NoGradGuard no_grad;
-    denominator = ops::sum(index.counted).item();
-  }
-  return ag::mul_scalar(ag::sum(per_token), 1.0 / std::max(denominator, 1.0));
+  loss.set_requires_grad(true);
+  loss.set_grad_fn(
+      std::make_shared<AutogradNode>(&kParallelCrossEntropyRule, std::move(ctx), std::vector<autograd::Edge>{edge}));
+  return loss;
 }
 
 }  // namespace hetu::nn

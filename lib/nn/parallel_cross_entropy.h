@@ -5,11 +5,16 @@
 //
 //   loss = Σ_tokens (log Σ_v exp(z_v) - z_target) / normalizer       (normalizer 0: tokens)
 //
-// computed as max (all-gathered, no gradient), Σ exp(z - max) and the target logit as
-// partial sums redistributed P -> D, so the gradient follows from redistribute's dual rules.
+// computed from one fused pass over the local logits (ops::cross_entropy_shard_stats: row
+// max, Σ exp(z - max), target logit), an all_gather of the row maxima and one all_reduce of
+// the rescaled sums and target logits; the backward is one fused pass too
+// (ops::cross_entropy_shard_backward). Every tensor stays on the logits' device (targets
+// too; tp's communicator must work on that device: MPI for CPU tensors, NCCL for CUDA).
 // The loss is duplicated over the group; seed its backward on one rank of the group (the
-// gradient of a duplicated value is partial: lib/dist/redistribute.h). With one rank (or no
-// `tp`) this is the fused autograd::cross_entropy over the first `vocab` columns.
+// gradient of a duplicated value is partial: lib/dist/redistribute.h) — the backward sums
+// the seeds over the group, so every rank gets its shard's gradient. The backward is a
+// collective: every rank of the group runs it. With one rank (or no `tp`) this is the fused
+// autograd::cross_entropy over the first `vocab` columns.
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,11 @@
-// Public cross_entropy_sum and cross_entropy_backward: argument checks, then the CPU kernel
-// on contiguous copies. logits (N, V) with targets (N); more generally logits (..., V) with
+// Public cross_entropy_sum and cross_entropy_backward, and the vocabulary-shard pieces
+// cross_entropy_shard_stats / cross_entropy_shard_backward: argument checks, then the CPU or
+// CUDA kernel on contiguous copies. logits (N, V) with targets (N); more generally logits (..., V) with
 // targets of logits' shape without the last dim, every leading position being one row.
 //   int64_t count;
 //   Tensor loss = cross_entropy_sum(logits, targets, -100, &count);   // 0-d, logits' dtype
 //   Tensor dlogits = cross_entropy_backward(logits, targets, 1.0 / count);
+#include <algorithm>
 #include <string_view>
 
 #include "lib/core/dispatch.h"
@@ -86,6 +88,115 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, doubl
     HT_DISPATCH_INDEX(targets.dtype(), op, targets.device(), [&] {
       cpu::cross_entropy_backward<logit_t, scalar_t>(dlogits.data<logit_t>(), lc.data<logit_t>(),
                                                      tc.data<scalar_t>(), N, V, ignore_index, scale);
+    });
+  });
+  return dlogits;
+}
+
+namespace {
+
+struct ShardArgs {
+  int64_t N, C, real;  // rows, columns, columns before the padding
+};
+
+ShardArgs check_shard_args(std::string_view op, const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
+                           int64_t vocab) {
+  check_inputs(op, {&logits, &targets}, Backends::cpu_and_cuda);
+  check_float_dtype(op, {&logits});
+  check_index_dtype(op, targets);
+  HT_CHECK(logits.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits.size(0),
+           "{}: logits (N, C) and targets (N) expected, got {} and {}", op, shape_str(logits.shape()),
+           shape_str(targets.shape()));
+  HT_CHECK(vocab_offset >= 0 && vocab >= 1, "{}: vocab_offset {} and vocab {}: expected offset >= 0, vocab >= 1", op,
+           vocab_offset, vocab);
+  const int64_t C = logits.size(1);
+  return {logits.size(0), C, std::clamp<int64_t>(vocab - vocab_offset, 0, C)};
+}
+
+// A per-row statistic of `logits` given by the caller: (N), stat_dtype(logits), same device.
+void check_row_stat(std::string_view op, std::string_view name, const Tensor& stat, const Tensor& logits) {
+  check_inputs(op, {&logits, &stat}, Backends::cpu_and_cuda);
+  HT_CHECK(stat.shape() == Shape{logits.size(0)}, "{}: {} has shape {}, expected ({},)", op, name,
+           shape_str(stat.shape()), logits.size(0));
+  HT_CHECK(stat.dtype() == stat_dtype(logits), "{}: {} is {}, expected {} for {} logits on {}", op, name,
+           to_string(stat.dtype()), to_string(stat_dtype(logits)), to_string(logits.dtype()), logits.device().str());
+}
+
+// Validates the targets against the whole vocabulary; returns the kept rows.
+int64_t check_shard_targets(std::string_view op, const Tensor& tc, int64_t N, int64_t vocab, int64_t ignore_index) {
+  if constexpr (hetu::cuda::kBuilt) {
+    if (tc.device().is_cuda()) return check_cuda_targets(op, tc, N, vocab, ignore_index);
+  }
+  int64_t kept = 0;
+  HT_DISPATCH_INDEX(tc.dtype(), op, tc.device(), [&] {
+    kept = cpu::check_targets<scalar_t>(op, tc.data<scalar_t>(), N, vocab, ignore_index);
+  });
+  return kept;
+}
+
+}  // namespace
+
+CrossEntropyShardStats cross_entropy_shard_stats(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
+                                                 int64_t vocab, int64_t ignore_index, int64_t* count) {
+  constexpr std::string_view op = "cross_entropy_shard_stats";
+  const ShardArgs a = check_shard_args(op, logits, targets, vocab_offset, vocab);
+  const Tensor lc = logits.contiguous(), tc = targets.contiguous();
+  const DType sd = stat_dtype(logits);
+  CrossEntropyShardStats s{empty({a.N}, sd, logits.device()), empty({a.N}, sd, logits.device()),
+                           empty({a.N}, sd, logits.device()), empty({a.N}, sd, logits.device())};
+  if constexpr (hetu::cuda::kBuilt) {
+    if (logits.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(logits.device());
+      const int64_t kept = check_shard_targets(op, tc, a.N, vocab, ignore_index);
+      cuda::cross_entropy_shard_stats(logits.dtype(), tc.dtype(), s.max.data<float>(), s.sum_exp.data<float>(),
+                                      s.target_logit.data<float>(), s.kept.data<float>(), lc.raw_data(), tc.raw_data(),
+                                      a.N, a.C, a.real, vocab_offset, ignore_index);
+      if (count != nullptr) *count = kept;
+      return s;
+    }
+  }
+  const int64_t kept = check_shard_targets(op, tc, a.N, vocab, ignore_index);
+  HT_DISPATCH_FLOAT(logits.dtype(), op, logits.device(), [&] {
+    using logit_t = scalar_t;
+    HT_DISPATCH_INDEX(targets.dtype(), op, targets.device(), [&] {
+      cpu::cross_entropy_shard_stats<logit_t, scalar_t>(s.max.data<logit_t>(), s.sum_exp.data<logit_t>(),
+                                                        s.target_logit.data<logit_t>(), s.kept.data<logit_t>(),
+                                                        lc.data<logit_t>(), tc.data<scalar_t>(), a.N, a.C, a.real,
+                                                        vocab_offset, ignore_index);
+    });
+  });
+  if (count != nullptr) *count = kept;
+  return s;
+}
+
+Tensor cross_entropy_shard_backward(const Tensor& grad, const Tensor& logits, const Tensor& targets, const Tensor& max,
+                                    const Tensor& sum_exp, int64_t vocab_offset, int64_t vocab, int64_t ignore_index) {
+  constexpr std::string_view op = "cross_entropy_shard_backward";
+  const ShardArgs a = check_shard_args(op, logits, targets, vocab_offset, vocab);
+  check_row_stat(op, "grad", grad, logits);
+  check_row_stat(op, "max", max, logits);
+  check_row_stat(op, "sum_exp", sum_exp, logits);
+  const Tensor lc = logits.contiguous(), tc = targets.contiguous();
+  const Tensor gc = grad.contiguous(), mc = max.contiguous(), sc = sum_exp.contiguous();
+  Tensor dlogits = empty(logits.shape(), logits.dtype(), logits.device());
+  if constexpr (hetu::cuda::kBuilt) {
+    if (logits.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(logits.device());
+      check_shard_targets(op, tc, a.N, vocab, ignore_index);
+      cuda::cross_entropy_shard_backward(logits.dtype(), tc.dtype(), dlogits.raw_data(), gc.data<float>(),
+                                         lc.raw_data(), tc.raw_data(), mc.data<float>(), sc.data<float>(), a.N, a.C,
+                                         a.real, vocab_offset, ignore_index);
+      return dlogits;
+    }
+  }
+  check_shard_targets(op, tc, a.N, vocab, ignore_index);
+  HT_DISPATCH_FLOAT(logits.dtype(), op, logits.device(), [&] {
+    using logit_t = scalar_t;
+    HT_DISPATCH_INDEX(targets.dtype(), op, targets.device(), [&] {
+      cpu::cross_entropy_shard_backward<logit_t, scalar_t>(dlogits.data<logit_t>(), gc.data<logit_t>(),
+                                                           lc.data<logit_t>(), tc.data<scalar_t>(), mc.data<logit_t>(),
+                                                           sc.data<logit_t>(), a.N, a.C, a.real, vocab_offset,
+                                                           ignore_index);
     });
   });
   return dlogits;

@@ -3,7 +3,9 @@
 // lib/ops/<family>.cpp (checks + dispatch), lib/ops/cpu/<family>.cpp (kernel), the backward
 // table in lib/autograd/backward_rules.cpp when differentiable, and its tests. The
 // gradient-check suite iterates this list, so a differentiable op without a gradient test
-// fails the suite.
+// fails the suite. cross_entropy_shard is not differentiable on its own: its gradient
+// (cross_entropy_shard_backward) needs every rank's statistics, so the autograd node that
+// applies it lives with the cross-rank combination (lib/nn/parallel_cross_entropy.cpp).
 #pragma once
 
 #include <array>
@@ -37,6 +39,7 @@
   X(rotary, true)                \
   X(attention, true)             \
   X(cross_entropy, true)         \
+  X(cross_entropy_shard, false)  \
   X(concat, true)                \
   X(split, true)                 \
   X(index_select, true)          \

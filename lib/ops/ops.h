@@ -119,6 +119,28 @@ Tensor cross_entropy_sum(const Tensor& logits, const Tensor& targets, int64_t ig
                          int64_t* count = nullptr);
 // d(scale · sum)/d logits = scale · (softmax(logits) - onehot(target)), 0 on ignored rows.
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, double scale, int64_t ignore_index = -100);
+// One rank's share of a cross-entropy whose classes are split by columns (the vocab-parallel
+// LM head; lib/nn/parallel_cross_entropy.cpp combines the ranks): logits (N, C) hold classes
+// [vocab_offset, vocab_offset + C); classes at or past `vocab` are padding and take no part.
+// targets (N) i32/i64 are global ids in [0, vocab) or ignore_index. One pass over the logits
+// gives per row, in stat_dtype (f32 for CUDA logits, the logits' dtype on the CPU):
+//   max = max_c z[n, c],  sum_exp = Σ_c exp(z[n, c] - max),  kept = [t_n != ignore_index],
+//   target_logit = z[n, t_n - vocab_offset] when t_n is one of this shard's classes, else 0.
+// *count = rows not ignored. Example, vocab 5 over two ranks of C = 3: rank 0 holds classes
+// 0..2 (vocab_offset 0), rank 1 classes 3, 4 and one padding column (vocab_offset 3); a row
+// with target 4 gets target_logit z[n, 1] on rank 1 and 0 on rank 0.
+struct CrossEntropyShardStats {
+  Tensor max, sum_exp, target_logit, kept;
+};
+CrossEntropyShardStats cross_entropy_shard_stats(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
+                                                 int64_t vocab, int64_t ignore_index = -100, int64_t* count = nullptr);
+// The gradient of this shard given each row's statistics over the WHOLE vocabulary (max (N)
+// and sum_exp (N) = Σ over every class of exp(z - max)) and a per-row gradient grad (N), all
+// in stat_dtype: dlogits[n, c] = grad[n] · (exp(z[n, c] - max[n]) / sum_exp[n] - [c == t_n -
+// vocab_offset]); 0 in padding columns and in rows whose target is ignore_index.
+Tensor cross_entropy_shard_backward(const Tensor& grad, const Tensor& logits, const Tensor& targets, const Tensor& max,
+                                    const Tensor& sum_exp, int64_t vocab_offset, int64_t vocab,
+                                    int64_t ignore_index = -100);
 
 // ---- shape (lib/ops/shape_ops.cpp) ----
 Tensor concat(const std::vector<Tensor>& tensors, int64_t dim);

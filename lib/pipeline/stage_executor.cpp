@@ -92,13 +92,13 @@ double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& 
       if (training) outputs[i] = out;
     } else {
       if (last_stage()) {
-        autograd::backward(outputs[i], full({}, seeds_loss() ? 1.0 : 0.0, outputs[i].dtype()));
+        autograd::backward(outputs[i], full({}, seeds_loss() ? 1.0 : 0.0, outputs[i].dtype(), outputs[i].device()));
       } else {
         autograd::backward(outputs[i], output_grads[i]);
       }
       if (!first_stage()) {
         Tensor grad = inputs[i].grad();
-        if (!grad.defined()) grad = zeros(inputs[i].shape(), dtype_);
+        if (!grad.defined()) grad = zeros(inputs[i].shape(), inputs[i].dtype(), inputs[i].device());
         exchange.send(from_prev_->backward, dual_annotation(from_prev_->dst), grad);
       }
       inputs[i] = outputs[i] = output_grads[i] = Tensor();  // free the micro-batch's graph

@@ -34,8 +34,10 @@ std::string progress_line(const StepMetrics& m) {
   const int width = static_cast<int>(std::to_string(m.total_steps).size());
   std::string line = fmt::format("step {:>{}}/{} | loss {:.4f}", m.step, width, m.total_steps, m.loss);
   if (m.val_loss) line += fmt::format(" | val {:.4f}", *m.val_loss);
-  line += fmt::format(" | lr {:.2e} | norm {:.3f} | {} tok/s | MFU {:.1f}% | ETA {}", m.lr, m.grad_norm,
-                      human_rate(m.tokens_per_s), 100.0 * m.mfu, format_duration(m.eta_seconds));
+  line += fmt::format(" | lr {:.2e} | norm {:.3f} | {} tok/s | MFU {:.1f}%", m.lr, m.grad_norm,
+                      human_rate(m.tokens_per_s), 100.0 * m.mfu);
+  if (m.peak_memory_gib) line += fmt::format(" | mem {:.1f} GiB", *m.peak_memory_gib);
+  line += fmt::format(" | ETA {}", format_duration(m.eta_seconds));
   return line;
 }
 
@@ -44,6 +46,7 @@ std::string metrics_json(const StepMetrics& m) {
                                  m.step, json_number(m.loss), json_number(m.lr), json_number(m.grad_norm),
                                  json_number(m.tokens_per_s), json_number(m.mfu), json_number(m.step_seconds));
   if (m.val_loss) json += fmt::format(R"(,"val_loss":{})", json_number(*m.val_loss));
+  if (m.peak_memory_gib) json += fmt::format(R"(,"peak_mem_gib":{})", json_number(*m.peak_memory_gib));
   return json + "}";
 }
 

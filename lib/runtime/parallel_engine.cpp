@@ -15,16 +15,19 @@ namespace hetu::runtime {
 
 ParallelEngine::ParallelEngine(const pipeline::ParallelLayout& layout, pipeline::Position position, Communicator& comm,
                                pipeline::StageCompute& compute, std::vector<ParamPlacement> placements,
-                               int64_t seq_len, int64_t hidden, int64_t eval_batch)
+                               int64_t seq_len, int64_t hidden, int64_t eval_batch, DType activation_dtype,
+                               DType grad_reduce_dtype)
     : layout_(layout),
       position_(position),
       comm_(comm),
       compute_(compute),
       placements_(std::move(placements)),
       seq_len_(seq_len),
+      grad_reduce_dtype_(grad_reduce_dtype),
       executor_(layout, position, &comm,
-                {layout.replicas.at(static_cast<size_t>(position.replica)).micro_batch, seq_len, hidden}),
-      eval_executor_(layout, position, &comm, {eval_batch, seq_len, hidden}) {
+                {layout.replicas.at(static_cast<size_t>(position.replica)).micro_batch, seq_len, hidden},
+                activation_dtype),
+      eval_executor_(layout, position, &comm, {eval_batch, seq_len, hidden}, activation_dtype) {
   const DeviceId rank = comm_.rank();
   // Note [Gradient sync order]: every rank walks its parameters in name order, and the plans
   // are pure functions of the annotations, so the collectives of any two ranks come in the
@@ -55,7 +58,7 @@ ParallelEngine::ParallelEngine(const pipeline::ParallelLayout& layout, pipeline:
 double ParallelEngine::tokens_per_step() const { return static_cast<double>(layout_.global_batch * seq_len_); }
 
 double ParallelEngine::sum_over_world(double value) {
-  Tensor buffer = full({1}, value, DType::f64);
+  Tensor buffer = full({1}, value, DType::f64, comm_.device());
   comm_.all_reduce(buffer, comm_.world());
   return buffer.item();
 }
@@ -80,22 +83,21 @@ void ParallelEngine::sync_grads() {
   for (const Sync& s : syncs_) {
     if (!s.communicates) continue;
     const Tensor& param = placements_[s.placement].param.tensor;
-    Tensor grad = param.grad().defined() ? param.grad().contiguous() : zeros(param.shape(), param.dtype());
-    const Tensor summed = execute(s.plan, s.grad_annotation, grad.view(s.local_view), comm_);
-    param.set_grad(summed.reshape(param.shape()));
+    Tensor grad = param.grad().defined() ? param.grad().contiguous() : zeros(param.shape(), param.dtype(), param.device());
+    const Tensor summed = execute(s.plan, s.grad_annotation, grad.to(grad_reduce_dtype_).view(s.local_view), comm_);
+    param.set_grad(summed.reshape(param.shape()).to(param.dtype()));
   }
 }
 
 double ParallelEngine::grad_norm() {
   autograd::NoGradGuard no_grad;
-  double sum_squares = 0;
+  std::vector<Tensor> counted;  // one norm over all of them: one device synchronisation
   for (const Sync& s : syncs_) {
     const Tensor& grad = placements_[s.placement].param.tensor.grad();
-    if (!s.counts || !grad.defined()) continue;
-    const double norm = ops::global_norm({grad});
-    sum_squares += norm * norm;
+    if (s.counts && grad.defined()) counted.push_back(grad);
   }
-  return std::sqrt(sum_over_world(sum_squares));
+  const double norm = counted.empty() ? 0.0 : ops::global_norm(counted);
+  return std::sqrt(sum_over_world(norm * norm));
 }
 
 double ParallelEngine::evaluate(BatchSource& val, int64_t batches) {

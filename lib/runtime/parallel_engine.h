@@ -32,11 +32,14 @@ struct ParamPlacement {
 
 class ParallelEngine final : public StepEngine {
  public:
-  // hidden: the model width (stage edges carry (micro_batch, seq_len, hidden)); validation
-  // batches hold eval_batch sequences in every layout.
+  // hidden: the model width (stage edges carry (micro_batch, seq_len, hidden) activations of
+  // activation_dtype); validation batches hold eval_batch sequences in every layout. The
+  // communicator's device (communicator.h) is where every buffer lives. Gradients are summed
+  // in grad_reduce_dtype (cast before the sync and back after; f32 keeps them exact).
   ParallelEngine(const pipeline::ParallelLayout& layout, pipeline::Position position, Communicator& comm,
                  pipeline::StageCompute& compute, std::vector<ParamPlacement> placements, int64_t seq_len,
-                 int64_t hidden, int64_t eval_batch);
+                 int64_t hidden, int64_t eval_batch, DType activation_dtype = DType::f32,
+                 DType grad_reduce_dtype = DType::f32);
 
   const std::vector<nn::NamedParameter>& parameters() const override { return params_; }
   double forward_backward(BatchSource& train) override;
@@ -69,6 +72,7 @@ class ParallelEngine final : public StepEngine {
   std::vector<nn::NamedParameter> params_;
   std::vector<Sync> syncs_;  // in name order: the same order on every rank
   int64_t seq_len_;
+  DType grad_reduce_dtype_;
   pipeline::StageExecutor executor_;
   pipeline::StageExecutor eval_executor_;  // edges shaped for eval_batch sequences
 };

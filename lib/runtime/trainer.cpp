@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "lib/autograd/functions.h"
+#include "lib/core/cuda_runtime.h"
 #include "lib/runtime/metrics.h"
 #include "lib/runtime/stop_request.h"
 
@@ -50,8 +51,9 @@ Trainer::Trainer(StepEngine& engine, TrainerOptions options)
 Snapshot Trainer::snapshot(int64_t step, const BatchSource& train) const {
   Snapshot s;
   s.step = step;
-  for (const nn::NamedParameter& p : params_) s.tensors[p.name] = p.tensor;
-  for (const nn::NamedParameter& p : optimizer_.state()) s.tensors[p.name] = p.tensor;
+  // Checkpoint stores read host memory: GPU tensors are copied back (CPU ones are shared).
+  for (const nn::NamedParameter& p : params_) s.tensors[p.name] = p.tensor.to(Device::cpu());
+  for (const nn::NamedParameter& p : optimizer_.state()) s.tensors[p.name] = p.tensor.to(Device::cpu());
   s.metadata = options_.checkpoint_metadata;
   s.metadata[kDataPositionKey] = train.save_position();
   s.metadata[kOptimizerStepKey] = std::to_string(optimizer_.steps_taken());
@@ -149,6 +151,10 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
       m.tokens_per_s = step_tokens / m.step_seconds;
       m.mfu = options_.peak_flops > 0 ? m.tokens_per_s * options_.flops_per_token / options_.peak_flops : 0;
       m.eta_seconds = run_s / static_cast<double>(step - run_first) * static_cast<double>(options_.steps - step);
+      if constexpr (cuda::kBuilt) {
+        const Device device = params_.empty() ? Device::cpu() : params_.front().tensor.device();
+        if (device.is_cuda()) m.peak_memory_gib = static_cast<double>(cuda::memory_stats(device.index).peak_allocated) / (1 << 30);
+      }
       if (options_.progress_bar) std::fputs("\n", stdout);
       spdlog::info("{}", progress_line(m));
       if (metrics) metrics->write(m);

@@ -79,8 +79,10 @@ Tensor Gpt2Model::embed(const Tensor& ids, int64_t position_offset) const {
   const int64_t T = ids.size(1);
   HT_CHECK(position_offset + T <= config_.max_seq_len, "gpt2: positions {}..{} exceed max_seq_len {}",
            position_offset, position_offset + T - 1, config_.max_seq_len);
-  const Tensor positions = arange(static_cast<double>(position_offset), static_cast<double>(position_offset + T), 1, DType::i64);
-  return ag::add(wte->forward(ids), wpe->forward(positions));  // (B, T, C) + (T, C)
+  const Tensor positions = arange(static_cast<double>(position_offset), static_cast<double>(position_offset + T), 1,
+                                  DType::i64, wpe->weight.device());
+  const DType dtype = compute_dtype();
+  return ag::add(wte->forward(ids, dtype), wpe->forward(positions, dtype));  // (B, T, C) + (T, C)
 }
 
 Tensor Gpt2Model::block(int64_t layer, const Tensor& x, KVCache* cache) const {
@@ -90,7 +92,8 @@ Tensor Gpt2Model::block(int64_t layer, const Tensor& x, KVCache* cache) const {
 
 Tensor Gpt2Model::head(const Tensor& x) const {
   HT_CHECK(ln_f, "gpt2: this part has no head");
-  return ag::matmul(ln_f->forward(x), wte->weight, false, true);  // tied head: (B, T, this rank's vocab rows)
+  const Tensor n = ln_f->forward(x);
+  return ag::matmul(n, nn::compute_copy(wte->weight, n), false, true);  // tied head: (B, T, this rank's vocab rows)
 }
 
 }  // namespace hetu

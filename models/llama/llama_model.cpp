@@ -90,7 +90,7 @@ LlamaModel::LlamaModel(const ModelConfig& c, ModelBuild build)
 
 Tensor LlamaModel::embed(const Tensor& ids, int64_t /*position_offset: rotary, in the blocks*/) const {
   HT_CHECK(part().embed, "llama: this part has no embedding");
-  return model.embed_tokens->forward(ids);
+  return model.embed_tokens->forward(ids, compute_dtype());
 }
 
 Tensor LlamaModel::block(int64_t layer, const Tensor& x, KVCache* cache) const {
@@ -102,7 +102,7 @@ Tensor LlamaModel::block(int64_t layer, const Tensor& x, KVCache* cache) const {
 Tensor LlamaModel::head(const Tensor& x) const {
   HT_CHECK(model.norm, "llama: this part has no head");
   const Tensor n = model.norm->forward(x);
-  return lm_head ? lm_head->forward(n) : ag::matmul(n, model.embed_tokens->weight, false, true);
+  return lm_head ? lm_head->forward(n) : ag::matmul(n, nn::compute_copy(model.embed_tokens->weight, n), false, true);
 }
 
 int64_t LlamaModel::vocab_offset() const {

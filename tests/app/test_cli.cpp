@@ -1,33 +1,19 @@
 // The hetu binary as a user meets it: exit codes (0 ok, 2 usage/config, 1 runtime) and
 // the one-line messages for a missing file, a TOML syntax error, an unknown --set key.
 #include <catch2/catch.hpp>
+#include <unistd.h>
 
-#include <sys/wait.h>
-
-#include <array>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "tests/app/run_hetu.h"
+
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Result run_hetu(const std::string& args) {
-  const std::string command = std::string(HETU_BINARY) + " " + args + " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using hetu::test::run_hetu;
+using Result = hetu::test::CliResult;
 
 std::string temp_file(const std::string& name, const std::string& text) {
   const auto path = std::filesystem::temp_directory_path() / ("hetu_cli_" + std::to_string(::getpid()) + "_" + name);
@@ -123,6 +109,25 @@ TEST_CASE("train --dry-run writes nothing, a run without data fails naming the s
   CHECK(run.exit_code == 2);
   CHECK_THAT(run.output, Catch::Contains("/nonexistent/train_*.bin"));
   fs::remove_all(out);
+}
+
+TEST_CASE("a GPU job on a machine without a usable GPU fails before compute, naming the device", "[cli]") {
+  std::ifstream in(kTiny);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string cpu_node = "type = \"cpu\"";
+  REQUIRE(text.find(cpu_node) != std::string::npos);
+  text.replace(text.find(cpu_node), cpu_node.size(), "type = \"H100-80G\"");
+  const std::string job = temp_file("gpu.toml", text);
+  const bool has_gpu = run_hetu("env").output.find("devices   cuda:") != std::string::npos;
+  Result run = run_hetu("train " + job + " --set data.train=\\\"/nonexistent/train_*.bin\\\"");
+  CHECK(run.exit_code == 2);
+  if (has_gpu) {
+    CHECK_THAT(run.output, Catch::Contains("/nonexistent/train_*.bin"));  // got past the device, to the data
+  } else {
+    CHECK_THAT(run.output, Catch::Contains("device localhost:0 is a GPU, but this"));
+    CHECK(run.output.find("parameters on") == std::string::npos);  // no model was built
+  }
+  std::filesystem::remove(job);
 }
 
 TEST_CASE("env reports BLAS, MPI and CUDA", "[cli]") {

@@ -207,7 +207,7 @@ std::vector<BadCase> bad_cases() {
       {"unknown arch", edit(B, 6, "arch = \"bert\""), {},
        "job.toml:6: model.arch: unknown value \"bert\" (expected one of: gpt2, llama)"},
       {"bad precision", edit(B, 18, "precision = \"fp16\""), {},
-       "job.toml:18: training.precision: unknown value \"fp16\" (expected one of: fp32, bf16)"},
+       "job.toml:18: training.precision: unknown value \"fp16\" (expected one of: fp32, bf16, fp64)"},
       {"bad decay", edit(B, 28, "decay = \"step\""), {},
        "job.toml:28: lr_schedule.decay: unknown value \"step\" (expected one of: constant, linear, cosine)"},
       {"bad schedule", edit(H, 32, "micro_batch = 2\nschedule = \"zb\""), {},
@@ -268,6 +268,14 @@ std::vector<BadCase> bad_cases() {
       // ---- cluster ----------------------------------------------------------------------------
       {"bf16 on cpu", edit(B, 18, "precision = \"bf16\""), {},
        "job.toml:18: training.precision: \"bf16\" needs GPUs with bf16 support, but localhost:0 is a \"cpu\""},
+      {"fp64 on a GPU", edit(H, 19, "micro_batch = 2\nprecision = \"fp64\""), {},
+       "job.toml:20: training.precision: \"fp64\" (the CPU numerics reference) runs on CPUs only, but gpu-a:0 is a "
+       "\"A100-80G\" GPU"},
+      {"bad grad_reduce_dtype", edit(B, 18, "grad_reduce_dtype = \"fp16\""), {},
+       "job.toml:18: training.grad_reduce_dtype: unknown value \"fp16\" (expected one of: fp32, bf16)"},
+      {"GPUs and CPUs in one job", edit(H, 28, "devices = { type = \"cpu\", count = 2 }"), {},
+       "parallel: the groups mix GPUs and CPUs (gpu-a:0 is a \"A100-80G\", gpu-b:0 a \"cpu\"): a job trains on one "
+       "kind of device"},
       {"unknown device type", edit(B, 37, "devices = { type = \"V100\", count = 2 }"), {},
        "job.toml:37: cluster.node[0].devices.type: unknown device type \"V100\" (known: cpu, T4,"},
       {"device count 0", edit(H, 28, "devices = { type = \"H100-80G\", count = 0 }"), {},

@@ -98,6 +98,7 @@ class NcclCommunicator final : public Communicator {
   DeviceId rank() const override { return rank_; }
   int64_t world_size() const override { return size_; }
   std::string backend() const override { return "nccl"; }
+  Device device() const override { return Device::cuda(device_); }
 
   void all_reduce(const Tensor& buffer, const DeviceGroup& group) override {
     const char* op = "all_reduce";

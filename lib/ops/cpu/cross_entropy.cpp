@@ -4,6 +4,8 @@
 //   backward: dlogits[n, v] = scale · (exp(logits[n, v] - m_n) / S_n - [v == target_n])
 // Targets are validated serially first (errors cannot leave an OpenMP region); rows then run
 // in parallel. Per-row losses are summed in row order, so the loss does not depend on threads.
+// The vocabulary-shard kernels (cross_entropy_shard_*) give the per-row pieces of the same
+// formulas over a block of columns; lib/nn/parallel_cross_entropy.cpp combines the blocks.
 #include "lib/ops/cpu/cross_entropy.h"
 
 #include <cmath>
@@ -88,9 +90,53 @@ void cross_entropy_backward(scalar_t* dlogits, const scalar_t* logits, const ind
   }
 }
 
+template <typename scalar_t, typename index_t>
+void cross_entropy_shard_stats(scalar_t* max, scalar_t* sum_exp, scalar_t* target_logit, scalar_t* kept,
+                               const scalar_t* logits, const index_t* targets, int64_t N, int64_t C, int64_t real,
+                               int64_t offset, int64_t ignore_index) {
+#pragma omp parallel for
+  for (int64_t n = 0; n < N; n++) {
+    const scalar_t* x_n = logits + n * C;
+    const RowExp r = row_exp(x_n, real);
+    const int64_t t = static_cast<int64_t>(targets[n]);
+    const int64_t col = t - offset;
+    const bool ignored = t == ignore_index;
+    max[n] = static_cast<scalar_t>(r.max);
+    sum_exp[n] = static_cast<scalar_t>(r.sum);
+    target_logit[n] = !ignored && col >= 0 && col < real ? x_n[col] : scalar_t(0);
+    kept[n] = ignored ? scalar_t(0) : scalar_t(1);
+  }
+}
+
+template <typename scalar_t, typename index_t>
+void cross_entropy_shard_backward(scalar_t* dlogits, const scalar_t* grad, const scalar_t* logits,
+                                  const index_t* targets, const scalar_t* max, const scalar_t* sum_exp, int64_t N,
+                                  int64_t C, int64_t real, int64_t offset, int64_t ignore_index) {
+#pragma omp parallel for
+  for (int64_t n = 0; n < N; n++) {
+    const int64_t t = static_cast<int64_t>(targets[n]);
+    const scalar_t* x_n = logits + n * C;
+    scalar_t* d_n = dlogits + n * C;
+    if (t == ignore_index) {
+      for (int64_t c = 0; c < C; c++) d_n[c] = scalar_t(0);
+      continue;
+    }
+    const scalar_t m = max[n];
+    const scalar_t factor = static_cast<scalar_t>(static_cast<double>(grad[n]) / static_cast<double>(sum_exp[n]));
+    for (int64_t c = 0; c < real; c++) d_n[c] = std::exp(x_n[c] - m) * factor;
+    for (int64_t c = real; c < C; c++) d_n[c] = scalar_t(0);
+    const int64_t col = t - offset;
+    if (col >= 0 && col < real) d_n[col] -= grad[n];
+  }
+}
+
 #define HT_INSTANTIATE_CROSS_ENTROPY(T, I)                                                                       \
   template void cross_entropy_forward<T, I>(T*, int64_t*, const T*, const I*, int64_t, int64_t, int64_t);       \
-  template void cross_entropy_backward<T, I>(T*, const T*, const I*, int64_t, int64_t, int64_t, double);
+  template void cross_entropy_backward<T, I>(T*, const T*, const I*, int64_t, int64_t, int64_t, double);        \
+  template void cross_entropy_shard_stats<T, I>(T*, T*, T*, T*, const T*, const I*, int64_t, int64_t, int64_t,  \
+                                                int64_t, int64_t);                                              \
+  template void cross_entropy_shard_backward<T, I>(T*, const T*, const T*, const I*, const T*, const T*, int64_t, \
+                                                   int64_t, int64_t, int64_t, int64_t);
 template int64_t check_targets<int32_t>(std::string_view, const int32_t*, int64_t, int64_t, int64_t);
 template int64_t check_targets<int64_t>(std::string_view, const int64_t*, int64_t, int64_t, int64_t);
 HT_INSTANTIATE_CROSS_ENTROPY(float, int32_t)

@@ -1,5 +1,5 @@
-// CUDA causal attention with GQA from cuBLAS batched GEMMs and the row kernels of
-// attention.cu. See Note [CUDA attention is not fused yet] in attention.h.
+// CUDA causal attention with GQA: picks the flash kernels (flash_attention.cu) or the naive
+// gemm path, which lives here: cuBLAS batched GEMMs and the row kernels of attention.cu.
 // GQA without copies: the g = H / Hkv query heads that share kv head j are consecutive in q
 // (B, H, T, D), so q is a batch of B·Hkv matrices of R = g·T rows; each GEMM then runs over
 // that batch against one (Tk, D) matrix of k or v, and dk, dv sum over the g heads for free.
@@ -9,13 +9,29 @@
 // Scratch: S and dP (B·H·T·Tk f32 each) and P (same, in the input dtype).
 #include "lib/ops/cuda/attention.h"
 
+#include <atomic>
+#include <cstdlib>
+#include <string_view>
+
 #include "lib/core/cuda/cuda_check.h"
 #include "lib/core/cuda_runtime.h"
 #include "lib/ops/cuda/attention_rows.h"
 #include "lib/ops/cuda/matmul.h"
+#include "lib/util/error.h"
 
 namespace hetu::ops::cuda {
 namespace {
+
+constexpr int kUnset = -1;
+std::atomic<int> g_kernel{kUnset};  // an AttentionKernel, or kUnset before the first use
+
+AttentionKernel kernel_from_env() {
+  const char* env = std::getenv("HETU_CUDA_ATTENTION");
+  const std::string_view value = env != nullptr ? env : "";
+  if (value.empty() || value == "flash") return AttentionKernel::flash;
+  HT_USAGE_CHECK(value == "gemm", "HETU_CUDA_ATTENTION=\"{}\" must be gemm or flash", value);
+  return AttentionKernel::gemm;
+}
 
 struct Layout {
   int64_t batch, R, Tk, D;
@@ -45,12 +61,29 @@ class Scratch {
 
 }  // namespace
 
+AttentionKernel attention_kernel() {
+  int kernel = g_kernel.load();
+  if (kernel == kUnset) {
+    int expected = kUnset;  // a racing set_attention_kernel wins over the environment
+    g_kernel.compare_exchange_strong(expected, static_cast<int>(kernel_from_env()));
+    kernel = g_kernel.load();
+  }
+  return static_cast<AttentionKernel>(kernel);
+}
+
+void set_attention_kernel(AttentionKernel kernel) { g_kernel.store(static_cast<int>(kernel)); }
+
 void attention_forward(const AttentionShape& s, double scale, const Tensor& q, const Tensor& k, const Tensor& v,
                        const Tensor& out, const Tensor& lse) {
   hetu::cuda::DeviceGuard guard(q.device());
   const Layout l = layout_of(s);
   if (l.rows() == 0 || l.D == 0) return;
   const DType dtype = q.dtype();
+  if (attention_kernel() == AttentionKernel::flash && flash_attention_supported(s.D, /*backward=*/false)) {
+    flash_attention_forward(dtype, s, static_cast<float>(scale), q.raw_data(), k.raw_data(), v.raw_data(),
+                            out.raw_data(), lse.data<float>());
+    return;
+  }
   const size_t cells = static_cast<size_t>(l.rows() * l.Tk);
   Scratch S(cells * sizeof(float)), P(cells * dtype_size(dtype));
   scores(l, dtype, static_cast<float>(scale), q, k, S.as<float>());
@@ -69,6 +102,12 @@ void attention_backward(const AttentionShape& s, double scale, const Tensor& dou
     for (const Tensor* t : {&dq, &dk, &dv}) {
       if (t->numel() > 0) hetu::cuda::fill_tensor(*t, 0.0);
     }
+    return;
+  }
+  if (attention_kernel() == AttentionKernel::flash && flash_attention_supported(s.D, /*backward=*/true)) {
+    flash_attention_backward(dtype, s, static_cast<float>(scale), dout.raw_data(), q.raw_data(), k.raw_data(),
+                             v.raw_data(), out.raw_data(), lse.data<float>(), dq.raw_data(), dk.raw_data(),
+                             dv.raw_data());
     return;
   }
   const size_t cells = static_cast<size_t>(l.rows() * l.Tk);

@@ -1,5 +1,6 @@
 // Row kernels of the CUDA attention (attention.cu), plain C++ so .cu files can include it;
-// the GEMMs and the public contract are in attention.h / attention.cpp.
+// the gemm path and the public contract are in attention.h / attention.cpp. The flash kernels
+// (flash_attention.cu) use attention_row_dot for their Di as well.
 #pragma once
 
 #include <cstdint>

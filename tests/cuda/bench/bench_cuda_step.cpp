@@ -15,6 +15,7 @@
 
 #include "lib/core/cuda_runtime.h"
 #include "lib/core/tensor_random.h"
+#include "lib/ops/cuda/attention.h"
 #include "lib/ops/ops.h"
 
 using namespace hetu;
@@ -185,8 +186,11 @@ int main(int argc, char** argv) {
   };
 
   std::printf("bench_cuda_step: GPT-2 124M shapes (op-level benchmark, not `hetu train`), %lld params, B=%d T=%d "
-              "dtype=%s, attention = cuBLAS GEMMs + row softmax (not fused)\n",
-              static_cast<long long>(n_params), B, T, dtype_name.c_str());
+              "dtype=%s, attention = %s\n",
+              static_cast<long long>(n_params), B, T, dtype_name.c_str(),
+              ops::cuda::attention_kernel() == ops::cuda::AttentionKernel::flash
+                  ? "flash (fused tiles; HETU_CUDA_ATTENTION=gemm for the cuBLAS path)"
+                  : "cuBLAS GEMMs + row softmax (HETU_CUDA_ATTENTION=gemm)");
   const int warmup = 3;
   double total_ms = 0;
   for (int t = 1; t <= warmup + steps; ++t) {

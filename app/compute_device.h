@@ -1,0 +1,27 @@
+// The device a rank computes on and the precision it computes in, from the job file. A
+// rank driving device `host:i` (rank_map.h) of a GPU node computes on CUDA device i of its
+// machine, or on CUDA device 0 when it sees exactly one (Slurm's --gpus-per-task=1 and
+// CUDA_VISIBLE_DEVICES give each rank its own); a CPU node's rank computes on the CPU.
+// Everything a GPU rank lacks (a CUDA build, a usable device, enough devices) is a
+// UsageError naming the device, before any compute.
+//
+//   Device d = compute_device(loaded, ranks.device_of_rank[rank]);   // cuda:1 for "gpu-a:1"
+//   DType act = compute_dtype(c.training.precision);                 // bf16 for "bf16"
+#pragma once
+
+#include "app/config/config.h"
+#include "lib/core/device.h"
+#include "lib/core/dtype.h"
+
+namespace hetu::app {
+
+// True when `device`'s node is a GPU node of the catalogue.
+bool is_gpu_device(const config::LoadedConfig& loaded, const config::DeviceId& device);
+
+Device compute_device(const config::LoadedConfig& loaded, const config::DeviceId& device);
+
+// Activation dtype of a precision (fp32 -> f32, bf16 -> bf16, fp64 -> f64); also the dtype of
+// the gradient sync for training.grad_reduce_dtype.
+DType compute_dtype(config::Precision precision);
+
+}  // namespace hetu::app
