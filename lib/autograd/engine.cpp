@@ -25,14 +25,48 @@ namespace {
 
 thread_local bool t_grad_enabled = true;
 
-void accumulate_leaf(const Tensor& leaf, const Tensor& grad) {
+// Note [Gradient ownership]: rules return fresh tensors, but also their own incoming
+// gradient (add, add_scalar, contiguous pass it through), the same handle for two inputs
+// (add of same-shaped operands), or views. A gradient the engine alone holds may be kept as a
+// leaf's .grad without a copy, and summed into in place; one that anything else could see
+// must not be. `shared` collects every tensor that was seen in two places (handles of one
+// TensorImpl cannot be counted); a view shares its storage, which counts.
+struct Ownership {
+  std::unordered_set<const TensorImpl*> shared;
+
+  bool exclusive(const Tensor& t) const {
+    return t.storage().use_count() == 1 && t.is_contiguous() && shared.count(t.impl()) == 0;
+  }
+  // The rule for one node ran: its gradient and any handle it returned twice are shared.
+  void after_rule(const Tensor& grad_out, const std::vector<Tensor>& grads) {
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (!grads[i].defined()) continue;
+      bool twice = grads[i].same(grad_out);
+      for (size_t j = 0; j < grads.size() && !twice; ++j) twice = j != i && grads[i].same(grads[j]);
+      if (twice) shared.insert(grads[i].impl());
+    }
+  }
+};
+
+void accumulate_leaf(const Tensor& leaf, const Tensor& grad, const Ownership& own) {
   HT_CHECK(grad.shape() == leaf.shape(), "gradient of shape {} for a leaf of shape {}", shape_str(grad.shape()),
            shape_str(leaf.shape()));
-  const Tensor g = grad.dtype() == leaf.dtype() ? grad : grad.to(leaf.dtype());
+  const bool converted = grad.dtype() != leaf.dtype();
+  const Tensor g = converted ? grad.to(leaf.dtype()) : grad;
   if (!leaf.grad().defined()) {
-    leaf.set_grad(g.clone());  // own the memory: g may alias another gradient or a view
+    // Own the memory: g may alias another gradient or a view (see Note [Gradient ownership]).
+    leaf.set_grad(converted || own.exclusive(g) ? g : g.clone());
   } else {
-    leaf.set_grad(ops::add(leaf.grad(), g));
+    leaf.set_grad(ops::add(leaf.grad(), g));  // not in place: a caller may hold the old .grad
+  }
+}
+
+// pending slot += grad, in place when the engine alone holds the slot.
+void accumulate_pending(Tensor& slot, const Tensor& grad, const Ownership& own) {
+  if (own.exclusive(slot) && slot.shape() == grad.shape() && slot.dtype() == grad.dtype()) {
+    ops::add_(slot, grad);
+  } else {
+    slot = ops::add(slot, grad);
   }
 }
 
@@ -75,8 +109,10 @@ void backward(const Tensor& root, const Tensor& grad) {
   HT_CHECK(seed.shape() == root.shape(), "backward: gradient shape {} for a tensor of shape {}",
            shape_str(seed.shape()), shape_str(root.shape()));
   NoGradGuard no_grad;
+  Ownership own;
+  own.shared.insert(seed.impl());  // the caller's tensor
   if (!root.grad_fn()) {  // the root is itself a leaf
-    accumulate_leaf(root, seed);
+    accumulate_leaf(root, seed, own);
     return;
   }
   // Topological order by iterative DFS (post-order), so deep graphs do not overflow the stack.
@@ -102,14 +138,15 @@ void backward(const Tensor& root, const Tensor& grad) {
     const Tensor grad_out = std::move(found->second);
     pending.erase(found);
     std::vector<Tensor> grads = node->run_backward(grad_out);
+    own.after_rule(grad_out, grads);
     for (size_t i = 0; i < grads.size(); ++i) {
       const Edge& edge = node->edges()[i];
       if (!edge.needs_grad() || !grads[i].defined()) continue;
       if (edge.node) {
         auto [slot, inserted] = pending.try_emplace(edge.node.get(), grads[i]);
-        if (!inserted) slot->second = ops::add(slot->second, grads[i]);
+        if (!inserted) accumulate_pending(slot->second, grads[i], own);
       } else {
-        accumulate_leaf(edge.leaf, grads[i]);
+        accumulate_leaf(edge.leaf, grads[i], own);
       }
     }
   }

@@ -2,12 +2,17 @@
 // q (B, H, T, D); k, v (B, Hkv, T, D) with H % Hkv == 0; out (B, H, T, D); lse (B, H, T).
 // The forward also takes k, v (B, Hkv, Tk, D) with Tk > T: the queries are then the last T
 // positions (decoding with a KV cache).
-// Kernels (lib/ops/cpu/attention.cpp) take contiguous buffers, so inputs are made contiguous here.
+// CUDA kernels take contiguous buffers. The CPU kernels (lib/ops/cpu/attention.cpp) take
+// strided heads, so q, k, v, grad_out and out are read where they lie (a transpose view of a
+// fused qkv projection needs no copy), and out, dq, dk, dv are written into (B, T, heads, D)
+// buffers and returned as their transpose(1, 2) views: the model's transpose back to
+// (B, T, H·D) and the reshape after it are then free views. See Note [Attention layouts].
 #include "lib/ops/cpu/attention.h"
 #include "lib/ops/cuda/attention.h"
 
 #include <cmath>
 #include <string_view>
+#include <type_traits>
 
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
@@ -37,25 +42,57 @@ cpu::AttentionDims check_qkv(std::string_view op, const Tensor& q, const Tensor&
   return dims_out;
 }
 
+// Note [Attention layouts]: GPT-2 and LLaMA hand attention (B, H, T, D) views of (B, T, H, D)
+// memory and turn its output straight back into (B, T, H·D). Copying heads into (B, H, T, D)
+// and back cost ~6% of a CPU training step (two copies each way per layer, in the forward and
+// again in the backward); BLAS reads a block of rows with any leading dimension, so the CPU
+// kernels take strides instead, and allocate their outputs in (B, T, heads, D) order.
+
+// A (B, heads, T, D) tensor the CPU kernels can read as it is: unit stride along D, and rows
+// at least D apart (BLAS leading dimension); anything else is copied.
+Tensor heads_ready(const Tensor& t) {
+  const int64_t T = t.size(2), D = t.size(3);
+  const bool unit_d = D == 1 || t.strides()[3] == 1;
+  const bool rows_apart = T == 1 || t.strides()[2] >= D;
+  return unit_d && rows_apart ? t : t.contiguous();
+}
+
+template <typename T>
+cpu::Heads<T> heads_of(const Tensor& t) {
+  const Shape& st = t.strides();
+  // A single row may carry any stride; BLAS still wants a leading dimension >= D.
+  const int64_t row = t.size(2) == 1 ? t.size(3) : st[2];
+  return {t.data<std::remove_const_t<T>>(), st[0], st[1], row};
+}
+
+// A (B, heads, T, D) result laid out as (B, T, heads, D) in memory.
+Tensor empty_heads(const Shape& shape, DType dtype, Device device) {
+  return empty({shape[0], shape[2], shape[1], shape[3]}, dtype, device).transpose(1, 2);
+}
+
 }  // namespace
 
 AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
   check_inputs("attention", {&q, &k, &v}, Backends::cpu_and_cuda);
   check_float_dtype("attention", {&q, &k, &v});
   const cpu::AttentionDims dims = check_qkv("attention", q, k, v, scale, /*longer_keys=*/true);
-  const Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
-  AttentionResult result{empty(q.shape(), q.dtype(), q.device()),
-                         empty({dims.B, dims.H, dims.T}, stat_dtype(q), q.device())};
   if constexpr (hetu::cuda::kBuilt) {
     if (q.device().is_cuda()) {
+      const Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
+      AttentionResult result{empty(q.shape(), q.dtype(), q.device()),
+                             empty({dims.B, dims.H, dims.T}, stat_dtype(q), q.device())};
       const cuda::AttentionShape s{dims.B, dims.H, dims.Hkv, dims.T, dims.D, dims.keys()};
       cuda::attention_forward(s, scale, qc, kc, vc, result.out, result.lse);
       return result;
     }
   }
+  const Tensor qr = heads_ready(q), kr = heads_ready(k), vr = heads_ready(v);
+  AttentionResult result{empty_heads(q.shape(), q.dtype(), q.device()),
+                         empty({dims.B, dims.H, dims.T}, stat_dtype(q), q.device())};
   HT_DISPATCH_FLOAT(q.dtype(), "attention", q.device(), [&] {
-    cpu::attention_forward<scalar_t>(result.out.data<scalar_t>(), result.lse.data<scalar_t>(), qc.data<scalar_t>(),
-                                     kc.data<scalar_t>(), vc.data<scalar_t>(), dims, scale);
+    cpu::attention_forward<scalar_t>(heads_of<scalar_t>(result.out), result.lse.data<scalar_t>(),
+                                     heads_of<const scalar_t>(qr), heads_of<const scalar_t>(kr),
+                                     heads_of<const scalar_t>(vr), dims, scale);
   });
   return result;
 }
@@ -74,21 +111,27 @@ AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const
   const Shape lse_shape{dims.B, dims.H, dims.T};
   HT_CHECK(lse.shape() == lse_shape, "attention_backward: lse must be {}, got {}", shape_str(lse_shape),
            shape_str(lse.shape()));
-  const Tensor gc = grad_out.contiguous(), qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
-  const Tensor oc = out.contiguous(), lc = lse.contiguous();
-  AttentionGrads grads{empty(q.shape(), q.dtype(), q.device()), empty(k.shape(), k.dtype(), k.device()),
-                       empty(v.shape(), v.dtype(), v.device())};
   if constexpr (hetu::cuda::kBuilt) {
     if (q.device().is_cuda()) {
+      const Tensor gc = grad_out.contiguous(), qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
+      const Tensor oc = out.contiguous(), lc = lse.contiguous();
+      AttentionGrads grads{empty(q.shape(), q.dtype(), q.device()), empty(k.shape(), k.dtype(), k.device()),
+                           empty(v.shape(), v.dtype(), v.device())};
       const cuda::AttentionShape s{dims.B, dims.H, dims.Hkv, dims.T, dims.D, dims.T};
       cuda::attention_backward(s, scale, gc, qc, kc, vc, oc, lc, grads.dq, grads.dk, grads.dv);
       return grads;
     }
   }
+  const Tensor gr = heads_ready(grad_out), qr = heads_ready(q), kr = heads_ready(k), vr = heads_ready(v);
+  const Tensor outr = heads_ready(out), lc = lse.contiguous();
+  AttentionGrads grads{empty_heads(q.shape(), q.dtype(), q.device()), empty_heads(k.shape(), k.dtype(), k.device()),
+                       empty_heads(v.shape(), v.dtype(), v.device())};
   HT_DISPATCH_FLOAT(q.dtype(), "attention_backward", q.device(), [&] {
-    cpu::attention_backward<scalar_t>(grads.dq.data<scalar_t>(), grads.dk.data<scalar_t>(), grads.dv.data<scalar_t>(),
-                                      gc.data<scalar_t>(), qc.data<scalar_t>(), kc.data<scalar_t>(),
-                                      vc.data<scalar_t>(), oc.data<scalar_t>(), lc.data<scalar_t>(), dims, scale);
+    cpu::attention_backward<scalar_t>(heads_of<scalar_t>(grads.dq), heads_of<scalar_t>(grads.dk),
+                                      heads_of<scalar_t>(grads.dv), heads_of<const scalar_t>(gr),
+                                      heads_of<const scalar_t>(qr), heads_of<const scalar_t>(kr),
+                                      heads_of<const scalar_t>(vr), heads_of<const scalar_t>(outr),
+                                      lc.data<scalar_t>(), dims, scale);
   });
   return grads;
 }

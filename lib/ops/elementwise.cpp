@@ -1,4 +1,4 @@
-// Elementwise ops: broadcasting binary ops (add, sub, mul, div), scalar forms and unary math.
+// Elementwise ops: broadcasting binary ops (add, sub, mul, div), add_ in place, scalar forms and unary math.
 #include "lib/ops/cpu/elementwise.h"
 #include "lib/core/cuda/strided.h"
 #include "lib/ops/cuda/elementwise.h"
@@ -59,6 +59,24 @@ Tensor sqrt(const Tensor& x) { return unary_op("sqrt", cpu::UnaryOp::sqrt, x); }
 Tensor rsqrt(const Tensor& x) { return unary_op("rsqrt", cpu::UnaryOp::rsqrt, x); }
 Tensor tanh(const Tensor& x) { return unary_op("tanh", cpu::UnaryOp::tanh, x); }
 Tensor relu(const Tensor& x) { return unary_op("relu", cpu::UnaryOp::relu, x); }
+
+void add_(const Tensor& dst, const Tensor& src) {
+  check_inputs("add_", {&dst, &src}, Backends::cpu_and_cuda);
+  check_float_dtype("add_", {&dst, &src});
+  HT_CHECK(broadcast_shapes(dst.shape(), src.shape()) == dst.shape(), "add_: {} does not broadcast to {}",
+           shape_str(src.shape()), shape_str(dst.shape()));
+  const Tensor es = src.shape() == dst.shape() ? src : src.expand(dst.shape());
+  // Each element is read and written at the same place, so out may alias the first operand.
+  if constexpr (hetu::cuda::kBuilt) {
+    if (dst.device().is_cuda()) {
+      hetu::cuda::DeviceGuard guard(dst.device());
+      cuda::binary(cuda::BinaryKind::add, dst.dtype(), dst.raw_data(), dst.raw_data(), es.raw_data(),
+                   hetu::cuda::make_strided_space(dst, {&dst, &es}));
+      return;
+    }
+  }
+  cpu::binary(cpu::BinaryOp::add, dst, es, dst);
+}
 
 Tensor relu_backward(const Tensor& grad, const Tensor& x) {
   check_inputs("relu_backward", {&grad, &x}, Backends::cpu_and_cuda);

@@ -46,6 +46,7 @@
   X(cast, true)                  \
   X(copy, false)                 \
   X(fill, false)                 \
+  X(add_, false)                 \
   X(adamw_update, false)         \
   X(global_norm, false)
 

@@ -24,6 +24,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 
 // ---- elementwise (lib/ops/elementwise.cpp) ----
 Tensor add(const Tensor& a, const Tensor& b);  // NumPy broadcasting
+// dst += src in place (src broadcasts to dst; it may be dst itself, not another view overlapping it).
+void add_(const Tensor& dst, const Tensor& src);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
@@ -100,7 +102,9 @@ Tensor rotary(const Tensor& x, int64_t position_offset, double theta, bool inver
 // h / (H / Hkv). out = softmax(q kᵀ · scale + causal mask) v, computed blockwise with an
 // online softmax (no T×T matrix per head). lse (B, H, T) = log-sum-exp of each score row.
 // Decoding: k, v may be (B, Hkv, Tk, D) with Tk > T; the queries are then positions
-// Tk - T .. Tk - 1 (forward only; the backward needs Tk == T).
+// Tk - T .. Tk - 1 (forward only; the backward needs Tk == T). On the CPU, q, k, v, grad_out
+// are read in place when their last dim has unit stride, and out, dq, dk, dv come back as
+// transpose(1, 2) views of (B, T, heads, D) memory (so moving heads back next to D is free).
 struct AttentionResult {
   Tensor out, lse;
 };

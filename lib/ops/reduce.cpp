@@ -1,5 +1,7 @@
 // Reductions: sum / mean over any set of dims, max over one dim, sum_to_shape. The reduced
-// dims are permuted to the end so every kernel reduces contiguous rows.
+// dims are permuted to the end so every kernel reduces contiguous rows; on the CPU, a sum
+// over the leading dims of a contiguous tensor (a bias gradient: (B, T, C) -> (C)) instead
+// adds whole rows into column sums, which needs no transposing copy.
 #include <algorithm>
 
 #include "lib/ops/cpu/reduce.h"
@@ -11,12 +13,15 @@ namespace hetu::ops {
 namespace {
 
 struct Plan {
-  Tensor rows;       // contiguous, kept dims first, reduced dims last
+  Tensor rows;       // contiguous, kept dims first, reduced dims last (columns: x as it is)
   int64_t inner = 1; // product of the reduced sizes
   Shape out_shape;   // with or without the reduced dims (keepdim)
+  bool columns = false;  // rows is x, contiguous (inner, out numel): sum down the columns
 };
 
-Plan plan_reduction(std::string_view op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+// allow_columns: the caller can reduce a (reduced..., kept...) contiguous x by columns.
+Plan plan_reduction(std::string_view op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim,
+                    bool allow_columns = false) {
   const int64_t nd = x.dim();
   std::vector<bool> reduced(static_cast<size_t>(nd), dims.empty());
   for (int64_t d : dims) {
@@ -39,12 +44,29 @@ Plan plan_reduction(std::string_view op, const Tensor& x, const std::vector<int6
       plan.out_shape.push_back(x.shape()[du]);
     }
   }
+  // Reduced dims all before the kept ones (and at least one kept): columns of a contiguous x.
+  bool leading = !dims.empty() && !reduced[static_cast<size_t>(nd - 1)];
+  for (int64_t d = 1; d < nd && leading; ++d) {
+    leading = reduced[static_cast<size_t>(d)] <= reduced[static_cast<size_t>(d - 1)];
+  }
+  if (allow_columns && leading && x.device().is_cpu() && x.is_contiguous()) {
+    plan.rows = x;
+    plan.columns = true;
+    return plan;
+  }
   plan.rows = x.permute(order).contiguous();
   return plan;
 }
 
-// out (outer) = scale · Σ rows (outer, inner): the CPU or CUDA kernel.
-void sum_rows(const Tensor& rows, int64_t inner, double scale, const Tensor& out) {
+// out (outer) = scale · Σ rows (outer, inner): the CPU or CUDA kernel. A column plan has
+// rows (inner, outer) instead: out = scale · Σ over its rows.
+void sum_rows(const Plan& plan, double scale, const Tensor& out) {
+  const Tensor& rows = plan.rows;
+  const int64_t inner = plan.inner;
+  if (plan.columns) {
+    cpu::sum_columns(rows, inner, scale, out);
+    return;
+  }
   if constexpr (hetu::cuda::kBuilt) {
     if (out.device().is_cuda()) {
       hetu::cuda::DeviceGuard guard(out.device());
@@ -60,19 +82,19 @@ void sum_rows(const Tensor& rows, int64_t inner, double scale, const Tensor& out
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   check_inputs("sum", {&x}, Backends::cpu_and_cuda);
   check_float_dtype("sum", {&x});
-  Plan plan = plan_reduction("sum", x, dims, keepdim);
+  Plan plan = plan_reduction("sum", x, dims, keepdim, /*allow_columns=*/true);
   Tensor out = empty(plan.out_shape, x.dtype(), x.device());
-  sum_rows(plan.rows, plan.inner, 1.0, out);
+  sum_rows(plan, 1.0, out);
   return out;
 }
 
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   check_inputs("mean", {&x}, Backends::cpu_and_cuda);
   check_float_dtype("mean", {&x});
-  Plan plan = plan_reduction("mean", x, dims, keepdim);
+  Plan plan = plan_reduction("mean", x, dims, keepdim, /*allow_columns=*/true);
   HT_CHECK(plan.inner > 0, "mean: reducing an empty dim of {}", shape_str(x.shape()));
   Tensor out = empty(plan.out_shape, x.dtype(), x.device());
-  sum_rows(plan.rows, plan.inner, 1.0 / static_cast<double>(plan.inner), out);
+  sum_rows(plan, 1.0 / static_cast<double>(plan.inner), out);
   return out;
 }
 

@@ -21,9 +21,11 @@
 # one whole step: batch, forward, backward, clip, AdamW; logging and the final checkpoint fall
 # outside it); the PyTorch script times the same span with time.perf_counter.
 #
-#   scripts/bench/cpu_train.sh [--steps N] [--scratch DIR] [--keep] [--malloc-thp] [--hetu PATH]
+#   scripts/bench/cpu_train.sh [--steps N] [--rows LIST] [--scratch DIR] [--keep] [--malloc-thp] [--hetu PATH]
 #
 # --steps N     timed steps per run (default 30; each run takes N + 1)
+# --rows LIST   only these rows, as space-separated T:vocab pairs (default "64:256 64:50257 256:256
+#               256:50257"; e.g. --rows 256:256 while working on one row)
 # --scratch DIR data, job files and run folders (default ${TMPDIR:-/tmp}/hetu-bench-cpu-train);
 #               the prepared data is reused, the run folders are replaced
 # --keep        keep hetu's checkpoints (deleted after each run by default: ~150 MB at vocab 50257)
@@ -47,11 +49,14 @@ steps=30
 scratch="${TMPDIR:-/tmp}/hetu-bench-cpu-train"
 keep=0
 thp=0
+row_list="64:256 64:50257 256:256 256:50257"
 hetu="$root/build/bin/hetu"
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps="$2"; shift 2 ;;
     --steps=*) steps="${1#*=}"; shift ;;
+    --rows) row_list="$2"; shift 2 ;;
+    --rows=*) row_list="${1#*=}"; shift ;;
     --scratch) scratch="$2"; shift 2 ;;
     --scratch=*) scratch="${1#*=}"; shift ;;
     --keep) keep=1; shift ;;
@@ -63,6 +68,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ "$steps" =~ ^[1-9][0-9]*$ ]] || { echo "cpu_train.sh: --steps wants an integer >= 1, got '$steps'" >&2; exit 2; }
+for row in $row_list; do
+  [[ "$row" =~ ^[1-9][0-9]*:(256|50257)$ ]] ||
+    { echo "cpu_train.sh: --rows wants T:vocab pairs with vocab 256 or 50257, got '$row'" >&2; exit 2; }
+done
 mkdir -p "$scratch"
 scratch=$(cd "$scratch" && pwd)        # relative paths are the caller's
 hetu=$(realpath -m "$hetu")
@@ -123,12 +132,12 @@ echo "== CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ */
 echo "== GPT-2 L4 H4 C256 max_seq_len 256, B=$B, $total steps per run (first dropped), 1 thread; $malloc_mode; scratch $scratch"
 
 rows=()
-for T in 64 256; do
-  for V in 256 50257; do
-    if [ "$V" = 256 ]; then tok=byte; else tok=gpt2; fi
-    tag="T$T-V$V"
-    job="$runs/hetu-$tag.toml"
-    cat > "$job" <<EOF
+for row in $row_list; do
+  T=${row%%:*} V=${row#*:}
+  if [ "$V" = 256 ]; then tok=byte; else tok=gpt2; fi
+  tag="T$T-V$V"
+  job="$runs/hetu-$tag.toml"
+  cat > "$job" <<EOF
 [job]
 name = "bench-$tag"
 out_dir = "$runs/hetu-$tag"
@@ -174,19 +183,18 @@ resume = "never"
 host = "localhost"
 devices = { type = "cpu", count = 1 }
 EOF
-    echo "== T=$T vocab=$V: hetu"
-    "$hetu" train "$job" --set data.sampling='"sequential"' --set training.log_every=1 --set training.threads=1 \
-      --set training.eval_every=0 --set checkpoint.every=0 > "$runs/hetu-$tag.log" 2>&1 ||
-      { tail -20 "$runs/hetu-$tag.log" >&2; echo "cpu_train.sh: hetu failed (log: $runs/hetu-$tag.log)" >&2; exit 1; }
-    [ "$keep" = 1 ] || rm -rf "$runs/hetu-$tag/checkpoints"
-    echo "== T=$T vocab=$V: PyTorch"
-    "$py" "$root/scripts/bench/torch_train.py" --data "$data/$tok/train_000000.bin" --vocab "$V" --layers 4 \
-      --heads 4 --hidden 256 --max-seq-len 256 --batch "$B" --seq "$T" --steps "$total" --lr 1e-3 \
-      --betas 0.9 0.95 --eps 1e-8 --weight-decay 0.1 --grad-clip 1.0 --threads 1 \
-      --metrics "$runs/torch-$tag.jsonl" > "$runs/torch-$tag.log" 2>&1 ||
-      { tail -20 "$runs/torch-$tag.log" >&2; echo "cpu_train.sh: PyTorch failed (log: $runs/torch-$tag.log)" >&2; exit 1; }
-    rows+=("$T"$'\t'"$V"$'\t'"$runs/hetu-$tag/metrics.jsonl"$'\t'"$runs/torch-$tag.jsonl")
-  done
+  echo "== T=$T vocab=$V: hetu"
+  "$hetu" train "$job" --set data.sampling='"sequential"' --set training.log_every=1 --set training.threads=1 \
+    --set training.eval_every=0 --set checkpoint.every=0 > "$runs/hetu-$tag.log" 2>&1 ||
+    { tail -20 "$runs/hetu-$tag.log" >&2; echo "cpu_train.sh: hetu failed (log: $runs/hetu-$tag.log)" >&2; exit 1; }
+  [ "$keep" = 1 ] || rm -rf "$runs/hetu-$tag/checkpoints"
+  echo "== T=$T vocab=$V: PyTorch"
+  "$py" "$root/scripts/bench/torch_train.py" --data "$data/$tok/train_000000.bin" --vocab "$V" --layers 4 \
+    --heads 4 --hidden 256 --max-seq-len 256 --batch "$B" --seq "$T" --steps "$total" --lr 1e-3 \
+    --betas 0.9 0.95 --eps 1e-8 --weight-decay 0.1 --grad-clip 1.0 --threads 1 \
+    --metrics "$runs/torch-$tag.jsonl" > "$runs/torch-$tag.log" 2>&1 ||
+    { tail -20 "$runs/torch-$tag.log" >&2; echo "cpu_train.sh: PyTorch failed (log: $runs/torch-$tag.log)" >&2; exit 1; }
+  rows+=("$T"$'\t'"$V"$'\t'"$runs/hetu-$tag/metrics.jsonl"$'\t'"$runs/torch-$tag.jsonl")
 done
 
 echo

@@ -1,8 +1,12 @@
 // The tape engine: accumulation into .grad, shared inputs, no-grad mode, freed saved
-// tensors, leaves as roots, detach, and errors for misuse.
+// tensors, leaves as roots, detach, errors for misuse, and in-place accumulation that never
+// writes into memory anything else can see.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "lib/autograd/functions.h"
+#include "lib/ops/ops.h"
 
 using namespace hetu;
 namespace ag = hetu::autograd;
@@ -74,4 +78,48 @@ TEST_CASE("gradients through views reach the base leaf", "[autograd]") {
   const Tensor row = ag::narrow(t, 0, 1, 1);               // x[:, 1] as (1, 2)
   ag::backward(ag::sum(ag::mul_scalar(row, 10.0)));
   CHECK(to_vector(x.grad()) == std::vector<double>{0, 10, 0, 0, 10, 0});
+}
+
+// See Note [Gradient ownership] (lib/autograd/engine.cpp): the engine keeps a fresh gradient
+// as .grad without a copy and sums into a pending gradient in place, but only into memory
+// nothing else can see: not the caller's seed, not a handle passed to two inputs.
+TEST_CASE("in-place gradient accumulation never writes into shared memory", "[autograd]") {
+  SECTION("the seed passed through to two inputs of one node") {
+    Tensor x = tensor_from<double>({1, 2, 3}, {3});
+    x.set_requires_grad(true);
+    const Tensor a = ag::mul_scalar(x, 2.0);
+    const Tensor seed = tensor_from<double>({1, -1, 0.5}, {3});
+    ag::backward(ag::add(a, a), seed);  // add passes the seed handle to both edges, into one node
+    CHECK(to_vector(seed) == std::vector<double>{1, -1, 0.5});
+    CHECK(to_vector(x.grad()) == std::vector<double>{4, -4, 2});
+  }
+  SECTION("two leaves given the same gradient handle get separate .grad memory") {
+    Tensor p = tensor_from<double>({1, 2}, {2}), q = tensor_from<double>({3, 4}, {2});
+    p.set_requires_grad(true);
+    q.set_requires_grad(true);
+    ag::backward(ag::sum(ag::mul_scalar(ag::add(p, q), 3.0)));
+    CHECK(p.grad().storage() != q.grad().storage());
+    ops::add_(p.grad(), ones({2}, DType::f64));
+    CHECK(to_vector(p.grad()) == std::vector<double>{4, 4});
+    CHECK(to_vector(q.grad()) == std::vector<double>{3, 3});
+  }
+  SECTION("a node reached by three paths sums all three") {
+    Tensor x = tensor_from<double>({0.5, -1.0}, {2});
+    x.set_requires_grad(true);
+    const Tensor e = ag::exp(x);
+    const Tensor y = ag::sum(ag::add(ag::add(ag::mul_scalar(e, 2.0), ag::mul(e, e)), ag::mul_scalar(e, 3.0)));
+    ag::backward(y);  // d/dx (5 e^x + e^{2x}) = 5 e^x + 2 e^{2x}
+    const std::vector<double> g = to_vector(x.grad());
+    CHECK(g[0] == Approx(5 * std::exp(0.5) + 2 * std::exp(1.0)));
+    CHECK(g[1] == Approx(5 * std::exp(-1.0) + 2 * std::exp(-2.0)));
+  }
+  SECTION("a .grad read by the caller is not changed by the next backward") {
+    Tensor w = tensor_from<double>({1, 2}, {2});
+    w.set_requires_grad(true);
+    ag::backward(ag::sum(ag::mul_scalar(w, 2.0)));
+    const Tensor first = w.grad();
+    ag::backward(ag::sum(ag::mul_scalar(w, 5.0)));
+    CHECK(to_vector(first) == std::vector<double>{2, 2});
+    CHECK(to_vector(w.grad()) == std::vector<double>{7, 7});
+  }
 }

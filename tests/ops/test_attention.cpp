@@ -285,3 +285,49 @@ TEST_CASE("attention with a longer key cache equals the last rows of full attent
   CHECK_THROWS_WITH(hetu::ops::attention_backward(tail.out, q.narrow(2, 8, 3), k, v, tail.out, tail.lse, 0.35),
                     Catch::Contains("sequence lengths differ"));
 }
+
+// How GPT-2 calls attention: q, k, v are (B, H, T, D) views of one fused (B, T, 3·H·D)
+// projection (row stride 3·H·D), and the gradient arrives as a view of (B, T, H·D). The CPU
+// kernels read those in place and lay out out, dq, dk, dv as (B, T, heads, D), so that the
+// transpose back to (B, T, H·D) is contiguous (no copy). See Note [Attention layouts].
+TEST_CASE("attention reads a fused qkv projection in place and writes (B, T, H, D) outputs", "[attention]") {
+  uint64_t seed = 5000;
+  struct Heads {
+    int64_t H, Hkv;
+  };
+  for (Heads heads : {Heads{4, 4}, Heads{4, 2}}) {
+    for (int64_t T : {1, 65, 130}) {
+      for (DType dtype : {DType::f32, DType::f64}) {
+        const int64_t B = 2, D = 16, H = heads.H, Hkv = heads.Hkv;
+        const Dims d{B, H, Hkv, T, D};
+        INFO("H " << H << " Hkv " << Hkv << " T " << T << " " << hetu::to_string(dtype));
+        const int64_t width = (H + 2 * Hkv) * D;
+        const Tensor qkv = hetu::test::random_tensor({B, T, width}, dtype, ++seed);
+        auto heads_of = [&](int64_t start, int64_t n) {
+          return qkv.narrow(2, start * D, n * D).view({B, T, n, D}).transpose(1, 2);
+        };
+        const Tensor q = heads_of(0, H), k = heads_of(H, Hkv), v = heads_of(H + Hkv, Hkv);
+        const Tensor g = hetu::test::random_tensor({B, T, H * D}, dtype, ++seed).view({B, T, H, D}).transpose(1, 2);
+        const double scale = 0.25;
+        const Vec qv = hetu::to_vector(q), kv = hetu::to_vector(k), vv = hetu::to_vector(v);
+        const NaiveForward ref = naive_attention(qv, kv, vv, d, scale);
+        const hetu::ops::AttentionResult res = hetu::ops::attention(q, k, v, scale);
+        REQUIRE(res.out.shape() == Shape{B, H, T, D});
+        CHECK(res.out.transpose(1, 2).is_contiguous());
+        check_close(res.out, ref.out, dtype);
+        check_close(res.lse, ref.lse, dtype);
+
+        const NaiveGrads gref = naive_attention_backward(hetu::to_vector(g), qv, kv, vv, ref.probs, d, scale);
+        const hetu::ops::AttentionGrads grads = hetu::ops::attention_backward(g, q, k, v, res.out, res.lse, scale);
+        for (const Tensor* grad : {&grads.dq, &grads.dk, &grads.dv}) CHECK(grad->transpose(1, 2).is_contiguous());
+        check_close(grads.dq, gref.dq, dtype);
+        check_close(grads.dk, gref.dk, dtype);
+        check_close(grads.dv, gref.dv, dtype);
+        // The same values handed over contiguous give the same results.
+        const hetu::ops::AttentionResult plain =
+            hetu::ops::attention(q.contiguous(), k.contiguous(), v.contiguous(), scale);
+        CHECK(hetu::test::max_abs_diff(plain.out, hetu::to_vector(res.out)) == 0.0);
+      }
+    }
+  }
+}

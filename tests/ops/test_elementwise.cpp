@@ -40,6 +40,28 @@ TEST_CASE("binary ops broadcast like NumPy", "[elementwise]") {
   }
 }
 
+TEST_CASE("add_ adds in place, broadcasting the source", "[elementwise]") {
+  uint64_t seed = 700;
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{7}, {7}}, {{33, 7}, {7}}, {{4, 5, 3}, {5, 1}}, {{2, 129}, {1}}};
+  for (DType dtype : {DType::f32, DType::f64}) {
+    for (const auto& [sd, ss] : shapes) {
+      for (Layout layout : {Layout::contiguous, Layout::transposed, Layout::strided}) {
+        const Tensor dst = with_layout(random_tensor(sd, dtype, seed++), layout);
+        const Tensor src = with_layout(random_tensor(ss, dtype, seed++), layout);
+        const std::vector<double> expected = to_vector(ops::add(dst, src));
+        const Tensor alias = dst;  // another handle: sees the update
+        const void* storage = dst.storage().get();
+        ops::add_(dst, src);
+        INFO(shape_str(sd) << " += " << shape_str(ss) << " " << to_string(layout) << " " << to_string(dtype));
+        CHECK(dst.storage().get() == storage);
+        CHECK(max_abs_diff(alias, expected) == 0.0);
+      }
+    }
+  }
+  CHECK_THROWS_WITH(ops::add_(zeros({3}), ones({2, 3})), "add_: (2, 3) does not broadcast to (3,)");
+}
+
 TEST_CASE("unary and scalar ops match std:: math", "[elementwise]") {
   using UnaryFn = std::function<Tensor(const Tensor&)>;
   const std::vector<std::tuple<const char*, UnaryFn, std::function<double(double)>>> ops_list = {

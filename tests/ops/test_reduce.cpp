@@ -81,3 +81,34 @@ TEST_CASE("sum_to_shape undoes broadcasting", "[reduce]") {
   CHECK(ops::sum_to_shape(g, {4, 5, 3}).same(g));
   CHECK_THROWS_WITH(ops::sum_to_shape(g, {2, 3}), Catch::Contains("do not broadcast"));
 }
+
+// A sum over the leading dims of a contiguous tensor adds whole rows into column sums
+// (no transposing copy); any other layout takes the row path. Both add each output in the
+// same order, so they agree bit for bit. Widths past one column block (512) and sizes over
+// the threading threshold included.
+TEST_CASE("sum over leading dims: the column path equals the row path exactly", "[reduce]") {
+  uint64_t seed = 4000;
+  for (DType dtype : {DType::f32, DType::f64}) {
+    for (const Shape& shape : {Shape{37, 1100}, Shape{3, 5, 1300}, Shape{64, 4, 768}, Shape{2, 1, 1}}) {
+      const Tensor x = random_tensor(shape, dtype, seed++);
+      const Tensor strided = with_layout(x, Layout::strided);  // same values, not contiguous
+      REQUIRE(x.is_contiguous());
+      for (int64_t lead = 1; lead < x.dim(); ++lead) {
+        std::vector<int64_t> dims;
+        unsigned mask = 0;
+        for (int64_t d = 0; d < lead; ++d) {
+          dims.push_back(d);
+          mask |= 1u << d;
+        }
+        INFO(shape_str(shape) << " over " << lead << " leading dims, " << to_string(dtype));
+        const Tensor fast = ops::sum(x, dims), rows = ops::sum(strided, dims);
+        CHECK(to_vector(fast) == to_vector(rows));
+        CHECK(max_abs_diff(fast, naive_sum(x, mask, false)) <= tolerance(dtype, 100));
+        CHECK(to_vector(ops::mean(x, dims, /*keepdim=*/true)) == to_vector(ops::mean(strided, dims, true)));
+      }
+    }
+  }
+  // A bias gradient: sum_to_shape from (B, T, C) to (C).
+  const Tensor g = random_tensor({4, 64, 768}, DType::f32, 4100);
+  CHECK(to_vector(ops::sum_to_shape(g, {768})) == to_vector(ops::sum_to_shape(with_layout(g, Layout::strided), {768})));
+}

@@ -8,6 +8,9 @@
 // dP = dO Vᵀ, dS = P ∘ (dP - delta)·scale with delta_t = Σ_d dout·out; dV += Pᵀ dO,
 // dK += dSᵀ Q, dQ += dS K. Parallel over (batch, kv head): a task owns its dk/dv and the dq
 // rows of its query heads, so nothing is shared.
+// Operands are strided Heads views (attention.h): a block of rows is a BLAS matrix with
+// leading dimension Heads::row, so q, k, v are read where the projection wrote them. The
+// softmax loops use fast_exp and run at the CPU's widest vectors (run_isa; fast_math.h).
 #include "lib/ops/cpu/attention.h"
 
 #include <cblas.h>
@@ -17,6 +20,9 @@
 #include <limits>
 #include <type_traits>
 #include <vector>
+
+#include "lib/ops/cpu/fast_math.h"
+#include "lib/ops/cpu/isa.h"
 
 namespace hetu::ops::cpu {
 namespace {
@@ -45,57 +51,124 @@ template <typename T> T dot(const T* a, const T* b, int64_t n) {
   return acc;
 }
 
-// One query block [t0, t0 + nq) of one head against its kv head (k, v are (Tk, D)); query t
-// sits at position past + t and sees keys 0..past + t.
-template <typename T>
-void attend_block(T* out, T* lse, const T* q, const T* k, const T* v, int64_t t0, int64_t nq, int64_t past,
-                  int64_t Tk, int64_t D, T scale, T* scores, T* row_max, T* row_sum) {
-  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-  std::fill(out, out + nq * D, T(0));
-  std::fill(row_max, row_max + nq, kNegInf);
-  std::fill(row_sum, row_sum + nq, T(0));
-  const int64_t key_end = std::min(Tk, past + t0 + nq);  // keys any row of the block sees
-  for (int64_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
-    const int64_t nk = std::min(kKeyBlock, key_end - j0);
-    gemm<T>(false, true, nq, nk, D, scale, q, D, k + j0 * D, D, T(0), scores, nk);  // S = Q Kᵀ · scale
-    for (int64_t r = 0; r < nq; ++r) {
-      T* s = scores + r * nk;
-      const int64_t visible = std::min(nk, past + t0 + r + 1 - j0);  // causal: keys j0 .. past + t
-      if (visible <= 0) {
-        std::fill(s, s + nk, T(0));
-        continue;
-      }
-      T block_max = kNegInf;
-      for (int64_t j = 0; j < visible; ++j) block_max = std::max(block_max, s[j]);
-      const T new_max = std::max(row_max[r], block_max);
-      const T correction = std::exp(row_max[r] - new_max);  // 0 on the row's first block
-      T sum = 0;
-      for (int64_t j = 0; j < visible; ++j) sum += s[j] = std::exp(s[j] - new_max);
-      std::fill(s + visible, s + nk, T(0));
-      row_sum[r] = row_sum[r] * correction + sum;
-      row_max[r] = new_max;
-      if (correction != T(1)) {
-        T* o = out + r * D;
+// One query block [t0, t0 + nq) of one head against its kv head (k, v: Tk rows with leading
+// dimensions ldk, ldv); query t sits at position past + t and sees keys 0..past + t. q, out
+// point at the block's first row (leading dimensions ldq, ldo); lse at its first entry.
+// Run through run_isa: the softmax loops vectorise (fast_exp), the GEMMs are OpenBLAS calls.
+struct AttendBlock {
+  template <typename T>
+  static void run(T* out, int64_t ldo, T* lse, const T* q, int64_t ldq, const T* k, int64_t ldk, const T* v,
+                  int64_t ldv, int64_t t0, int64_t nq, int64_t past, int64_t Tk, int64_t D, T scale, T* scores,
+                  T* row_max, T* row_sum) {
+    constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+    for (int64_t r = 0; r < nq; ++r) std::fill(out + r * ldo, out + r * ldo + D, T(0));
+    std::fill(row_max, row_max + nq, kNegInf);
+    std::fill(row_sum, row_sum + nq, T(0));
+    const int64_t key_end = std::min(Tk, past + t0 + nq);  // keys any row of the block sees
+    for (int64_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
+      const int64_t nk = std::min(kKeyBlock, key_end - j0);
+      gemm<T>(false, true, nq, nk, D, scale, q, ldq, k + j0 * ldk, ldk, T(0), scores, nk);  // S = Q Kᵀ · scale
+      for (int64_t r = 0; r < nq; ++r) {
+        T* s = scores + r * nk;
+        const int64_t visible = std::min(nk, past + t0 + r + 1 - j0);  // causal: keys j0 .. past + t
+        if (visible <= 0) {
+          std::fill(s, s + nk, T(0));
+          continue;
+        }
+        T block_max = kNegInf;
+#pragma omp simd reduction(max : block_max)
+        for (int64_t j = 0; j < visible; ++j) block_max = std::max(block_max, s[j]);
+        const T new_max = std::max(row_max[r], block_max);
+        const T correction = fast_exp(row_max[r] - new_max);  // 0 on the row's first block
+        T sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j < visible; ++j) {
+          const T e = fast_exp(s[j] - new_max);
+          s[j] = e;
+          sum += e;
+        }
+        std::fill(s + visible, s + nk, T(0));
+        row_sum[r] = row_sum[r] * correction + sum;
+        row_max[r] = new_max;
+        if (correction != T(1)) {
+          T* o = out + r * ldo;
 #pragma omp simd
-        for (int64_t d = 0; d < D; ++d) o[d] *= correction;
+          for (int64_t d = 0; d < D; ++d) o[d] *= correction;
+        }
+      }
+      gemm<T>(false, false, nq, D, nk, T(1), scores, nk, v + j0 * ldv, ldv, T(1), out, ldo);  // O += P V
+    }
+    for (int64_t r = 0; r < nq; ++r) {
+      const T inv = T(1) / row_sum[r];
+      T* o = out + r * ldo;
+#pragma omp simd
+      for (int64_t d = 0; d < D; ++d) o[d] *= inv;
+      lse[r] = row_max[r] + std::log(row_sum[r]);
+    }
+  }
+};
+
+// The backward of one (batch, kv head): its dk, dv rows and the dq rows of its query heads.
+template <typename T>
+struct BackwardArgs {
+  Heads<T> dq, dk, dv;
+  Heads<const T> dout, q, k, v;
+  const T* lse;
+  const T* delta;
+  AttentionDims dims;
+  T scale;
+};
+
+struct BackwardTask {
+  template <typename T> static void run(const BackwardArgs<T>* a, int64_t b, int64_t hkv, T* p, T* dp) {
+    const int64_t H = a->dims.H, T_len = a->dims.T, D = a->dims.D, group = H / a->dims.Hkv;
+    const T s = a->scale;
+    for (int64_t t = 0; t < T_len; ++t) {
+      std::fill(a->dk.at(b, hkv, t), a->dk.at(b, hkv, t) + D, T(0));
+      std::fill(a->dv.at(b, hkv, t), a->dv.at(b, hkv, t) + D, T(0));
+    }
+    for (int64_t j0 = 0; j0 < T_len; j0 += kKeyBlock) {
+      const int64_t nk = std::min(kKeyBlock, T_len - j0);
+      const T* k_blk = a->k.at(b, hkv, j0);
+      const T* v_blk = a->v.at(b, hkv, j0);
+      for (int64_t h = hkv * group; h < (hkv + 1) * group; ++h) {
+        // Query blocks that see any key of this block: rows t >= j0.
+        for (int64_t t0 = (j0 / kQueryBlock) * kQueryBlock; t0 < T_len; t0 += kQueryBlock) {
+          const int64_t nq = std::min(kQueryBlock, T_len - t0);
+          const int64_t row0 = (b * H + h) * T_len + t0;
+          const T* q_blk = a->q.at(b, h, t0);
+          const T* dout_blk = a->dout.at(b, h, t0);
+          gemm<T>(false, true, nq, nk, D, s, q_blk, a->q.row, k_blk, a->k.row, T(0), p, nk);
+          gemm<T>(false, true, nq, nk, D, T(1), dout_blk, a->dout.row, v_blk, a->v.row, T(0), dp, nk);
+          for (int64_t r = 0; r < nq; ++r) {
+            const int64_t visible = std::clamp<int64_t>(t0 + r + 1 - j0, 0, nk);
+            const T row_lse = a->lse[row0 + r], row_delta = a->delta[row0 + r];
+            T* pr = p + r * nk;
+            T* dpr = dp + r * nk;
+#pragma omp simd
+            for (int64_t j = 0; j < visible; ++j) {
+              const T pj = fast_exp(pr[j] - row_lse);
+              pr[j] = pj;
+              dpr[j] = pj * (dpr[j] - row_delta) * s;  // dS, scale folded in
+            }
+            std::fill(pr + visible, pr + nk, T(0));
+            std::fill(dpr + visible, dpr + nk, T(0));
+          }
+          // dV += Pᵀ dO; dK += dSᵀ Q; dQ += dS K.
+          gemm<T>(true, false, nk, D, nq, T(1), p, nk, dout_blk, a->dout.row, T(1), a->dv.at(b, hkv, j0), a->dv.row);
+          gemm<T>(true, false, nk, D, nq, T(1), dp, nk, q_blk, a->q.row, T(1), a->dk.at(b, hkv, j0), a->dk.row);
+          gemm<T>(false, false, nq, D, nk, T(1), dp, nk, k_blk, a->k.row, T(1), a->dq.at(b, h, t0), a->dq.row);
+        }
       }
     }
-    gemm<T>(false, false, nq, D, nk, T(1), scores, nk, v + j0 * D, D, T(1), out, D);  // O += P V
   }
-  for (int64_t r = 0; r < nq; ++r) {
-    const T inv = T(1) / row_sum[r];
-    T* o = out + r * D;
-#pragma omp simd
-    for (int64_t d = 0; d < D; ++d) o[d] *= inv;
-    lse[r] = row_max[r] + std::log(row_sum[r]);
-  }
-}
+};
 
 }  // namespace
 
 template <typename scalar_t>
-void attention_forward(scalar_t* out, scalar_t* lse, const scalar_t* q, const scalar_t* k, const scalar_t* v,
-                       const AttentionDims& dims, double scale) {
+void attention_forward(Heads<scalar_t> out, scalar_t* lse, Heads<const scalar_t> q, Heads<const scalar_t> k,
+                       Heads<const scalar_t> v, const AttentionDims& dims, double scale) {
   const int64_t B = dims.B, H = dims.H, Hkv = dims.Hkv, T = dims.T, D = dims.D;
   const int64_t group = H / Hkv;
   const int64_t Tk = dims.keys(), past = Tk - T;  // keys before the first query (KV cache)
@@ -109,86 +182,51 @@ void attention_forward(scalar_t* out, scalar_t* lse, const scalar_t* q, const sc
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t bh = task / query_blocks;  // b * H + h
-      const int64_t b = bh / H, h = bh % H;
-      const int64_t kv_offset = (b * Hkv + h / group) * Tk * D;
+      const int64_t b = bh / H, h = bh % H, hkv = h / group;
       const int64_t t0 = (task % query_blocks) * kQueryBlock;
       const int64_t nq = std::min(kQueryBlock, T - t0);
-      const int64_t row = bh * T + t0;
-      attend_block(out + row * D, lse + row, q + row * D, k + kv_offset, v + kv_offset, t0, nq, past, Tk, D, s,
-                   scores.data(), row_max.data(), row_sum.data());
+      run_isa<AttendBlock>(out.at(b, h, t0), out.row, lse + bh * T + t0, q.at(b, h, t0), q.row, k.at(b, hkv, 0),
+                           k.row, v.at(b, hkv, 0), v.row, t0, nq, past, Tk, D, s, scores.data(), row_max.data(),
+                           row_sum.data());
     }
   }
 }
 
 template <typename scalar_t>
-void attention_backward(scalar_t* dq, scalar_t* dk, scalar_t* dv, const scalar_t* dout, const scalar_t* q,
-                        const scalar_t* k, const scalar_t* v, const scalar_t* out, const scalar_t* lse,
-                        const AttentionDims& dims, double scale) {
+void attention_backward(Heads<scalar_t> dq, Heads<scalar_t> dk, Heads<scalar_t> dv, Heads<const scalar_t> dout,
+                        Heads<const scalar_t> q, Heads<const scalar_t> k, Heads<const scalar_t> v,
+                        Heads<const scalar_t> out, const scalar_t* lse, const AttentionDims& dims, double scale) {
   const int64_t B = dims.B, H = dims.H, Hkv = dims.Hkv, T = dims.T, D = dims.D;
-  const int64_t group = H / Hkv;
-  const int64_t rows = B * H * T;
+  const int64_t rows = B * H * T;  // query rows, numbered (b·H + h)·T + t like lse
   const scalar_t s = static_cast<scalar_t>(scale);
 
   // delta_t = Σ_d dout·out, one per query row; dq starts at 0 and collects every key block.
   std::vector<scalar_t> delta(static_cast<size_t>(rows));
 #pragma omp parallel for schedule(static)
   for (int64_t row = 0; row < rows; ++row) {
-    delta[static_cast<size_t>(row)] = dot(dout + row * D, out + row * D, D);
-    std::fill(dq + row * D, dq + (row + 1) * D, scalar_t(0));
+    const int64_t b = row / (H * T), h = row / T % H, t = row % T;
+    delta[static_cast<size_t>(row)] = dot(dout.at(b, h, t), out.at(b, h, t), D);
+    scalar_t* dq_row = dq.at(b, h, t);
+    std::fill(dq_row, dq_row + D, scalar_t(0));
   }
 
+  const BackwardArgs<scalar_t> args{dq, dk, dv, dout, q, k, v, lse, delta.data(), dims, s};
 #pragma omp parallel
   {
     std::vector<scalar_t> p(kQueryBlock * kKeyBlock), dp(kQueryBlock * kKeyBlock);
 #pragma omp for schedule(dynamic)
     for (int64_t bkv = 0; bkv < B * Hkv; ++bkv) {
-      const int64_t b = bkv / Hkv, hkv = bkv % Hkv;
-      const scalar_t* k_head = k + bkv * T * D;
-      const scalar_t* v_head = v + bkv * T * D;
-      scalar_t* dk_head = dk + bkv * T * D;
-      scalar_t* dv_head = dv + bkv * T * D;
-      std::fill(dk_head, dk_head + T * D, scalar_t(0));
-      std::fill(dv_head, dv_head + T * D, scalar_t(0));
-      for (int64_t j0 = 0; j0 < T; j0 += kKeyBlock) {
-        const int64_t nk = std::min(kKeyBlock, T - j0);
-        for (int64_t h = hkv * group; h < (hkv + 1) * group; ++h) {
-          // Query blocks that see any key of this block: rows t >= j0.
-          for (int64_t t0 = (j0 / kQueryBlock) * kQueryBlock; t0 < T; t0 += kQueryBlock) {
-            const int64_t nq = std::min(kQueryBlock, T - t0);
-            const int64_t row0 = (b * H + h) * T + t0;
-            const scalar_t* q_blk = q + row0 * D;
-            const scalar_t* dout_blk = dout + row0 * D;
-            gemm<scalar_t>(false, true, nq, nk, D, s, q_blk, D, k_head + j0 * D, D, scalar_t(0), p.data(), nk);
-            gemm<scalar_t>(false, true, nq, nk, D, scalar_t(1), dout_blk, D, v_head + j0 * D, D, scalar_t(0), dp.data(), nk);
-            for (int64_t r = 0; r < nq; ++r) {
-              const int64_t t = t0 + r;
-              const int64_t visible = std::clamp<int64_t>(t + 1 - j0, 0, nk);
-              const scalar_t row_lse = lse[row0 + r], row_delta = delta[static_cast<size_t>(row0 + r)];
-              scalar_t* pr = p.data() + r * nk;
-              scalar_t* dpr = dp.data() + r * nk;
-              for (int64_t j = 0; j < visible; ++j) {
-                pr[j] = std::exp(pr[j] - row_lse);
-                dpr[j] = pr[j] * (dpr[j] - row_delta) * s;  // dS, scale folded in
-              }
-              std::fill(pr + visible, pr + nk, scalar_t(0));
-              std::fill(dpr + visible, dpr + nk, scalar_t(0));
-            }
-            // dV += Pᵀ dO; dK += dSᵀ Q; dQ += dS K.
-            gemm<scalar_t>(true, false, nk, D, nq, scalar_t(1), p.data(), nk, dout_blk, D, scalar_t(1), dv_head + j0 * D, D);
-            gemm<scalar_t>(true, false, nk, D, nq, scalar_t(1), dp.data(), nk, q_blk, D, scalar_t(1), dk_head + j0 * D, D);
-            gemm<scalar_t>(false, false, nq, D, nk, scalar_t(1), dp.data(), nk, k_head + j0 * D, D, scalar_t(1),
-                           dq + row0 * D, D);
-          }
-        }
-      }
+      run_isa<BackwardTask>(&args, bkv / Hkv, bkv % Hkv, p.data(), dp.data());
     }
   }
 }
 
-#define HT_INSTANTIATE_ATTENTION(T)                                                                           \
-  template void attention_forward<T>(T*, T*, const T*, const T*, const T*, const AttentionDims&, double);     \
-  template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, const T*, \
-                                      const AttentionDims&, double);
+#define HT_INSTANTIATE_ATTENTION(T)                                                                          \
+  template void attention_forward<T>(Heads<T>, T*, Heads<const T>, Heads<const T>, Heads<const T>,           \
+                                     const AttentionDims&, double);                                         \
+  template void attention_backward<T>(Heads<T>, Heads<T>, Heads<T>, Heads<const T>, Heads<const T>,          \
+                                      Heads<const T>, Heads<const T>, Heads<const T>, const T*, const AttentionDims&, \
+                                      double);
 HT_INSTANTIATE_ATTENTION(float)
 HT_INSTANTIATE_ATTENTION(double)
 #undef HT_INSTANTIATE_ATTENTION

@@ -1,6 +1,9 @@
 // CPU kernels for fused causal attention with grouped-query heads (public op: ops.h, attention).
-// Every pointer is to a contiguous tensor: q, out, dout, dq are (B, H, T, D); k, v, dk, dv are
-// (B, Hkv, T, D); lse is (B, H, T). Query head h reads kv head h / (H / Hkv).
+// Every operand is a Heads view: q, out, dout, dq are (B, H, T, D); k, v, dk, dv are
+// (B, Hkv, T, D); each row's D elements are contiguous, the B, head and T strides are free,
+// so the kernels read q, k, v straight out of a fused (B, T, 3·H·D) projection and write
+// out, dq, dk, dv in (B, T, H, D) order (no head transposes). lse is contiguous (B, H, T).
+// Query head h reads kv head h / (H / Hkv).
 // The forward never builds a T×T matrix: one key block of scores per thread (online softmax).
 // The backward recomputes probabilities from q, k and lse, and writes (=) dq, dk, dv.
 #pragma once
@@ -16,13 +19,23 @@ struct AttentionDims {
   int64_t keys() const { return Tk > 0 ? Tk : T; }
 };
 
-template <typename scalar_t>
-void attention_forward(scalar_t* out, scalar_t* lse, const scalar_t* q, const scalar_t* k, const scalar_t* v,
-                       const AttentionDims& dims, double scale);
+// A (B, heads, T, D) operand: row (b, h, t) starts at data + b·batch + h·head + t·row and
+// holds D contiguous elements. BLAS reads blocks of rows with leading dimension `row`, so
+// row >= D (any value when T == 1).
+template <typename T>
+struct Heads {
+  T* data;
+  int64_t batch, head, row;
+  T* at(int64_t b, int64_t h, int64_t t) const { return data + b * batch + h * head + t * row; }
+};
 
 template <typename scalar_t>
-void attention_backward(scalar_t* dq, scalar_t* dk, scalar_t* dv, const scalar_t* dout, const scalar_t* q,
-                        const scalar_t* k, const scalar_t* v, const scalar_t* out, const scalar_t* lse,
-                        const AttentionDims& dims, double scale);
+void attention_forward(Heads<scalar_t> out, scalar_t* lse, Heads<const scalar_t> q, Heads<const scalar_t> k,
+                       Heads<const scalar_t> v, const AttentionDims& dims, double scale);
+
+template <typename scalar_t>
+void attention_backward(Heads<scalar_t> dq, Heads<scalar_t> dk, Heads<scalar_t> dv, Heads<const scalar_t> dout,
+                        Heads<const scalar_t> q, Heads<const scalar_t> k, Heads<const scalar_t> v,
+                        Heads<const scalar_t> out, const scalar_t* lse, const AttentionDims& dims, double scale);
 
 }  // namespace hetu::ops::cpu

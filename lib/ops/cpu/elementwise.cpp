@@ -1,5 +1,6 @@
 // Elementwise kernels. Same-shape contiguous operands take a flat OpenMP loop; broadcast
-// operands walk rows with stride-0 dims (a bias (C) added to (B, T, C) is a row of C).
+// operands walk rows with stride-0 dims (a bias (C) added to (B, T, C) is a row of C). The
+// output may be any view, and may alias the first operand (ops::add_).
 #include "lib/ops/cpu/elementwise.h"
 
 #include <cmath>
@@ -12,21 +13,37 @@ namespace {
 
 constexpr int64_t kParallelMin = 1 << 15;  // below this, threads cost more than they save
 
-template <typename T>
-inline T apply(BinaryOp op, T a, T b) {
-  switch (op) {
-    case BinaryOp::add: return a + b;
-    case BinaryOp::sub: return a - b;
-    case BinaryOp::mul: return a * b;
-    case BinaryOp::div: return a / b;
-  }
-  return a;
-}
-
 template <typename T, typename Fn>
 void flat_loop(const T* x, T* y, int64_t n, Fn fn) {
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (int64_t i = 0; i < n; ++i) y[i] = fn(x[i]);
+}
+
+// Strided or broadcast operands, row by row. Rows where every operand is unit-stride (a bias
+// (C) added to (B, T, C): each row of C meets the whole bias) or one operand is a broadcast
+// scalar (a per-row statistic) get loops that vectorise; other rows take the strided loop.
+template <typename T, typename Fn>
+void binary_rows(const Tensor& a, const Tensor& b, const Tensor& out, Fn fn) {
+  const T* pa = static_cast<const T*>(a.storage()->data());
+  const T* pb = static_cast<const T*>(b.storage()->data());
+  T* po = static_cast<T*>(out.storage()->data());
+  for_each_row<3>(out.shape(), {a.strides(), b.strides(), out.strides()}, {a.offset(), b.offset(), out.offset()},
+                  [&](auto off, int64_t len, auto step) {
+                    const T* xa = pa + off[0];
+                    const T* xb = pb + off[1];
+                    T* y = po + off[2];
+                    if (step[0] == 1 && step[1] == 1 && step[2] == 1) {
+                      for (int64_t i = 0; i < len; ++i) y[i] = fn(xa[i], xb[i]);
+                    } else if (step[0] == 1 && step[1] == 0 && step[2] == 1) {
+                      const T vb = xb[0];
+                      for (int64_t i = 0; i < len; ++i) y[i] = fn(xa[i], vb);
+                    } else if (step[0] == 0 && step[1] == 1 && step[2] == 1) {
+                      const T va = xa[0];
+                      for (int64_t i = 0; i < len; ++i) y[i] = fn(va, xb[i]);
+                    } else {
+                      for (int64_t i = 0; i < len; ++i) y[i * step[2]] = fn(xa[i * step[0]], xb[i * step[1]]);
+                    }
+                  });
 }
 
 template <typename T>
@@ -35,7 +52,7 @@ void binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& ou
   const T* pb = static_cast<const T*>(b.storage()->data());
   T* po = out.data<T>();
   const int64_t n = out.numel();
-  if (a.is_contiguous() && b.is_contiguous()) {
+  if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous()) {
     const T* xa = pa + a.offset();
     const T* xb = pb + b.offset();
     switch (op) {  // one loop per op so each vectorises
@@ -57,13 +74,12 @@ void binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& ou
         return;
     }
   }
-  for_each_row<3>(out.shape(), {a.strides(), b.strides(), out.strides()}, {a.offset(), b.offset(), 0},
-                  [&](auto off, int64_t len, auto step) {
-                    const T* xa = pa + off[0];
-                    const T* xb = pb + off[1];
-                    T* y = po + off[2];
-                    for (int64_t i = 0; i < len; ++i) y[i] = apply(op, xa[i * step[0]], xb[i * step[1]]);
-                  });
+  switch (op) {
+    case BinaryOp::add: return binary_rows<T>(a, b, out, [](T x, T y) { return x + y; });
+    case BinaryOp::sub: return binary_rows<T>(a, b, out, [](T x, T y) { return x - y; });
+    case BinaryOp::mul: return binary_rows<T>(a, b, out, [](T x, T y) { return x * y; });
+    case BinaryOp::div: return binary_rows<T>(a, b, out, [](T x, T y) { return x / y; });
+  }
 }
 
 template <typename T>

@@ -4,19 +4,24 @@
 // Backward (xhat = (x - mean)·rstd, dnorm = grad·w):
 //   dx = rstd · (dnorm - mean(dnorm) - xhat · mean(dnorm · xhat))
 //   dweight = Σ_rows grad · xhat,   dbias = Σ_rows grad
+// Row loops run with the CPU's widest vectors (run_isa, Note [Kernel ISA levels]).
 #include "lib/ops/cpu/layer_norm.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "lib/ops/cpu/isa.h"
+
 namespace hetu::ops::cpu {
 
-template <typename scalar_t>
-void layer_norm_forward(scalar_t* out, scalar_t* mean, scalar_t* rstd, const scalar_t* x, const scalar_t* weight,
-                        const scalar_t* bias, int64_t N, int64_t C, double eps) {
-#pragma omp parallel for
-  for (int64_t n = 0; n < N; n++) {
+namespace {
+
+// One row n of the forward.
+struct LayerNormRow {
+  template <typename scalar_t>
+  static void run(scalar_t* out, scalar_t* mean, scalar_t* rstd, const scalar_t* x, const scalar_t* weight,
+                  const scalar_t* bias, int64_t n, int64_t C, double eps) {
     const scalar_t* x_n = x + n * C;
     scalar_t* out_n = out + n * C;
     double m = 0.0;
@@ -39,26 +44,15 @@ void layer_norm_forward(scalar_t* out, scalar_t* mean, scalar_t* rstd, const sca
     mean[n] = static_cast<scalar_t>(m);
     rstd[n] = static_cast<scalar_t>(r);
   }
-}
+};
 
-// Note [Deterministic parameter gradients]: dweight and dbias sum over every row. The rows are
-// cut into at most kMaxChunks chunks, fixed by N alone; each chunk sums its rows into its own
-// double buffer, and the buffers are then added in chunk order. The result is the same bits
-// whatever the thread count, and no two threads write the same element.
-namespace {
-constexpr int64_t kMaxChunks = 64;
-}  // namespace
-
-template <typename scalar_t>
-void layer_norm_backward(scalar_t* dx, scalar_t* dweight, scalar_t* dbias, const scalar_t* grad, const scalar_t* x,
-                         const scalar_t* weight, const scalar_t* mean, const scalar_t* rstd, int64_t N, int64_t C) {
-  const int64_t chunks = std::min(N, kMaxChunks);
-  std::vector<double> partial(static_cast<size_t>(chunks * 2 * C), 0.0);  // per chunk: dweight, dbias
-#pragma omp parallel for
-  for (int64_t k = 0; k < chunks; k++) {
-    double* dw_k = partial.data() + k * 2 * C;
-    double* db_k = dw_k + C;
-    for (int64_t n = N * k / chunks; n < N * (k + 1) / chunks; n++) {
+// Rows [n0, n1) of the backward: dx, and this chunk's dweight (dw_k) and dbias (db_k) sums.
+struct LayerNormBackwardRows {
+  template <typename scalar_t>
+  static void run(scalar_t* dx, double* dw_k, double* db_k, const scalar_t* grad, const scalar_t* x,
+                  const scalar_t* weight, const scalar_t* mean, const scalar_t* rstd, int64_t n0, int64_t n1,
+                  int64_t C) {
+    for (int64_t n = n0; n < n1; n++) {
       const scalar_t* g_n = grad + n * C;
       const scalar_t* x_n = x + n * C;
       scalar_t* dx_n = dx + n * C;
@@ -83,6 +77,34 @@ void layer_norm_backward(scalar_t* dx, scalar_t* dweight, scalar_t* dbias, const
         db_k[i] += g;
       }
     }
+  }
+};
+
+// Note [Deterministic parameter gradients]: dweight and dbias sum over every row. The rows are
+// cut into at most kMaxChunks chunks, fixed by N alone; each chunk sums its rows into its own
+// double buffer, and the buffers are then added in chunk order. The result is the same bits
+// whatever the thread count, and no two threads write the same element.
+constexpr int64_t kMaxChunks = 64;
+
+}  // namespace
+
+template <typename scalar_t>
+void layer_norm_forward(scalar_t* out, scalar_t* mean, scalar_t* rstd, const scalar_t* x, const scalar_t* weight,
+                        const scalar_t* bias, int64_t N, int64_t C, double eps) {
+#pragma omp parallel for
+  for (int64_t n = 0; n < N; n++) run_isa<LayerNormRow>(out, mean, rstd, x, weight, bias, n, C, eps);
+}
+
+template <typename scalar_t>
+void layer_norm_backward(scalar_t* dx, scalar_t* dweight, scalar_t* dbias, const scalar_t* grad, const scalar_t* x,
+                         const scalar_t* weight, const scalar_t* mean, const scalar_t* rstd, int64_t N, int64_t C) {
+  const int64_t chunks = std::min(N, kMaxChunks);
+  std::vector<double> partial(static_cast<size_t>(chunks * 2 * C), 0.0);  // per chunk: dweight, dbias
+#pragma omp parallel for
+  for (int64_t k = 0; k < chunks; k++) {
+    double* dw_k = partial.data() + k * 2 * C;
+    run_isa<LayerNormBackwardRows>(dx, dw_k, dw_k + C, grad, x, weight, mean, rstd, N * k / chunks,
+                                   N * (k + 1) / chunks, C);
   }
 #pragma omp parallel for
   for (int64_t i = 0; i < C; i++) {

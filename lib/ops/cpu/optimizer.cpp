@@ -1,37 +1,55 @@
 // CPU kernels for AdamW (decoupled weight decay, as torch.optim.AdamW) and the sum of squares
 // used by global-norm clipping. Buffers are flat and contiguous; see cpu/optimizer.h.
-// The update is elementwise; sum_squares reduces fixed 4096-element blocks in parallel and
-// adds the partials serially, so the norm does not depend on the thread count.
+// The update is elementwise, run with the CPU's widest vectors (Note [Kernel ISA levels]);
+// sum_squares reduces fixed 4096-element blocks in parallel and adds the partials serially,
+// so the norm does not depend on the thread count.
 #include "lib/ops/cpu/optimizer.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "lib/ops/cpu/isa.h"
+
 namespace hetu::ops::cpu {
 namespace {
 constexpr int64_t kParallelGrain = 1 << 14;
 constexpr int64_t kBlock = 4096;
+
+// The update of n consecutive elements (see cpu/optimizer.h for the formula).
+struct AdamWRange {
+  template <typename scalar_t>
+  static void run(scalar_t* param, const scalar_t* grad, scalar_t* m, scalar_t* v, int64_t n, const AdamWScalars* s) {
+    const scalar_t beta1 = static_cast<scalar_t>(s->beta1), beta2 = static_cast<scalar_t>(s->beta2);
+    const scalar_t one_minus_beta1 = static_cast<scalar_t>(1 - s->beta1);
+    const scalar_t one_minus_beta2 = static_cast<scalar_t>(1 - s->beta2);
+    const scalar_t inv_bc1 = static_cast<scalar_t>(1 / s->bc1), inv_bc2 = static_cast<scalar_t>(1 / s->bc2);
+    const scalar_t lr = static_cast<scalar_t>(s->lr), eps = static_cast<scalar_t>(s->eps);
+    const scalar_t wd = static_cast<scalar_t>(s->weight_decay);
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const scalar_t g = grad[i];
+      const scalar_t mi = beta1 * m[i] + one_minus_beta1 * g;
+      const scalar_t vi = beta2 * v[i] + one_minus_beta2 * g * g;
+      m[i] = mi;
+      v[i] = vi;
+      const scalar_t m_hat = mi * inv_bc1;
+      const scalar_t v_hat = vi * inv_bc2;
+      param[i] -= lr * (m_hat / (std::sqrt(v_hat) + eps) + wd * param[i]);
+    }
+  }
+};
+
 }  // namespace
 
 template <typename scalar_t>
 void adamw_update(scalar_t* param, const scalar_t* grad, scalar_t* m, scalar_t* v, int64_t n, const AdamWScalars& s) {
-  const scalar_t beta1 = static_cast<scalar_t>(s.beta1), beta2 = static_cast<scalar_t>(s.beta2);
-  const scalar_t one_minus_beta1 = static_cast<scalar_t>(1 - s.beta1);
-  const scalar_t one_minus_beta2 = static_cast<scalar_t>(1 - s.beta2);
-  const scalar_t inv_bc1 = static_cast<scalar_t>(1 / s.bc1), inv_bc2 = static_cast<scalar_t>(1 / s.bc2);
-  const scalar_t lr = static_cast<scalar_t>(s.lr), eps = static_cast<scalar_t>(s.eps);
-  const scalar_t wd = static_cast<scalar_t>(s.weight_decay);
-#pragma omp parallel for if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) {
-    const scalar_t g = grad[i];
-    const scalar_t mi = beta1 * m[i] + one_minus_beta1 * g;
-    const scalar_t vi = beta2 * v[i] + one_minus_beta2 * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    const scalar_t m_hat = mi * inv_bc1;
-    const scalar_t v_hat = vi * inv_bc2;
-    param[i] -= lr * (m_hat / (std::sqrt(v_hat) + eps) + wd * param[i]);
+  // Blocks of kParallelGrain elements, each updated with the CPU's widest vectors (run_isa).
+  const int64_t blocks = (n + kParallelGrain - 1) / kParallelGrain;
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t i = b * kParallelGrain, len = std::min(kParallelGrain, n - i);
+    run_isa<AdamWRange>(param + i, grad + i, m + i, v + i, len, &s);
   }
 }
 
@@ -40,9 +58,18 @@ template <typename scalar_t> double sum_squares(const scalar_t* x, int64_t n) {
   std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
 #pragma omp parallel for if (n > kParallelGrain)
   for (int64_t b = 0; b < blocks; ++b) {
+    // kLanes independent sums (lane l takes elements ≡ l mod kLanes), added in a fixed order:
+    // one running sum is a chain of dependent adds, several vectorise.
+    constexpr int64_t kLanes = 8;
+    double lanes[kLanes] = {};
+    int64_t i = b * kBlock;
     const int64_t end = std::min(n, (b + 1) * kBlock);
+    for (; i + kLanes <= end; i += kLanes) {
+      for (int64_t l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(x[i + l]) * static_cast<double>(x[i + l]);
+    }
+    for (int64_t l = 0; i < end; ++i, ++l) lanes[l] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
     double acc = 0;
-    for (int64_t i = b * kBlock; i < end; ++i) acc += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    for (double lane : lanes) acc += lane;
     partial[static_cast<size_t>(b)] = acc;
   }
   double total = 0;

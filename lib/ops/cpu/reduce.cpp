@@ -1,7 +1,9 @@
 // Row reductions: sums accumulate in double (f32 sums of long rows stay accurate), max
-// keeps the first index of the maximum; NaN propagates.
+// keeps the first index of the maximum; NaN propagates. Column sums (sum_columns) add each
+// column in row order, so they equal sum_rows over the transposed tensor bit for bit.
 #include "lib/ops/cpu/reduce.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "lib/core/dispatch.h"
@@ -17,6 +19,26 @@ void sum_rows_impl(const T* px, int64_t outer, int64_t inner, double scale, T* p
     double acc = 0;
     for (int64_t i = 0; i < inner; ++i) acc += static_cast<double>(row[i]);
     po[r] = static_cast<T>(acc * scale);
+  }
+}
+
+// po[c] = scale · Σ_r px[r, c] for a contiguous (rows, cols) px. Threads take disjoint
+// column blocks, each summed in row order, so results do not depend on the thread count.
+template <typename T>
+void sum_columns_impl(const T* px, int64_t rows, int64_t cols, double scale, T* po) {
+  constexpr int64_t kBlock = 512;  // double accumulators per block: 4 KiB, stays in L1
+  const int64_t blocks = (cols + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (blocks > 1 && rows * cols > (1 << 15))
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t c0 = b * kBlock, n = std::min(kBlock, cols - c0);
+    double acc[kBlock];
+    std::fill(acc, acc + n, 0.0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = px + r * cols + c0;
+#pragma omp simd
+      for (int64_t c = 0; c < n; ++c) acc[c] += static_cast<double>(row[c]);
+    }
+    for (int64_t c = 0; c < n; ++c) po[c0 + c] = static_cast<T>(acc[c] * scale);
   }
 }
 
@@ -39,6 +61,12 @@ void max_rows_impl(const T* px, int64_t outer, int64_t inner, T* po, int64_t* pi
 void sum_rows(const Tensor& x, int64_t inner, double scale, const Tensor& out) {
   HT_DISPATCH_FLOAT(x.dtype(), "sum", x.device(), [&] {
     sum_rows_impl(x.data<scalar_t>(), out.numel(), inner, scale, out.data<scalar_t>());
+  });
+}
+
+void sum_columns(const Tensor& x, int64_t rows, double scale, const Tensor& out) {
+  HT_DISPATCH_FLOAT(x.dtype(), "sum", x.device(), [&] {
+    sum_columns_impl(x.data<scalar_t>(), rows, out.numel(), scale, out.data<scalar_t>());
   });
 }
 

@@ -7,6 +7,8 @@ namespace hetu::ops::cpu {
 
 // x contiguous, viewed as (outer, inner); out (outer) = Σ row · scale (accumulated in double).
 void sum_rows(const Tensor& x, int64_t inner, double scale, const Tensor& out);
+// x contiguous, viewed as (rows, cols) with cols = out.numel(); out (cols) = Σ over rows · scale.
+void sum_columns(const Tensor& x, int64_t rows, double scale, const Tensor& out);
 // x contiguous (outer, inner); out (outer) = max of each row; argmax (i64, may be undefined).
 void max_rows(const Tensor& x, int64_t inner, const Tensor& out, const Tensor& argmax);
 
