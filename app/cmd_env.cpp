@@ -12,6 +12,7 @@
 #include "lib/core/cuda_probe.h"
 #include "lib/dist/mpi_session.h"
 #include "lib/dist/nccl_probe.h"
+#include "lib/ops/cpu/isa.h"
 
 namespace hetu::app {
 namespace {
@@ -39,6 +40,11 @@ int run_env() {
                            info.cuda_backend ? fmt::format(" (sm {})", info.cuda_archs) : ""));
   row("BLAS", fmt::format("{} ({} threads)", openblas_get_config(), openblas_get_num_threads()));
   row("OpenMP", fmt::format("{} threads", omp_get_max_threads()));
+  const auto isa_name = [](ops::cpu::IsaLevel level) {
+    return level == ops::cpu::IsaLevel::avx512 ? "avx512" : level == ops::cpu::IsaLevel::avx2 ? "avx2" : "baseline";
+  };
+  row("CPU ISA", fmt::format("{} for elementwise kernels (this CPU: up to {}; HETU_CPU_ISA caps it)",
+                             isa_name(ops::cpu::isa_level()), isa_name(ops::cpu::max_isa_level())));
   row("MPI", mpi_library_version());
   unsigned major = 0, minor = 0, release = 0;
   H5get_libversion(&major, &minor, &release);

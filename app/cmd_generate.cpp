@@ -2,6 +2,8 @@
 // loads a checkpoint (its step folder, or a run's checkpoints/ folder for the latest one),
 // rebuilds the model from the config stored with it, and samples text. The prompt is run
 // once; every new token then costs one position through the KV cache.
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -108,6 +110,10 @@ int run_generate(const GenerateOptions& options) {
     input = tensor_from(std::vector<int32_t>{next}, {1, 1});
   }
   std::fputs("\n", stdout);
+  if (static_cast<int64_t>(generated.size()) < options.max_tokens && cache.length + input.size(1) > limit) {
+    spdlog::warn("stopped after {} of {} tokens: the model's context is {} positions (model.max_seq_len), and the "
+                 "prompt took {}", generated.size(), options.max_tokens, limit, ids.size());
+  }
   return 0;
 }
 
