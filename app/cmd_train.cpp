@@ -55,13 +55,10 @@ class LoaderSource final : public runtime::BatchSource {
 
 // MFU's denominator: the catalogue's peak for GPUs; for CPUs a short sgemm probe at this
 // thread count, cached per CPU model in ~/.cache/hetu so runs do not repeat it.
-double device_peak_flops(const config::JobConfig& c, const DeviceCatalog& catalog, const config::DeviceId& device) {
-  std::string type;
-  for (const auto& node : c.cluster.nodes) {
-    if (node.host == device.host) type = node.device_type;
-  }
-  const DeviceProfile* profile = catalog.find(type);
-  if (profile != nullptr && profile->kind == DeviceKind::gpu) {
+double device_peak_flops(const config::LoadedConfig& loaded, const config::DeviceId& device) {
+  const config::JobConfig& c = loaded.config;
+  if (is_gpu_device(loaded, device)) {
+    const DeviceProfile* profile = device_profile(loaded, device);
     return 1e12 * (c.training.precision == config::Precision::bf16 ? profile->peak_tflops_bf16 : profile->peak_tflops_fp32);
   }
   std::string cpu_model = "cpu";
@@ -171,7 +168,7 @@ int train_one_device(const config::LoadedConfig& loaded, const pipeline::Paralle
   o.micro_batches = replica.micro_batches();
   o.tokens_per_micro_batch = replica.micro_batch * c.training.seq_len;
   o.flops_per_token = model->flops_per_token(c.training.seq_len);
-  o.peak_flops = device_peak_flops(c, loaded.catalog, device);
+  o.peak_flops = device_peak_flops(loaded, device);
   const LanguageModel* m = model.get();
   runtime::Trainer trainer(*model, [m](const runtime::Batch& b, double n) { return m->loss(b.inputs, b.targets, n); }, o);
   report(trainer.run(train, val.get(), &store));
@@ -220,7 +217,7 @@ int train_parallel(const config::LoadedConfig& loaded, const pipeline::ParallelL
   o.progress_bar = false;  // under mpirun a rank's stdout is a pty even when the output is piped
   o.flops_per_token = part.model().flops_per_token(c.training.seq_len);
   // MFU against the sum of every rank's device peak.
-  Tensor peak = full({1}, device_peak_flops(c, loaded.catalog, device), DType::f64);
+  Tensor peak = full({1}, device_peak_flops(loaded, device), DType::f64);
   host_comm->all_reduce(peak, host_comm->world());
   o.peak_flops = peak.item();
   runtime::Trainer trainer(engine, o);

@@ -6,13 +6,16 @@
 
 namespace hetu::app {
 
-bool is_gpu_device(const config::LoadedConfig& loaded, const config::DeviceId& device) {
+const DeviceProfile* device_profile(const config::LoadedConfig& loaded, const config::DeviceId& device) {
   for (const config::NodeSection& node : loaded.config.cluster.nodes) {
-    if (node.host != device.host) continue;
-    const DeviceProfile* profile = loaded.catalog.find(node.device_type);
-    return profile != nullptr && profile->kind == DeviceKind::gpu;
+    if (node.host == device.host) return loaded.catalog.find(node.device_type);
   }
-  return false;
+  return nullptr;
+}
+
+bool is_gpu_device(const config::LoadedConfig& loaded, const config::DeviceId& device) {
+  const DeviceProfile* profile = device_profile(loaded, device);
+  return profile != nullptr && profile->kind == DeviceKind::gpu;
 }
 
 Device compute_device(const config::LoadedConfig& loaded, const config::DeviceId& device) {

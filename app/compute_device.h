@@ -15,6 +15,8 @@
 
 namespace hetu::app {
 
+// The catalogue entry of `device`'s node (nullptr for a host the cluster does not list).
+const DeviceProfile* device_profile(const config::LoadedConfig& loaded, const config::DeviceId& device);
 // True when `device`'s node is a GPU node of the catalogue.
 bool is_gpu_device(const config::LoadedConfig& loaded, const config::DeviceId& device);
 
