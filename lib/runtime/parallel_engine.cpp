@@ -1,8 +1,12 @@
 // ParallelEngine: the distributed step. See Note [Gradient sync order].
 #include "lib/runtime/parallel_engine.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <variant>
 
 #include "lib/autograd/grad_mode.h"
 #include "lib/dist/plan_executor.h"
@@ -46,13 +50,86 @@ ParallelEngine::ParallelEngine(const pipeline::ParallelLayout& layout, pipeline:
     const int64_t index = *m.group.index_of(rank);
     Sync s{i, p.annotation.devices().size() > 1, *member == 0 && m.state.duplicate_index(index) == 0,
            dual_annotation(p.annotation), CommPlan{}, Shape{}};
-    if (s.communicates) s.plan = plan_comm(s.grad_annotation, p.annotation, p.view);
+    if (s.communicates) {
+      s.plan = plan_comm(s.grad_annotation, p.annotation, p.view);
+      s.communicates = s.plan.transition != "identity";  // a split parameter: each shard has one holder
+    }
     s.local_view = shard_of(p.annotation, p.view, rank).box.size;
     HT_CHECK(shape_numel(s.local_view) == p.param.tensor.numel(),
              "parallel engine: {} holds {} elements here, its annotation {} on {} gives {}", p.param.name,
              p.param.tensor.numel(), p.annotation.to_string(), shape_str(p.view), shape_numel(s.local_view));
     syncs_.push_back(std::move(s));
   }
+  build_buckets();
+}
+
+// Note [Gradient buckets]: most gradients (every one under plain data parallelism) are summed
+// by a plan whose only op for their holders is one all_reduce of each holder's whole shard
+// over a fixed device list. Those are summed together: one all_reduce of their concatenation
+// per device list (cut at kBucketElements), instead of one collective per parameter. Every
+// holder of such a parameter is in the op's list and holds the same box, so every member of
+// a bucket's group builds the same bucket (name order, same sizes). Buckets run before the
+// per-parameter plans on every rank, in the order of their device lists, so the collectives
+// of any two ranks still come in the same relative order (Note [Gradient sync order]).
+namespace {
+
+constexpr int64_t kBucketElements = int64_t{1} << 25;  // 32 Mi elements (128 MiB in f32)
+
+// True when the plan's one step is all_reduces, each of whole (non-partial after) shards, and
+// every device takes part in one of them only.
+bool whole_shard_all_reduce(const CommPlan& plan) {
+  if (plan.steps.size() != 1) return false;
+  const CommStep& step = plan.steps[0];
+  std::map<DeviceId, int> ops_of;  // ops each device takes part in
+  for (const CommOp& op : step.ops)
+    for (DeviceId d : op_devices(op)) ++ops_of[d];
+  for (const CommOp& op : step.ops) {
+    const auto* reduce = std::get_if<AllReduceOp>(&op);
+    if (reduce == nullptr) return false;
+    for (DeviceId d : reduce->devices) {
+      if (ops_of[d] != 1) return false;
+      bool whole = false;
+      for (const DeviceShard& after : step.after)
+        if (after.device == d) whole = after.shard.box == reduce->box && !after.shard.is_partial();
+      if (!whole) return false;
+    }
+  }
+  return !step.ops.empty();
+}
+
+}  // namespace
+
+void ParallelEngine::build_buckets() {
+  const DeviceId rank = comm_.rank();
+  std::map<std::vector<DeviceId>, std::vector<size_t>> by_group;  // ordered: the same order on every rank
+  for (size_t i = 0; i < syncs_.size(); ++i) {
+    Sync& s = syncs_[i];
+    if (!s.communicates || !whole_shard_all_reduce(s.plan)) continue;
+    for (const CommOp& op : s.plan.steps[0].ops) {
+      const auto& reduce = std::get<AllReduceOp>(op);
+      if (std::find(reduce.devices.begin(), reduce.devices.end(), rank) == reduce.devices.end()) continue;
+      by_group[reduce.devices].push_back(i);
+      s.bucketed = true;
+    }
+  }
+  size_t bucketed = 0;
+  for (const auto& [devices, members] : by_group) {
+    bucketed += members.size();
+    int64_t filled = kBucketElements;
+    for (size_t i : members) {
+      const int64_t n = placements_[syncs_[i].placement].param.tensor.numel();
+      if (filled + n > kBucketElements && filled > 0) {
+        buckets_.push_back({DeviceGroup(devices), {}});
+        filled = 0;
+      }
+      buckets_.back().syncs.push_back(i);
+      filled += n;
+    }
+  }
+  size_t communicating = 0;
+  for (const Sync& s : syncs_) communicating += s.communicates ? 1 : 0;
+  spdlog::info("gradient sync: {} of {} summed parameters in {} bucket(s), {} by their own plans", bucketed,
+               communicating, buckets_.size(), communicating - bucketed);
 }
 
 double ParallelEngine::tokens_per_step() const { return static_cast<double>(layout_.global_batch * seq_len_); }
@@ -80,8 +157,24 @@ double ParallelEngine::forward_backward(BatchSource& train) {
 
 void ParallelEngine::sync_grads() {
   autograd::NoGradGuard no_grad;
+  for (const Bucket& bucket : buckets_) {
+    std::vector<Tensor> flat;
+    for (size_t i : bucket.syncs) {
+      const Tensor& param = placements_[syncs_[i].placement].param.tensor;
+      const Tensor grad = param.grad().defined() ? param.grad() : zeros(param.shape(), param.dtype(), param.device());
+      flat.push_back(grad.to(grad_reduce_dtype_).reshape({-1}));
+    }
+    Tensor buffer = flat.size() == 1 ? flat[0].contiguous().clone() : ops::concat(flat, 0);
+    comm_.all_reduce(buffer, bucket.group);
+    int64_t at = 0;
+    for (size_t i : bucket.syncs) {
+      const Tensor& param = placements_[syncs_[i].placement].param.tensor;
+      param.set_grad(buffer.narrow(0, at, param.numel()).view(param.shape()).to(param.dtype()));
+      at += param.numel();
+    }
+  }
   for (const Sync& s : syncs_) {
-    if (!s.communicates) continue;
+    if (!s.communicates || s.bucketed) continue;
     const Tensor& param = placements_[s.placement].param.tensor;
     Tensor grad = param.grad().defined() ? param.grad().contiguous() : zeros(param.shape(), param.dtype(), param.device());
     const Tensor summed = execute(s.plan, s.grad_annotation, grad.to(grad_reduce_dtype_).view(s.local_view), comm_);

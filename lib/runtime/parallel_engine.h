@@ -6,7 +6,9 @@
 // parallel layout) is annotated dual(A) — partial across holders, partial over a tp group
 // where the parameter is duplicated — and redistributed dual(A) -> A. Between replicas of
 // different tp that is a split collective per common block; for GPT-2's tied embedding it
-// also sums the first and last stage's contributions. Losses are token sums divided by the
+// also sums the first and last stage's contributions. Gradients whose plan is one all_reduce
+// of whole shards (all of them under plain data parallelism) are summed together, one
+// all_reduce per device list (Note [Gradient buckets]). Losses are token sums divided by the
 // global batch's token count, so uneven shares weigh correctly.
 #pragma once
 
@@ -61,7 +63,14 @@ class ParallelEngine final : public StepEngine {
     Union grad_annotation;
     CommPlan plan;
     Shape local_view;   // this rank's box of the view
+    bool bucketed = false;  // summed in a bucket (see Note [Gradient buckets])
   };
+  // Gradients summed by one all_reduce of their concatenation over `group`.
+  struct Bucket {
+    DeviceGroup group;
+    std::vector<size_t> syncs;  // indices into syncs_, in name order
+  };
+  void build_buckets();
   double sum_over_world(double value);
 
   pipeline::ParallelLayout layout_;
@@ -71,6 +80,7 @@ class ParallelEngine final : public StepEngine {
   std::vector<ParamPlacement> placements_;
   std::vector<nn::NamedParameter> params_;
   std::vector<Sync> syncs_;  // in name order: the same order on every rank
+  std::vector<Bucket> buckets_;
   int64_t seq_len_;
   DType grad_reduce_dtype_;
   pipeline::StageExecutor executor_;

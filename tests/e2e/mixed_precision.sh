@@ -86,6 +86,9 @@ dp2="$src/configs/layouts/gpt2-dp2.toml"
 single_device_job "$dp2" "$work/dp2-single.toml"
 run dp2-single 1 "$work/dp2-single.toml"
 run dp2-bf16-reduce 2 "$dp2" --set training.grad_reduce_dtype=bf16
+# Plain data parallelism sums every gradient in one bucket (Note [Gradient buckets]).
+grep -q "gradient sync: 52 of 52 summed parameters in 1 bucket(s), 0 by their own plans" "$work/dp2-bf16-reduce.log" \
+  || fail "dp2 did not sum its gradients in one bucket: $(grep 'gradient sync' "$work/dp2-bf16-reduce.log")"
 same_losses dp2-single dp2-bf16-reduce 2e-2
 /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 0 --atol 2e-3 --prefix h. \
   "$(final dp2-bf16-reduce)" "$(final dp2-single)" || fail "bf16 gradient reduction drifted too far"
