@@ -152,5 +152,16 @@ void backward(const Tensor& root, const Tensor& grad) {
   }
 }
 
+void record_node(Tensor& out, const BackwardRule* rule, SavedContext ctx, const Tensor& input) {
+  Edge edge;
+  if (input.grad_fn()) {
+    edge.node = input.grad_fn();
+  } else {
+    edge.leaf = input;
+  }
+  out.set_requires_grad(true);
+  out.set_grad_fn(std::make_shared<AutogradNode>(rule, std::move(ctx), std::vector<Edge>{edge}));
+}
+
 }  // namespace autograd
 }  // namespace hetu

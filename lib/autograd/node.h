@@ -32,6 +32,10 @@ struct Edge {
   bool needs_grad() const { return node != nullptr || leaf.defined(); }
 };
 
+// Records a node of `rule` (one defined above autograd, e.g. dist's redistribute) on `out`,
+// with one edge to `input` (its node, or the leaf itself), and marks `out` as requiring grad.
+void record_node(Tensor& out, const BackwardRule* rule, SavedContext ctx, const Tensor& input);
+
 }  // namespace hetu::autograd
 
 namespace hetu {

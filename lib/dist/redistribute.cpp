@@ -74,14 +74,7 @@ Tensor redistribute(const Tensor& local, const Union& src, const Union& dst, con
   if (out.same(local)) out = out.clone();
   autograd::SavedContext ctx;
   ctx.payload = std::make_shared<const RedistributeSaved>(RedistributeSaved{src, dst, global_shape, type, &comm});
-  autograd::Edge edge;
-  if (local.grad_fn()) {
-    edge.node = local.grad_fn();
-  } else {
-    edge.leaf = local;
-  }
-  out.set_requires_grad(true);
-  out.set_grad_fn(std::make_shared<AutogradNode>(&kRedistributeRule, std::move(ctx), std::vector<autograd::Edge>{edge}));
+  autograd::record_node(out, &kRedistributeRule, std::move(ctx), local);
   return out;
 }
 

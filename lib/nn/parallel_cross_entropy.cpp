@@ -93,15 +93,7 @@ Tensor parallel_cross_entropy(const Tensor& logits, const Tensor& targets, int64
   ctx.ints = {vocab_offset, vocab, ignore_index};
   ctx.reals = {scale};
   ctx.payload = std::make_shared<const GroupSaved>(GroupSaved{&comm, tp->group()});
-  autograd::Edge edge;
-  if (logits.grad_fn()) {
-    edge.node = logits.grad_fn();
-  } else {
-    edge.leaf = logits;
-  }
-  loss.set_requires_grad(true);
-  loss.set_grad_fn(
-      std::make_shared<AutogradNode>(&kParallelCrossEntropyRule, std::move(ctx), std::vector<autograd::Edge>{edge}));
+  autograd::record_node(loss, &kParallelCrossEntropyRule, std::move(ctx), logits);
   return loss;
 }
 
