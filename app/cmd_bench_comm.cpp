@@ -16,6 +16,7 @@
 #include <fmt/core.h>
 
 #include "app/commands.h"
+#include "app/compute_device.h"
 #include "lib/core/cuda_runtime.h"
 #include "lib/dist/communicator.h"
 #include "lib/dist/mpi_session.h"

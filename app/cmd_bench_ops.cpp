@@ -19,6 +19,7 @@
 #include <fmt/core.h>
 
 #include "app/commands.h"
+#include "app/compute_device.h"
 #include "lib/core/cuda_probe.h"
 #include "lib/core/cuda_runtime.h"
 #include "lib/core/tensor_random.h"
@@ -221,14 +222,6 @@ int run_cuda(const BenchOptions& options, Device device, DType dtype) {
 }
 
 }  // namespace
-
-std::string cuda_device_problem(Device device) {
-  if (!device.is_cuda()) return "";
-  if (!cuda::kBuilt || !cuda::is_available()) return cuda::unavailable_reason();
-  const int visible = cuda::device_count();
-  if (device.index >= visible) return fmt::format("{} is not among the {} visible device(s)", device.str(), visible);
-  return "";
-}
 
 int run_bench_ops(const BenchOptions& options) {
   const Device device = Device::parse(options.device);

@@ -57,8 +57,8 @@ class LoaderSource final : public runtime::BatchSource {
 // thread count, cached per CPU model in ~/.cache/hetu so runs do not repeat it.
 double device_peak_flops(const config::LoadedConfig& loaded, const config::DeviceId& device) {
   const config::JobConfig& c = loaded.config;
-  if (is_gpu_device(loaded, device)) {
-    const DeviceProfile* profile = device_profile(loaded, device);
+  const DeviceProfile* profile = device_profile(loaded, device);
+  if (profile != nullptr && profile->kind == DeviceKind::gpu) {
     return 1e12 * (c.training.precision == config::Precision::bf16 ? profile->peak_tflops_bf16 : profile->peak_tflops_fp32);
   }
   std::string cpu_model = "cpu";

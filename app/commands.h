@@ -91,9 +91,6 @@ int run_verify(const VerifyOptions& options);
 int run_bench_ops(const BenchOptions& options);
 // `hetu bench comm` under mpirun: nccl-tests style bandwidth table (app/cmd_bench_comm.cpp).
 int run_bench_comm(const BenchCommOptions& options);
-// Why `device` cannot run this process's work ("" when it can, and for the CPU): not built
-// with CUDA, no usable driver/GPU, or an index past the visible devices (cmd_bench_ops.cpp).
-std::string cuda_device_problem(Device device);
 int run_train(const TrainOptions& options);
 int run_env();
 

@@ -1,6 +1,8 @@
 // Rank -> compute device, and precision -> dtype.
 #include "app/compute_device.h"
 
+#include <fmt/core.h>
+
 #include "lib/core/cuda_runtime.h"
 #include "lib/util/error.h"
 
@@ -20,19 +22,21 @@ bool is_gpu_device(const config::LoadedConfig& loaded, const config::DeviceId& d
 
 Device compute_device(const config::LoadedConfig& loaded, const config::DeviceId& device) {
   if (!is_gpu_device(loaded, device)) return Device::cpu();
-  if constexpr (!cuda::kBuilt) {
-    HT_USAGE_ERROR("device {} is a GPU, but this hetu was built without CUDA (configure with -DHETU_CUDA=ON)",
-                   device.str());
-  }
-  if (!cuda::is_available()) {
-    HT_USAGE_ERROR("device {} is a GPU, but this rank sees no usable CUDA device: {}", device.str(),
-                   cuda::unavailable_reason());
-  }
+  const int visible = cuda::kBuilt && cuda::is_available() ? cuda::device_count() : 0;
+  // One GPU per rank (CUDA_VISIBLE_DEVICES, --gpus-per-task=1): the rank's GPU is device 0.
+  const Device gpu = Device::cuda(visible == 1 ? 0 : static_cast<int>(device.index));
+  const std::string problem = cuda_device_problem(gpu);
+  HT_USAGE_CHECK(problem.empty(), "device {} is a GPU, but this rank cannot use {}: {} (check the CUDA build, "
+                 "CUDA_VISIBLE_DEVICES and the node's devices.count)", device.str(), gpu.str(), problem);
+  return gpu;
+}
+
+std::string cuda_device_problem(Device device) {
+  if (!device.is_cuda()) return "";
+  if (!cuda::kBuilt || !cuda::is_available()) return cuda::unavailable_reason();
   const int visible = cuda::device_count();
-  if (device.index < visible) return Device::cuda(static_cast<int>(device.index));
-  if (visible == 1) return Device::cuda(0);  // one GPU per rank (CUDA_VISIBLE_DEVICES)
-  HT_USAGE_ERROR("device {} is GPU {} of its node, but this rank sees {} CUDA devices (check CUDA_VISIBLE_DEVICES "
-                 "and the node's devices.count)", device.str(), device.index, visible);
+  if (device.index >= visible) return fmt::format("{} is not among the {} visible device(s)", device.str(), visible);
+  return "";
 }
 
 DType compute_dtype(config::Precision precision) {

@@ -9,6 +9,8 @@
 //   DType act = compute_dtype(c.training.precision);                 // bf16 for "bf16"
 #pragma once
 
+#include <string>
+
 #include "app/config/config.h"
 #include "lib/core/device.h"
 #include "lib/core/dtype.h"
@@ -25,5 +27,9 @@ Device compute_device(const config::LoadedConfig& loaded, const config::DeviceId
 // Activation dtype of a precision (fp32 -> f32, bf16 -> bf16, fp64 -> f64); also the dtype of
 // the gradient sync for training.grad_reduce_dtype.
 DType compute_dtype(config::Precision precision);
+
+// Why `device` cannot run CUDA work here (built without CUDA, no usable driver or device, an
+// index past the visible devices), or "" when it can (and for the CPU).
+std::string cuda_device_problem(Device device);
 
 }  // namespace hetu::app

@@ -164,7 +164,7 @@ void ParallelEngine::sync_grads() {
       const Tensor grad = param.grad().defined() ? param.grad() : zeros(param.shape(), param.dtype(), param.device());
       flat.push_back(grad.to(grad_reduce_dtype_).reshape({-1}));
     }
-    Tensor buffer = flat.size() == 1 ? flat[0].contiguous().clone() : ops::concat(flat, 0);
+    Tensor buffer = ops::concat(flat, 0);  // a fresh buffer, even for one gradient
     comm_.all_reduce(buffer, bucket.group);
     int64_t at = 0;
     for (size_t i : bucket.syncs) {

@@ -6,7 +6,7 @@
 //   forward:  S = scale·Q Kᵀ (f32) -> P, lse (row softmax, causal) -> out = P V
 //   backward: S again -> P -> dV = Pᵀ dO;  dP = dO Vᵀ;  Di = rowsum(dO ∘ O);
 //             dS = P ∘ (dP - Di) -> dQ = scale·dS K;  dK = scale·dSᵀ Q
-// Scratch: S and dP (B·H·T·Tk f32 each) and P (same, in the input dtype).
+// Workspace: S and dP (B·H·T·Tk f32 each) and P (same, in the input dtype).
 #include "lib/ops/cuda/attention.h"
 
 #include <atomic>
@@ -17,6 +17,7 @@
 #include "lib/core/cuda_runtime.h"
 #include "lib/ops/cuda/attention_rows.h"
 #include "lib/ops/cuda/matmul.h"
+#include "lib/ops/cuda/workspace.h"
 #include "lib/util/error.h"
 
 namespace hetu::ops::cuda {
@@ -46,19 +47,6 @@ void scores(const Layout& l, DType dtype, float scale, const Tensor& q, const Te
        GemmOperand{k.raw_data(), l.D, l.Tk * l.D, true}, 0.0f, S, l.Tk, l.R * l.Tk, l.batch);
 }
 
-class Scratch {
- public:
-  explicit Scratch(size_t bytes) : bytes_(bytes), ptr_(hetu::cuda::scratch_allocate(bytes)) {}
-  ~Scratch() { hetu::cuda::scratch_free(ptr_, bytes_); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  template <typename T> T* as() const { return static_cast<T*>(ptr_); }
-
- private:
-  size_t bytes_;
-  void* ptr_;
-};
-
 }  // namespace
 
 AttentionKernel attention_kernel() {
@@ -85,7 +73,7 @@ void attention_forward(const AttentionShape& s, double scale, const Tensor& q, c
     return;
   }
   const size_t cells = static_cast<size_t>(l.rows() * l.Tk);
-  Scratch S(cells * sizeof(float)), P(cells * dtype_size(dtype));
+  Workspace S(cells * sizeof(float)), P(cells * dtype_size(dtype));
   scores(l, dtype, static_cast<float>(scale), q, k, S.as<float>());
   attention_softmax(dtype, P.as<void>(), lse.data<float>(), S.as<float>(), l.rows(), s.T, l.Tk);
   gemm(dtype, dtype, l.R, l.D, l.Tk, 1.0f, GemmOperand{P.as<void>(), l.Tk, l.R * l.Tk, false},
@@ -111,8 +99,8 @@ void attention_backward(const AttentionShape& s, double scale, const Tensor& dou
     return;
   }
   const size_t cells = static_cast<size_t>(l.rows() * l.Tk);
-  Scratch S(cells * sizeof(float)), dP(cells * sizeof(float)), P(cells * dtype_size(dtype));
-  Scratch Di(static_cast<size_t>(l.rows()) * sizeof(float));
+  Workspace S(cells * sizeof(float)), dP(cells * sizeof(float)), P(cells * dtype_size(dtype));
+  Workspace Di(static_cast<size_t>(l.rows()) * sizeof(float));
   const float fscale = static_cast<float>(scale);
   scores(l, dtype, fscale, q, k, S.as<float>());
   attention_probs(dtype, P.as<void>(), S.as<float>(), lse.data<float>(), nullptr, nullptr, l.rows(), s.T, l.Tk);

@@ -12,6 +12,7 @@
 
 #include "lib/core/cuda/cuda_check.h"
 #include "lib/core/dtype.h"
+#include "lib/ops/cuda/workspace.h"
 
 namespace hetu::ops::cuda {
 
@@ -159,20 +160,5 @@ template <typename Fn> void dispatch_index(DType dtype, const char* op, Fn&& fn)
   if (dtype == DType::i64) return fn(int64_t{});
   throw_cuda_error(__FILE__, __LINE__, op, "index dtype must be i32 or i64");
 }
-
-// Scratch device memory from the caching allocator, freed (to the cache) at scope end; safe
-// with kernels still queued: see Note [One stream per device] in lib/core/cuda/context.cpp.
-class Workspace {
- public:
-  explicit Workspace(size_t bytes) : bytes_(bytes), ptr_(hetu::cuda::scratch_allocate(bytes)) {}
-  ~Workspace() { hetu::cuda::scratch_free(ptr_, bytes_); }
-  Workspace(const Workspace&) = delete;
-  Workspace& operator=(const Workspace&) = delete;
-  template <typename T> T* as() const { return static_cast<T*>(ptr_); }
-
- private:
-  size_t bytes_;
-  void* ptr_;
-};
 
 }  // namespace hetu::ops::cuda
