@@ -18,10 +18,10 @@
 #include "app/commands.h"
 #include "app/compute_device.h"
 #include "lib/core/cuda_runtime.h"
-#include "lib/dist/communicator.h"
-#include "lib/dist/mpi_session.h"
-#include "lib/dist/plan_executor.h"
-#include "lib/dist/planner.h"
+#include "lib/hspmd/communicator.h"
+#include "lib/hspmd/mpi_session.h"
+#include "lib/hspmd/plan_executor.h"
+#include "lib/hspmd/planner.h"
 
 namespace hetu::app {
 namespace {

@@ -10,8 +10,8 @@
 #include "app/build_info.h"
 #include "app/commands.h"
 #include "lib/core/cuda_probe.h"
-#include "lib/dist/mpi_session.h"
-#include "lib/dist/nccl_probe.h"
+#include "lib/hspmd/mpi_session.h"
+#include "lib/hspmd/nccl_probe.h"
 #include "lib/ops/cpu/isa.h"
 
 namespace hetu::app {

@@ -21,7 +21,7 @@
 #include "app/config/device_spec.h"
 #include "app/rank_map.h"
 #include "app/train_checkpoint_store.h"
-#include "lib/dist/mpi_session.h"
+#include "lib/hspmd/mpi_session.h"
 #include "lib/io/checkpoint.h"
 #include "lib/io/data_loader.h"
 #include "lib/ops/ops.h"

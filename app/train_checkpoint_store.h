@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/dist/communicator.h"
+#include "lib/hspmd/communicator.h"
 #include "lib/io/checkpoint.h"
 #include "lib/runtime/training_io.h"
 

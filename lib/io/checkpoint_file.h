@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "lib/core/tensor.h"
-#include "lib/dist/geometry.h"
+#include "lib/hspmd/geometry.h"
 
 namespace hetu::io {
 

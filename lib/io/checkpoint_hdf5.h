@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "lib/core/tensor.h"
-#include "lib/dist/geometry.h"
+#include "lib/hspmd/geometry.h"
 #include "lib/util/error.h"
 
 namespace hetu::io::h5 {

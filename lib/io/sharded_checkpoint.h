@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "lib/core/tensor.h"
-#include "lib/dist/communicator.h"
-#include "lib/dist/geometry.h"
+#include "lib/hspmd/communicator.h"
+#include "lib/hspmd/geometry.h"
 #include "lib/io/checkpoint.h"
 
 namespace hetu::io {

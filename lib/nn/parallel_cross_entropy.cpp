@@ -8,7 +8,7 @@
 //   dz_r = G / normalizer · (exp(z_r - M) / S - onehot_r(target))   (ops::cross_entropy_shard_backward)
 //
 // Note [Gradient of the duplicated loss]: the loss is duplicated over the group, so the
-// gradient each rank's backward receives is partial (lib/dist/redistribute.h): the trainer
+// gradient each rank's backward receives is partial (lib/hspmd/redistribute.h): the trainer
 // seeds 1 on one rank and 0 on the others. G is their sum (an all_reduce of one element), so
 // every rank gets the gradient of its shard whatever the seeding, exactly as the composition
 // of reduce_partial (P -> D, gradient all-reduced) this node replaces did.
@@ -31,7 +31,7 @@ namespace {
 // What the backward reads besides SavedContext::tensors {logits, targets, max, sum_exp} and
 // ints {vocab_offset, vocab, ignore_index}, reals {1 / normalizer}. The communicator is owned
 // by the caller and outlives the backward: see Note [Communicator lifetime] in
-// lib/dist/redistribute.cpp.
+// lib/hspmd/redistribute.cpp.
 struct GroupSaved {
   Communicator* comm;
   DeviceGroup group;

@@ -11,7 +11,7 @@
 // (ops::cross_entropy_shard_backward). Every tensor stays on the logits' device (targets
 // too; tp's communicator must work on that device: MPI for CPU tensors, NCCL for CUDA).
 // The loss is duplicated over the group; seed its backward on one rank of the group (the
-// gradient of a duplicated value is partial: lib/dist/redistribute.h) — the backward sums
+// gradient of a duplicated value is partial: lib/hspmd/redistribute.h) — the backward sums
 // the seeds over the group, so every rank gets its shard's gradient. The backward is a
 // collective: every rank of the group runs it. With one rank (or no `tp`) this is the fused
 // autograd::cross_entropy over the first `vocab` columns.

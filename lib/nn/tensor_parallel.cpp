@@ -2,7 +2,7 @@
 #include "lib/nn/tensor_parallel.h"
 
 #include "lib/autograd/functions.h"
-#include "lib/dist/redistribute.h"
+#include "lib/hspmd/redistribute.h"
 #include "lib/util/error.h"
 
 namespace hetu::nn {

@@ -14,7 +14,7 @@
 //                                                   (all_reduce), bias added after;
 //   Embedding, weight S(0) (rows split)          -> rows outside this rank's range give 0,
 //                                                   partial output redistributed P -> D.
-// Gradients follow lib/dist/redistribute.h: a duplicated tensor's gradient is partial (each
+// Gradients follow lib/hspmd/redistribute.h: a duplicated tensor's gradient is partial (each
 // copy's contribution), so the gradient of a duplicated parameter is summed over its group
 // by the trainer's gradient synchronisation, like the data-parallel sum.
 //
@@ -29,9 +29,9 @@
 #include <string>
 
 #include "lib/core/tensor.h"
-#include "lib/dist/communicator.h"
-#include "lib/dist/dist_state.h"
-#include "lib/dist/geometry.h"
+#include "lib/hspmd/communicator.h"
+#include "lib/hspmd/dist_state.h"
+#include "lib/hspmd/geometry.h"
 
 namespace hetu::nn {
 

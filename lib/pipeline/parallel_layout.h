@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/dist/device_group.h"
+#include "lib/hspmd/device_group.h"
 #include "lib/pipeline/pipeline_schedule.h"
 
 namespace hetu::pipeline {

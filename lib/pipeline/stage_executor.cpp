@@ -3,9 +3,9 @@
 
 #include "lib/autograd/engine.h"
 #include "lib/autograd/grad_mode.h"
-#include "lib/dist/p2p_exchange.h"
-#include "lib/dist/planner.h"
-#include "lib/dist/redistribute.h"
+#include "lib/hspmd/p2p_exchange.h"
+#include "lib/hspmd/planner.h"
+#include "lib/hspmd/redistribute.h"
 #include "lib/util/error.h"
 
 namespace hetu::pipeline {

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "lib/core/tensor.h"
-#include "lib/dist/comm_plan.h"
-#include "lib/dist/communicator.h"
-#include "lib/dist/dist_union.h"
+#include "lib/hspmd/comm_plan.h"
+#include "lib/hspmd/communicator.h"
+#include "lib/hspmd/dist_union.h"
 #include "lib/pipeline/parallel_layout.h"
 
 namespace hetu::pipeline {

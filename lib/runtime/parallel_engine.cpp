@@ -9,9 +9,9 @@
 #include <variant>
 
 #include "lib/autograd/grad_mode.h"
-#include "lib/dist/plan_executor.h"
-#include "lib/dist/planner.h"
-#include "lib/dist/redistribute.h"
+#include "lib/hspmd/plan_executor.h"
+#include "lib/hspmd/planner.h"
+#include "lib/hspmd/redistribute.h"
 #include "lib/ops/ops.h"
 #include "lib/util/error.h"
 

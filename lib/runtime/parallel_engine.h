@@ -15,9 +15,9 @@
 #include <memory>
 #include <vector>
 
-#include "lib/dist/comm_plan.h"
-#include "lib/dist/communicator.h"
-#include "lib/dist/dist_union.h"
+#include "lib/hspmd/comm_plan.h"
+#include "lib/hspmd/communicator.h"
+#include "lib/hspmd/dist_union.h"
 #include "lib/pipeline/parallel_layout.h"
 #include "lib/pipeline/stage_executor.h"
 #include "lib/runtime/step_engine.h"

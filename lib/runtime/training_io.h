@@ -9,7 +9,7 @@
 #include <string>
 
 #include "lib/core/tensor.h"
-#include "lib/dist/geometry.h"
+#include "lib/hspmd/geometry.h"
 
 namespace hetu::runtime {
 

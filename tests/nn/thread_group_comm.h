@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "lib/dist/communicator.h"
+#include "lib/hspmd/communicator.h"
 #include "lib/util/error.h"
 
 namespace hetu::test {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "lib/core/cuda_runtime.h"
-#include "lib/dist/cuda/comm_nccl.h"
+#include "lib/hspmd/cuda/comm_nccl.h"
 
 using namespace hetu;
 

@@ -1,8 +1,0 @@
-// nccl_version() for builds without the CUDA backend.
-#include "lib/dist/nccl_probe.h"
-
-namespace hetu {
-
-std::string nccl_version() { return "not built (no CUDA backend)"; }
-
-}  // namespace hetu

@@ -1,0 +1,64 @@
+// MpiSession: MPI init/finalize, rank, world size and host name of this process.
+#include "lib/hspmd/mpi_session.h"
+
+#include <algorithm>
+
+#include <mpi.h>
+
+#include <cstdlib>
+
+#include "lib/util/error.h"
+
+namespace hetu {
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    HT_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS,
+             "MPI_Init_thread failed");
+    owns_mpi_ = true;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  host_.assign(name, static_cast<size_t>(length));
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owns_mpi_ && !finalized) MPI_Finalize();
+}
+
+void MpiSession::abort(int exit_code) const {
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::exit(exit_code);
+}
+
+std::string mpi_library_version() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(version, &length);
+  std::string text(version, static_cast<size_t>(length));
+  size_t comma = text.find(',');  // "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4"
+  return comma == std::string::npos ? text : text.substr(0, comma);
+}
+
+std::vector<std::string> MpiSession::all_hosts() const {
+  if (world_size_ == 1) return {host_};
+  std::vector<char> mine(MPI_MAX_PROCESSOR_NAME, '\0');
+  std::copy(host_.begin(), host_.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(host_.size(), mine.size() - 1)),
+            mine.begin());
+  std::vector<char> all(mine.size() * static_cast<size_t>(world_size_));
+  MPI_Allgather(mine.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                MPI_COMM_WORLD);
+  std::vector<std::string> hosts;
+  for (int r = 0; r < world_size_; ++r) hosts.emplace_back(all.data() + static_cast<size_t>(r) * mine.size());
+  return hosts;
+}
+
+}  // namespace hetu

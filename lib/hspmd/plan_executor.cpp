@@ -1,0 +1,205 @@
+// The plan executor: one rank's buffers (a box in global coordinates + a contiguous tensor
+// shaped like it), each CommOp mapped to the Communicator, boxes packed into flat buffers for
+// collectives and unpacked into views of the new buffer. Mirrors apply() in
+// plan_simulator.cpp op by op.
+#include "lib/hspmd/plan_executor.h"
+
+#include <algorithm>
+
+#include "lib/ops/ops.h"
+#include "lib/util/error.h"
+#include "lib/util/overloaded.h"
+
+namespace hetu {
+namespace {
+
+// A rank's buffer: the values of `box`, row-major (undefined tensor when it holds nothing).
+struct LocalBuffer {
+  Box box;
+  Tensor values;
+  bool holds() const { return values.defined(); }
+};
+
+// The view of `box` inside `buffer` (box must lie inside the buffer's box).
+Tensor region(const LocalBuffer& buffer, const Box& box, const CommOp& op) {
+  HT_CHECK(buffer.holds() && buffer.box.contains(box), "execute: {} touches {}, this rank holds {}", to_string(op),
+           box.to_string(), buffer.holds() ? buffer.box.to_string() : std::string("nothing"));
+  Tensor view = buffer.values;
+  for (size_t d = 0; d < box.size.size(); ++d)
+    view = view.narrow(static_cast<int64_t>(d), box.offset[d] - buffer.box.offset[d], box.size[d]);
+  return view;
+}
+
+int64_t total(const std::vector<int64_t>& counts) {
+  int64_t sum = 0;
+  for (int64_t c : counts) sum += c;
+  return sum;
+}
+
+std::vector<int64_t> numels(const std::vector<Box>& boxes) {
+  std::vector<int64_t> out;
+  for (const Box& b : boxes) out.push_back(b.numel());
+  return out;
+}
+
+class StepRunner {
+ public:
+  StepRunner(Communicator& comm, DType dtype, const LocalBuffer& old, LocalBuffer& fresh)
+      : comm_(comm), rank_(comm.rank()), dtype_(dtype), device_(comm.device()), old_(old), new_(fresh) {}
+
+  void run(const CommOp& op) {
+    op_ = &op;
+    std::visit(Overloaded{[&](const CopyOp& o) { copy_op(o); }, [&](const AllReduceOp& o) { all_reduce_op(o); },
+                          [&](const AllGatherOp& o) { all_gather_op(o); },
+                          [&](const ReduceScatterOp& o) { reduce_scatter_op(o); },
+                          [&](const AllToAllOp& o) { all_to_all_op(o); },
+                          [&](const SendRecvOp& o) { send_recv_op(o); }},
+               op);
+  }
+
+ private:
+  // Index of this rank in `devices`, or -1 (not taking part).
+  int64_t my_index(const std::vector<DeviceId>& devices) const {
+    auto it = std::find(devices.begin(), devices.end(), rank_);
+    return it == devices.end() ? -1 : static_cast<int64_t>(it - devices.begin());
+  }
+
+  // old[boxes...] concatenated, flat.
+  Tensor pack(const std::vector<Box>& boxes) const {
+    Tensor flat = empty({total(numels(boxes))}, dtype_, device_);
+    int64_t at = 0;
+    for (const Box& b : boxes) {
+      if (b.empty()) continue;
+      flat.narrow(0, at, b.numel()).view(b.size).copy_from(region(old_, b, *op_));
+      at += b.numel();
+    }
+    return flat;
+  }
+
+  // new[boxes...] = consecutive pieces of `flat` (or += when accumulating).
+  void unpack(const Tensor& flat, const std::vector<Box>& boxes, bool accumulate = false) const {
+    int64_t at = 0;
+    for (const Box& b : boxes) {
+      if (b.empty()) continue;
+      const Tensor piece = flat.narrow(0, at, b.numel()).view(b.size);
+      const Tensor target = region(new_, b, *op_);
+      if (accumulate) {
+        target.copy_from(ops::add(target, piece));
+      } else {
+        target.copy_from(piece);
+      }
+      at += b.numel();
+    }
+  }
+
+  void copy_op(const CopyOp& o) {
+    if (o.device != rank_ || o.box.empty()) return;
+    region(new_, o.box, *op_).copy_from(region(old_, o.box, *op_));
+  }
+
+  void all_reduce_op(const AllReduceOp& o) {
+    if (my_index(o.devices) < 0 || o.box.empty()) return;
+    Tensor buffer = pack({o.box});
+    comm_.all_reduce(buffer, DeviceGroup(o.devices));
+    unpack(buffer, {o.box});
+  }
+
+  void all_gather_op(const AllGatherOp& o) {
+    const int64_t me = my_index(o.devices);
+    HT_CHECK(o.boxes.size() == o.devices.size(), "execute: {} needs one box per device", to_string(*op_));
+    const std::vector<int64_t> counts = numels(o.boxes);
+    if (me < 0 || total(counts) == 0) return;
+    Tensor out = empty({total(counts)}, dtype_, device_);
+    comm_.all_gather(pack({o.boxes[static_cast<size_t>(me)]}), out, DeviceGroup(o.devices), counts);
+    unpack(out, o.boxes);
+  }
+
+  void reduce_scatter_op(const ReduceScatterOp& o) {
+    const int64_t me = my_index(o.devices);
+    HT_CHECK(o.boxes.size() == o.devices.size() && tiles(o.boxes, o.box),
+             "execute: {}: one piece per device, tiling the box", to_string(*op_));
+    const std::vector<int64_t> counts = numels(o.boxes);
+    if (me < 0 || total(counts) == 0) return;
+    const Box& mine = o.boxes[static_cast<size_t>(me)];
+    Tensor out = empty({mine.numel()}, dtype_, device_);
+    comm_.reduce_scatter(pack(o.boxes), out, DeviceGroup(o.devices), counts);
+    unpack(out, {mine});
+  }
+
+  void all_to_all_op(const AllToAllOp& o) {
+    const int64_t me = my_index(o.devices);
+    const size_t n = o.devices.size();
+    HT_CHECK(o.blocks.size() == n, "execute: {} needs one row per device", to_string(*op_));
+    for (const auto& row : o.blocks) HT_CHECK(row.size() == n, "execute: {} needs one block per pair", to_string(*op_));
+    if (me < 0) return;
+    const std::vector<Box>& sends = o.blocks[static_cast<size_t>(me)];
+    std::vector<Box> recvs;
+    for (size_t j = 0; j < n; ++j) recvs.push_back(o.blocks[j][static_cast<size_t>(me)]);
+    Tensor out = empty({total(numels(recvs))}, dtype_, device_);
+    comm_.all_to_all(pack(sends), out, DeviceGroup(o.devices), numels(sends), numels(recvs));
+    unpack(out, recvs);
+  }
+
+  // One batch: sends and receives of this rank; local transfers and arrivals are applied
+  // afterwards in transfer order (the simulator's order, which matters when accumulating).
+  void send_recv_op(const SendRecvOp& o) {
+    std::vector<P2POp> batch;
+    std::vector<Tensor> arrivals(o.transfers.size());
+    for (size_t i = 0; i < o.transfers.size(); ++i) {
+      const Transfer& t = o.transfers[i];
+      if (t.box.empty() || t.src == t.dst) continue;
+      if (t.src == rank_) batch.push_back(P2POp::send(pack({t.box}), t.dst));
+      if (t.dst == rank_) {
+        arrivals[i] = empty({t.box.numel()}, dtype_, device_);
+        batch.push_back(P2POp::recv(arrivals[i], t.src));
+      }
+    }
+    if (!batch.empty()) comm_.batch_send_recv(batch);
+    for (size_t i = 0; i < o.transfers.size(); ++i) {
+      const Transfer& t = o.transfers[i];
+      if (t.box.empty() || t.dst != rank_) continue;
+      unpack(t.src == rank_ ? pack({t.box}) : arrivals[i], {t.box}, o.accumulate);
+    }
+  }
+
+  Communicator& comm_;
+  DeviceId rank_;
+  DType dtype_;
+  Device device_;
+  const LocalBuffer& old_;
+  LocalBuffer& new_;
+  const CommOp* op_ = nullptr;
+};
+
+}  // namespace
+
+Tensor execute(const CommPlan& plan, const Union& src, const Tensor& local_src, Communicator& comm,
+               std::optional<DType> dtype) {
+  const DeviceId rank = comm.rank();
+  LocalBuffer current;
+  if (src.member_of(rank)) {
+    const Shard shard = shard_of(src, plan.global_shape, rank);
+    HT_CHECK(local_src.defined() && local_src.shape() == shard.box.size,
+             "execute: rank {} holds {} of {}, but its source tensor has shape {}", rank, shard.to_string(),
+             src.to_string(), local_src.defined() ? shape_str(local_src.shape()) : std::string("(undefined)"));
+    current = LocalBuffer{shard.box, local_src.contiguous()};
+  }
+  if (!dtype) {
+    HT_CHECK(local_src.defined(), "execute: rank {} holds no source shard of {}; pass the dtype", rank,
+             src.to_string());
+    dtype = local_src.dtype();
+  }
+  HT_CHECK(!local_src.defined() || local_src.dtype() == *dtype, "execute: source dtype {} but dtype {} requested",
+           to_string(local_src.dtype()), to_string(*dtype));
+  for (const CommStep& step : plan.steps) {
+    LocalBuffer fresh;
+    for (const DeviceShard& s : step.after)
+      if (s.device == rank) fresh = LocalBuffer{s.shard.box, zeros(s.shard.box.size, *dtype, comm.device())};
+    StepRunner runner(comm, *dtype, current, fresh);
+    for (const CommOp& op : step.ops) runner.run(op);
+    current = std::move(fresh);
+  }
+  return current.values;
+}
+
+}  // namespace hetu
