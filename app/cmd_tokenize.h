@@ -3,7 +3,7 @@
 // the raw bytes. --jsonl works line by line: a JSON string per line in, a JSON array of ids
 // per line out (--decode: the reverse). Bad input lines are UsageErrors naming the line.
 //
-//   echo '"Hello world"' | hetu tokenize --vocab shared/tokenizer/gpt2 --jsonl   -> [15496,995]
+//   echo '"Hello world"' | hetu tokenize --vocab tests/data/gpt2 --jsonl   -> [15496,995]
 #pragma once
 
 #include <string>

@@ -1,6 +1,6 @@
-// Checks hetu's model numerics against a PyTorch dump (format: ../shared/reference/README.md,
-// written for any shape by scripts/make_reference.py): the model config from the file's root
-// attributes, its parameters, one batch; then logits, loss, every gradient, and K AdamW steps
+// Checks hetu's model numerics against a PyTorch dump (written for any shape by
+// scripts/make_reference.py, whose docstring describes the format): the model config from
+// the file's root attributes, its parameters, one batch; then logits, loss, every gradient, and K AdamW steps
 // (losses, pre-clip gradient norms, final parameters) are compared within tolerances.
 // `hetu verify` prints the report; tests/models asserts it.
 #pragma once

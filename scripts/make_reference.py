@@ -1,12 +1,18 @@
 #!/usr/bin/python3
 """Write a PyTorch reference dump for any GPT-2 or LLaMA shape, for `hetu verify`.
 
-The format is the one of ../shared/reference/README.md: root attributes describe the model
-and the batch; /params holds the initial parameters (HF names, 2-D weights (out, in));
-/batch/x, /batch/y the tokens; /forward/logits and /forward/loss; /grads/<name>; and
-/train/losses, /train/grad_norm, /train/params_after/<name> for K AdamW steps on the batch,
-with the optimizer settings as attributes of /train. Everything is computed in float32 on
-the CPU by the small model definitions below (independent of hetu's code).
+The format (what `hetu verify` and tests/models read): root attributes describe the model
+(arch, layers, hidden, heads, vocab, max_seq_len, norm_eps; kv_heads, ffn_hidden, rope_theta
+for llama) and the batch (batch, seq, seed); /params/<name> holds the initial parameters
+(HF names, float32, every 2-D weight (out_features, in_features) as torch.nn.Linear stores
+it); /batch/x, /batch/y the int32 (batch, seq) tokens and next-token targets;
+/forward/logits (batch, seq, vocab) and /forward/loss (mean cross-entropy); /grads/<name>;
+and /train/losses (loss before step i), /train/grad_norm (pre-clip global L2 norm at step
+i), /train/params_after/<name> for K AdamW steps on the batch, with the optimizer settings
+(lr, betas, eps, weight_decay on tensors with ndim >= 2 only, grad_clip) as attributes of
+/train. Everything is computed in float32 on the CPU by the small model definitions below
+(independent of hetu's code). tests/make_reference_fixtures.sh writes the tiny fixtures the
+tests read.
 
   /usr/bin/python3 scripts/make_reference.py --arch llama --layers 3 --hidden 48 --heads 6 \
       --kv-heads 2 --ffn-hidden 80 --vocab 301 --out /tmp/llama_odd.h5

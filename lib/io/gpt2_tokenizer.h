@@ -4,7 +4,7 @@
 // the file. encode() reads text literally: "<|endoftext|>" in the text is 13 bytes of ordinary
 // text, never eot_id(). Invalid UTF-8 is accepted: see Note [Invalid UTF-8 in GPT-2 encode].
 //
-//   Gpt2Tokenizer tok("../shared/tokenizer/gpt2");
+//   Gpt2Tokenizer tok("tests/data/gpt2");
 //   tok.encode(" Hello world") == {18435, 995};  tok.decode({18435, 995}) == " Hello world";
 #pragma once
 

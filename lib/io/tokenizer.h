@@ -2,7 +2,7 @@
 // files; GPT-2 BPE reads encoder.json and vocab.bpe from a directory. decode(encode(s)) == s
 // for every byte string.
 //
-//   std::unique_ptr<Tokenizer> tok = make_tokenizer(TokenizerKind::gpt2, "../shared/tokenizer/gpt2");
+//   std::unique_ptr<Tokenizer> tok = make_tokenizer(TokenizerKind::gpt2, "tests/data/gpt2");
 //   tok->encode("Hello world") == {15496, 995};
 #pragma once
 

@@ -1,4 +1,4 @@
-// GPT-2 presets. tiny matches ../shared/reference/gpt2_tiny.h5; the others are OpenAI's
+// GPT-2 presets. tiny matches the gpt2_tiny.h5 fixture (tests/make_reference_fixtures.sh); the others are OpenAI's
 // published GPT-2 shapes (vocab 50257, context 1024, MLP 4x hidden, LayerNorm eps 1e-5).
 #include "models/model_config.h"
 

@@ -1,4 +1,4 @@
-// LLaMA presets. tiny matches ../shared/reference/llama_tiny.h5; 1b is Llama 3.2 1B
+// LLaMA presets. tiny matches the llama_tiny.h5 fixture (tests/make_reference_fixtures.sh); 1b is Llama 3.2 1B
 // (GQA 32/8, tied embeddings, rope_theta 5e5, vocab 128256); 7b and 13b are Llama 2
 // (MHA, vocab 32000, context 4096, untied head, rope_theta 1e4).
 #include "models/model_config.h"

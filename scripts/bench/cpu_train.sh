@@ -77,7 +77,7 @@ scratch=$(cd "$scratch" && pwd)        # relative paths are the caller's
 hetu=$(realpath -m "$hetu")
 cd "$root"
 py=/usr/bin/python3
-vocab_dir="${HETU_GPT2_VOCAB:-$root/../shared/tokenizer/gpt2}"
+vocab_dir="${HETU_GPT2_VOCAB:-$root/tests/data/gpt2}"
 [ -x "$hetu" ] || { echo "cpu_train.sh: $hetu is missing; build it: ninja -C build hetu" >&2; exit 1; }
 [ -f "$vocab_dir/encoder.json" ] || { echo "cpu_train.sh: no GPT-2 vocab in $vocab_dir (set HETU_GPT2_VOCAB)" >&2; exit 1; }
 

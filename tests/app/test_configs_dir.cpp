@@ -149,7 +149,7 @@ TEST_CASE("flavors have the published shapes", "[configs]") {
   CHECK(find_flavor(Arch::llama, "13b")->num_params() == 13'015'864'320);
   CHECK(find_flavor(Arch::llama, "1b")->num_params() == 1'235'814'400);
   CHECK(find_flavor(Arch::gpt2, "124m")->padded_vocab() == 50304);
-  // tiny flavors match the PyTorch fixtures in ../shared/reference (root attributes).
+  // tiny flavors match the PyTorch fixtures (tests/make_reference_fixtures.sh).
   ModelConfig gpt2 = *find_flavor(Arch::gpt2, "tiny");
   CHECK((gpt2.layers == 2 && gpt2.hidden == 64 && gpt2.heads == 4 && gpt2.vocab == 256 && gpt2.max_seq_len == 64));
   ModelConfig llama = *find_flavor(Arch::llama, "tiny");

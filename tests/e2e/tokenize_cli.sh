@@ -3,10 +3,10 @@
 # --jsonl --decode back to the same JSON strings, a plain encode | decode byte-for-byte round
 # trip (invalid UTF-8 and NULs included), HETU_GPT2_VOCAB as the default --vocab, and exit
 # code 2 with a one-line message for a missing --vocab or a bad input line.
-# Usage: tokenize_cli.sh HETU_BINARY SHARED_DIR
+# Usage: tokenize_cli.sh HETU_BINARY VOCAB_DIR (tests/data/gpt2)
 set -uo pipefail
 hetu=$1
-vocab="$2/tokenizer/gpt2"
+vocab=$2
 golden="$vocab/golden.jsonl"
 fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d) || fail "mktemp"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/make_reference.py writes PyTorch dumps for shapes unlike the shared fixtures (odd
+# scripts/make_reference.py writes PyTorch dumps for shapes unlike the tiny fixtures (odd
 # vocab, GQA 6/2, tied LLaMA head, T not a power of two, batch 3) and `hetu verify` must
 # accept every one; a dump with a perturbed gradient must be rejected (exit 1).
 set -euo pipefail

@@ -1,5 +1,5 @@
 // Tokenizers: GPT-2 BPE against golden ids from OpenAI's encoder.py (every line of
-// shared/tokenizer/gpt2/golden.jsonl), round trips of arbitrary bytes (invalid UTF-8, NULs),
+// tests/data/gpt2/golden.jsonl), round trips of arbitrary bytes (invalid UTF-8, NULs),
 // the heap merge loop against the reference loop, the byte tokenizer, and the error messages
 // for bad vocab files and out-of-range ids.
 #include <catch2/catch.hpp>
@@ -26,7 +26,7 @@ using hetu::test::TempDir;
 namespace fs = std::filesystem;
 using hetu::io::Gpt2Tokenizer;
 
-const std::string kVocabDir = HETU_SHARED_DIR "/tokenizer/gpt2";
+const std::string kVocabDir = HETU_GPT2_VOCAB_DIR;  // tests/data/gpt2
 
 // Loading parses a 1 MB JSON file: share one tokenizer between the tests.
 const Gpt2Tokenizer& gpt2() {

@@ -1,5 +1,6 @@
 // "Our GPT-2 and LLaMA": forward logits, loss, every gradient and K AdamW steps match the
-// PyTorch-made fixtures in ../shared/reference within the stated tolerances.
+// PyTorch-made fixtures within the stated tolerances (written at test time by
+// tests/make_reference_fixtures.sh into HETU_REFERENCE_DIR; tests/data/README.md).
 #include <catch2/catch.hpp>
 
 #include "models/reference_check.h"
@@ -9,7 +10,7 @@ using namespace hetu;
 namespace {
 
 void check_fixture(const std::string& name) {
-  const ReferenceReport report = check_against_reference(std::string(HETU_SHARED_DIR) + "/reference/" + name);
+  const ReferenceReport report = check_against_reference(std::string(HETU_REFERENCE_DIR) + "/" + name);
   REQUIRE(report.rows.size() > 4);
   CHECK(report.train_steps > 0);
   for (const ReferenceRow& row : report.rows) {
