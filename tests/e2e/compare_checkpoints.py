@@ -2,7 +2,8 @@
 """Compares two hetu checkpoints tensor by tensor (h5py reads sharded and whole files alike).
 
 usage: compare_checkpoints.py A B [--rtol R] [--atol T] [--prefix P]
-Every tensor of A must be in B with the same shape; the max |a - b| of each must be within
+A and B must hold the same tensor names (among those under --prefix; a tensor missing on
+either side fails) with the same shapes; the max |a - b| of each must be within
 rtol * max|b| + atol. Prints the worst tensors; exits 1 on any mismatch."""
 import argparse
 import os
@@ -26,16 +27,18 @@ def main():
     args = ap.parse_args()
     with h5py.File(checkpoint_file(args.a), "r") as fa, h5py.File(checkpoint_file(args.b), "r") as fb:
         ta, tb = fa["tensors"], fb["tensors"]
-        names = sorted(n for n in ta.keys() if n.startswith(args.prefix))
-        if not names:
+        names_a = {n for n in ta.keys() if n.startswith(args.prefix)}
+        names_b = {n for n in tb.keys() if n.startswith(args.prefix)}
+        if not names_a and not names_b:
             print("no tensors to compare")
             return 1
         bad, rows = 0, []
-        for name in names:
-            if name not in tb:
-                print(f"MISSING {name} in {args.b}")
+        for path, missing in ((args.b, names_a - names_b), (args.a, names_b - names_a)):
+            for name in sorted(missing):
+                print(f"MISSING {name} in {path}")
                 bad += 1
-                continue
+        names = sorted(names_a & names_b)
+        for name in names:
             a, b = np.asarray(ta[name], dtype=np.float64), np.asarray(tb[name], dtype=np.float64)
             if a.shape != b.shape:
                 print(f"SHAPE {name}: {a.shape} vs {b.shape}")
@@ -49,7 +52,7 @@ def main():
         rows.sort(reverse=True)
         for rel, diff, name, ok in rows[:5]:
             print(f"{'ok  ' if ok else 'FAIL'} {name}: max|diff| {diff:.3e} ({rel:.2e} of max|ref|)")
-        print(f"{len(names)} tensors compared, {bad} mismatched (rtol {args.rtol}, atol {args.atol})")
+        print(f"{len(names)} tensors compared, {bad} mismatched or missing (rtol {args.rtol}, atol {args.atol})")
         return 1 if bad else 0
 
 
