@@ -5,13 +5,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <numeric>
 #include <fmt/core.h>
 
 #include "app/commands.h"
+#include "app/sampling.h"
 #include "lib/autograd/grad_mode.h"
 #include "lib/core/rng.h"
 #include "lib/io/checkpoint.h"
@@ -21,26 +20,6 @@
 
 namespace hetu::app {
 namespace {
-
-// Index of the next token from logits (V), with temperature and top-k; u in [0, 1).
-int32_t sample(const float* logits, int64_t vocab, double temperature, int64_t top_k, double u) {
-  if (temperature <= 0) return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
-  std::vector<int32_t> order(static_cast<size_t>(vocab));
-  std::iota(order.begin(), order.end(), 0);
-  const int64_t k = top_k > 0 ? std::min(top_k, vocab) : vocab;
-  std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                    [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
-  const double top = logits[order[0]];
-  std::vector<double> p(static_cast<size_t>(k));
-  double total = 0;
-  for (int64_t i = 0; i < k; ++i) total += p[static_cast<size_t>(i)] = std::exp((logits[order[static_cast<size_t>(i)]] - top) / temperature);
-  double acc = 0;
-  for (int64_t i = 0; i < k; ++i) {
-    acc += p[static_cast<size_t>(i)] / total;
-    if (u < acc) return order[static_cast<size_t>(i)];
-  }
-  return order[static_cast<size_t>(k - 1)];
-}
 
 io::TokenizerKind tokenizer_kind(config::Tokenizer t, const std::string& checkpoint) {
   HT_USAGE_CHECK(t != config::Tokenizer::none, "{}: the job used pre-tokenized data (data.tokenizer = \"none\"): hetu "
@@ -101,7 +80,7 @@ int run_generate(const GenerateOptions& options) {
     const float* last = logits.data<float>() + (logits.size(1) - 1) * V;
     // Only ids the tokenizer can decode (a model's vocab may be larger than the tokenizer's).
     const int64_t decodable = std::min<int64_t>(V, tokenizer->vocab_size());
-    const int32_t next = sample(last, decodable, options.temperature, options.top_k, rng.uniform(i));
+    const int32_t next = sample_token(last, decodable, options.temperature, options.top_k, rng.uniform(i));
     if (next == tokenizer->eot_id()) break;
     generated.push_back(next);
     const std::string piece = tokenizer->decode({next});
