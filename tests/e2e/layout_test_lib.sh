@@ -1,6 +1,6 @@
 # Shared by the multi-layout e2e scripts (source it after setting hetu and src): a work
 # folder removed on exit, fail, byte-level training data made from the repository's own
-# documentation, and the one-device job of a layout file.
+# documentation, the one-device job of a layout file, and the loss comparison of two runs.
 
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -19,4 +19,13 @@ make_byte_data() {
 # single_device_job LAYOUT.toml OUT.toml: the same job on one device (no [parallel] groups).
 single_device_job() {
   sed -e '/^\[parallel\]/,$d' -e '/^\[\[parallel/,$d' -e 's/count = [0-9]*/count = 1/' "$1" > "$2"
+}
+
+# compare_runs REF GOT RTOL [compare_losses.py options]: every step's loss (and --fields,
+# --val-steps, ...) in the metrics.jsonl of runs $work/REF and $work/GOT agree to RTOL.
+compare_runs() {
+  local ref=$1 got=$2 rtol=$3
+  shift 3
+  /usr/bin/python3 "$src/tests/e2e/compare_losses.py" "$work/$ref/metrics.jsonl" "$work/$got/metrics.jsonl" \
+    --rtol "$rtol" "$@" || fail "losses of $got differ from $ref"
 }

@@ -35,19 +35,6 @@ run() {
     || { cat "$work/$name.log"; fail "run $name"; }
 }
 
-# same_losses A B RTOL: the 5 losses of metrics.jsonl in runs A and B agree to RTOL.
-same_losses() {
-  /usr/bin/python3 - "$work/$1/metrics.jsonl" "$work/$2/metrics.jsonl" "$3" <<'PY' || fail "losses of $1 and $2 differ"
-import json, sys
-ref = [json.loads(l)["loss"] for l in open(sys.argv[1])]
-got = [json.loads(l)["loss"] for l in open(sys.argv[2])]
-rtol = float(sys.argv[3])
-assert len(ref) == 5 and len(got) == 5, (ref, got)
-for step, (r, g) in enumerate(zip(ref, got), 1):
-    print(f"step {step}: {r:.7f} vs {g:.7f}  rel {abs(g - r) / abs(r):.1e}")
-    assert abs(g - r) <= rtol * abs(r), f"step {step} differs by more than {rtol}"
-PY
-}
 
 final() { echo "$work/$1/checkpoints/step-0000005"; }
 
@@ -57,7 +44,7 @@ single_device_job "$layout" "$work/gpt2-single.toml"
 run gpt2-fp32 1 "$work/gpt2-single.toml"
 run gpt2-fp64 1 "$work/gpt2-single.toml" --set training.precision=fp64
 grep -q "computing in fp64" "$work/gpt2-fp64.log" || fail "the fp64 run does not say it computes in fp64"
-same_losses gpt2-fp32 gpt2-fp64 1e-4
+compare_runs gpt2-fp32 gpt2-fp64 1e-4 --steps 5
 /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-4 --atol 1e-6 "$(final gpt2-fp64)" "$(final gpt2-fp32)" \
   || fail "fp64 compute drifted from fp32"
 /usr/bin/python3 - "$(final gpt2-fp64)/checkpoint.h5" <<'PY' || fail "master weights are not f32"
@@ -76,7 +63,7 @@ for name in ${LAYOUTS:-gpt2-pp2-tp2-tp1 llama-tp2-pp2}; do
   single_device_job "$config" "$work/$name-single.toml"
   run "$name-single" 1 "$work/$name-single.toml" --set training.precision=fp64
   run "$name-parallel" "$ranks" "$config" --set training.precision=fp64
-  same_losses "$name-single" "$name-parallel" 1e-5
+  compare_runs "$name-single" "$name-parallel" 1e-5 --steps 5 --fields loss,grad_norm
   /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-5 --atol 1e-6 \
     "$(final "$name-parallel")" "$(final "$name-single")" || fail "$name with fp64 compute differs from one device"
 done
@@ -89,7 +76,7 @@ run dp2-bf16-reduce 2 "$dp2" --set training.grad_reduce_dtype=bf16
 # Plain data parallelism sums every gradient in one bucket (Note [Gradient buckets]).
 grep -q "gradient sync: 52 of 52 summed parameters in 1 bucket(s), 0 by their own plans" "$work/dp2-bf16-reduce.log" \
   || fail "dp2 did not sum its gradients in one bucket: $(grep 'gradient sync' "$work/dp2-bf16-reduce.log")"
-same_losses dp2-single dp2-bf16-reduce 2e-2
+compare_runs dp2-single dp2-bf16-reduce 2e-2 --steps 5
 /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 0 --atol 2e-3 --prefix h. \
   "$(final dp2-bf16-reduce)" "$(final dp2-single)" || fail "bf16 gradient reduction drifted too far"
 if /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-7 --atol 0 --prefix h. \

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Any parallel layout trains the same model as one device: runs configs/layouts/LAYOUT.toml
 # under mpirun for 5 steps and the same job on one device (the layout file with its
-# [parallel] section replaced by one device), from the same seed and data, then checks
-#   - every step's loss (metrics.jsonl) within 1e-5 relative of the single-device loss, and
-#     the validation loss after steps 2 and 4 (replica 0's pipeline evaluates);
+# [parallel] section replaced by one device), from the same seed and data, once with
+# training.grad_clip = 1.0 and once with 0 (no clipping), then checks
+#   - every step's loss and pre-clip gradient norm (metrics.jsonl) within 1e-5 relative of
+#     the single-device run's, and the validation loss after steps 2 and 4 (replica 0's
+#     pipeline evaluates). The norms matter: clipping to a unit norm and AdamW's invariance
+#     to a uniform gradient scale would hide a gradient that is, say, twice too large;
 #   - every final parameter and optimizer tensor (the sharded checkpoint, read back whole by
 #     h5py) within 1e-5 of max|ref| plus 1e-6: Adam turns rounding-level differences in a
 #     gradient that is zero in exact arithmetic (GPT-2's key bias) into ~1e-7 updates.
@@ -25,32 +28,17 @@ common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val
         --set lr_schedule.warmup_steps=2 --set training.eval_every=2 --set training.eval_steps=2 --set training.log_every=1
         --set training.threads=1 --set data.sampling=sequential --set checkpoint.every=0 --set optimizer.eps=1e-6 ${EXTRA:-})
 
-# The single-device job: the same file with one device and no [parallel] groups.
 single_device_job "$config" "$work/single.toml"
-"$hetu" train "$work/single.toml" "${common[@]}" --set job.out_dir="$work/single" > "$work/single.log" 2>&1 \
-  || { cat "$work/single.log"; fail "single-device run"; }
-
-mpirun -np "$ranks" "$hetu" train "$config" "${common[@]}" --set job.out_dir="$work/parallel" > "$work/parallel.log" 2>&1 \
-  || { cat "$work/parallel.log"; fail "mpirun -np $ranks run of $layout"; }
-grep "step 5/5" "$work/parallel.log" || true
-
-/usr/bin/python3 - "$work/single/metrics.jsonl" "$work/parallel/metrics.jsonl" <<'PY' || fail "losses differ"
-import json, sys
-ref = [json.loads(l)["loss"] for l in open(sys.argv[1])]
-got = [json.loads(l)["loss"] for l in open(sys.argv[2])]
-assert len(ref) == 5 and len(got) == 5, (ref, got)
-for step, (r, g) in enumerate(zip(ref, got), 1):
-    rel = abs(g - r) / abs(r)
-    print(f"step {step}: single {r:.7f}  parallel {g:.7f}  rel {rel:.1e}")
-    assert rel <= 1e-5, f"step {step} differs"
-ref_val = [json.loads(l).get("val_loss") for l in open(sys.argv[1])]
-got_val = [json.loads(l).get("val_loss") for l in open(sys.argv[2])]
-assert ref_val[1] is not None and ref_val[3] is not None, ref_val
-for step in (2, 4):
-    r, g = ref_val[step - 1], got_val[step - 1]
-    print(f"val after step {step}: single {r:.7f}  parallel {g:.7f}")
-    assert g is not None and abs(g - r) <= 1e-5 * abs(r), f"val loss after step {step} differs"
-PY
-/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-5 --atol 1e-6 \
-  "$work/parallel/checkpoints/step-0000005" "$work/single/checkpoints/step-0000005" || fail "final tensors differ"
+for clip in ${CLIPS:-1.0 0}; do
+  echo "== grad_clip $clip"
+  args=(--set training.grad_clip="$clip" "${common[@]}")
+  "$hetu" train "$work/single.toml" "${args[@]}" --set job.out_dir="$work/single-$clip" > "$work/single-$clip.log" 2>&1 \
+    || { cat "$work/single-$clip.log"; fail "single-device run"; }
+  mpirun -np "$ranks" "$hetu" train "$config" "${args[@]}" --set job.out_dir="$work/parallel-$clip" > "$work/parallel-$clip.log" 2>&1 \
+    || { cat "$work/parallel-$clip.log"; fail "mpirun -np $ranks run of $layout"; }
+  grep "step 5/5" "$work/parallel-$clip.log" || fail "no progress line for step 5 in the mpirun log"
+  compare_runs "single-$clip" "parallel-$clip" 1e-5 --fields loss,grad_norm --steps 5 --val-steps 2,4
+  /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-5 --atol 1e-6 \
+    "$work/parallel-$clip/checkpoints/step-0000005" "$work/single-$clip/checkpoints/step-0000005" || fail "final tensors differ"
+done
 echo "PASS $layout"
