@@ -127,11 +127,7 @@ class Rules {
     }
     if (t.eval_every > 0 && c_.data.val.empty()) fail("training.eval_every", "evaluation needs data.val");
     const LrScheduleSection& s = c_.lr_schedule;
-    at_least("lr_schedule.warmup_steps", s.warmup_steps, 0);
-    if (s.warmup_steps > t.steps) {
-      fail("lr_schedule.warmup_steps", "warmup_steps = " + to_string(s.warmup_steps) + " exceeds training.steps = " +
-                                           to_string(t.steps));
-    }
+    at_least("lr_schedule.warmup_steps", s.warmup_steps, 0);  // > steps was capped (config_load.cpp)
     if (!(s.min_lr_ratio >= 0 && s.min_lr_ratio <= 1)) {
       fail("lr_schedule.min_lr_ratio", "must be in [0, 1], got " + fmt::format("{}", s.min_lr_ratio));
     }

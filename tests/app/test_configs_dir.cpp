@@ -59,6 +59,19 @@ TEST_CASE("every file in configs/ validates and its resolved form loads back ide
   }
 }
 
+TEST_CASE("every file in configs/ loads with --set training.steps=10 (a longer warm-up is capped)", "[configs]") {
+  for (const std::string& file : config_files()) {
+    INFO(file);
+    const LoadedConfig loaded = load_job_config(file, {"training.steps=10"});
+    CHECK(loaded.config.training.steps == 10);
+    CHECK(loaded.config.lr_schedule.warmup_steps <= 10);
+    for (const std::string& warning : loaded.warnings) {
+      CHECK_THAT(warning, Catch::Matchers::Contains("lr_schedule.warmup_steps: warmup_steps = "));
+      CHECK_THAT(warning, Catch::Matchers::EndsWith("exceeds training.steps = 10; capped at 10"));
+    }
+  }
+}
+
 TEST_CASE("the embedded default job is configs/gpt2-tiny-cpu.toml", "[configs]") {
   LoadedConfig embedded = load_job_config_text(app::default_job_toml(), "embedded", {});
   LoadedConfig file = load_job_config(HETU_SOURCE_DIR "/configs/gpt2-tiny-cpu.toml", {});
@@ -147,7 +160,7 @@ TEST_CASE("flavors have the published shapes", "[configs]") {
   CHECK(find_flavor(Arch::gpt2, "774m")->num_params() == 774'030'080);
   CHECK(find_flavor(Arch::llama, "7b")->num_params() == 6'738'415'616);
   CHECK(find_flavor(Arch::llama, "13b")->num_params() == 13'015'864'320);
-  CHECK(find_flavor(Arch::llama, "1b")->num_params() == 1'235'814'400);
+  CHECK(find_flavor(Arch::llama, "1b")->num_params() == 1'235'814'400);  // Llama 3.2 1B
   CHECK(find_flavor(Arch::gpt2, "124m")->padded_vocab() == 50304);
   // tiny flavors match the PyTorch fixtures in ../shared/reference (root attributes).
   ModelConfig gpt2 = *find_flavor(Arch::gpt2, "tiny");
