@@ -51,6 +51,8 @@ def llama_forward(cfg, sd, ids):
     C, H = cfg["hidden_size"], cfg["num_attention_heads"]
     Hkv = cfg.get("num_key_value_heads", H)
     D, eps, theta = C // H, cfg.get("rms_norm_eps", 1e-6), cfg.get("rope_theta", 10000.0)
+    if cfg.get("rope_scaling"):
+        raise ValueError(f"rope_scaling {cfg['rope_scaling']} is not implemented here (scripts/make_reference.py has llama3)")
     B, T = ids.shape
     rms = lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
     inv_freq = 1.0 / theta ** (torch.arange(0, D, 2, dtype=torch.float64) / D)
