@@ -72,7 +72,7 @@ TEST_CASE("every file in configs/ loads with --set training.steps=10 (a longer w
   }
 }
 
-TEST_CASE("llama rope_scaling: the flavor's, one key overridden, none; the resolved form loads back", "[configs]") {
+TEST_CASE("llama rope_scaling: the flavor's, one key overridden, none, and the resolved form loads back", "[configs]") {
   const std::string file = HETU_SOURCE_DIR "/configs/llama-tiny-cpu.toml";
   const LoadedConfig flavored = load_job_config(file, {"model.flavor=1b"});
   CHECK(flavored.config.model.rope_scaling == RopeScaling{RopeScalingType::llama3, 32.0, 1.0, 4.0, 8192});
@@ -80,8 +80,8 @@ TEST_CASE("llama rope_scaling: the flavor's, one key overridden, none; the resol
   CHECK(one_key.config.model.rope_scaling == RopeScaling{RopeScalingType::llama3, 16.0, 1.0, 4.0, 8192});
   const LoadedConfig off = load_job_config(file, {"model.flavor=1b", R"(model.rope_scaling={type="none"})"});
   CHECK(off.config.model.rope_scaling.type == RopeScalingType::none);
-  const LoadedConfig given = load_job_config(
-      file, {R"(model.rope_scaling={type="llama3",factor=4,low_freq_factor=1,high_freq_factor=2,original_max_position_embeddings=32})"});
+  const LoadedConfig given = load_job_config(file, {R"(model.rope_scaling={type="llama3",factor=4,low_freq_factor=1,)"
+                                                    R"(high_freq_factor=2,original_max_position_embeddings=32})"});
   CHECK(given.config.model.rope_scaling == RopeScaling{RopeScalingType::llama3, 4.0, 1.0, 2.0, 32});
   for (const LoadedConfig* loaded : {&flavored, &one_key, &off, &given}) {
     const std::string resolved = to_toml(loaded->config);
@@ -192,7 +192,7 @@ TEST_CASE("flavors have the published shapes", "[configs]") {
     CHECK(m.rope_theta == 500000.0);
     CHECK(m.norm_eps == 1e-5);
     CHECK(m.vocab == 128256);
-    CHECK(m.head_dim() == 64 * (m.hidden / 2048));
+    CHECK(m.head_dim() == (m.hidden == 2048 ? 64 : 128));
   }
   CHECK(find_flavor(Arch::llama, "7b")->rope_scaling.type == RopeScalingType::none);
   CHECK(find_flavor(Arch::gpt2, "124m")->padded_vocab() == 50304);
