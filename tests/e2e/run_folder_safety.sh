@@ -7,7 +7,8 @@
 #   skipped step folder, the run resumes from the older one, and its losses equal the
 #   uninterrupted run's; metrics.jsonl then holds each step once (the lines the first run
 #   wrote past the resumed step are dropped) and logs/rank-0.log holds both runs.
-# - under mpirun (2 ranks, sharded store) the ranks agree to skip a damaged checkpoint.
+# - under mpirun (tp 2, sharded store) a checkpoint damaged in one rank's box only is skipped
+#   by both ranks together, and the losses still equal the one-device run's.
 # - a shipped job file with --set training.steps=10 trains (its longer warm-up is capped).
 set -euo pipefail
 hetu=$1
@@ -116,16 +117,24 @@ set +e; train "$tmp/none" "$tmp/none.log" --set training.steps=6; rc=$?; set -e
 [ $rc -eq 2 ] || { cat "$tmp/none.log"; fail "no intact checkpoint: exit $rc, expected 2"; }
 grep -q 'resume = "auto": no intact checkpoint in' "$tmp/none.log" || { cat "$tmp/none.log"; fail "no intact: message"; }
 
-# ---- the same under mpirun: two ranks, a sharded checkpoint -----------------------------------
-mpi=(--set "cluster.node[0].devices.count=2" --set parallel.dp=2)
+# ---- the same under mpirun: tp 2, a sharded checkpoint damaged in rank 0's box only ----------
+# Rank 1 reads an intact box, rank 0 a bad one: the ranks must agree to skip step 5 together.
+mpi=(--set "cluster.node[0].devices.count=2" --set parallel.dp=1 --set parallel.tp=2)
 mpirun -np 2 "$hetu" train "$cfg" "${common[@]}" "${mpi[@]}" --set "job.out_dir=\"$tmp/mpi\"" --set training.steps=6 \
   --stop-at-step 5 > "$tmp/mpi1.log" 2>&1 || { cat "$tmp/mpi1.log"; fail "mpirun first half"; }
-damage bad_crc "$tmp/mpi/checkpoints/step-0000005/checkpoint.h5"
+damage bad_crc "$tmp/mpi/checkpoints/step-0000005/checkpoint.h5"  # element 0 of wte: rank 0's rows
 mpirun -np 2 "$hetu" train "$cfg" "${common[@]}" "${mpi[@]}" --set "job.out_dir=\"$tmp/mpi\"" --set training.steps=6 \
   > "$tmp/mpi2.log" 2>&1 || { cat "$tmp/mpi2.log"; fail "mpirun resume"; }
 grep -q "resumed from step 4" "$tmp/mpi2.log" || { cat "$tmp/mpi2.log"; fail "mpirun: did not resume from step 4"; }
-[ "$(grep -c '"step":6,' "$tmp/mpi/metrics.jsonl")" -eq 1 ] && [ "$(grep -c '"step":5,' "$tmp/mpi/metrics.jsonl")" -eq 1 ] \
-  || fail "mpirun: metrics.jsonl repeats a step"
+grep -q "skipping the damaged checkpoint .*step-0000005: damaged on another rank" "$tmp/mpi/logs/rank-1.log" \
+  || { cat "$tmp/mpi/logs/rank-1.log"; fail "mpirun: rank 1 did not skip step 5 with rank 0"; }
+$py - "$tmp/full/metrics.jsonl" "$tmp/mpi/metrics.jsonl" <<'PY' || fail "mpirun: the losses differ from the one-device run's"
+import json, sys
+one, tp = ([json.loads(line) for line in open(path)] for path in sys.argv[1:])
+assert [m["step"] for m in tp] == [1, 2, 3, 4, 5, 6], [m["step"] for m in tp]  # each step once
+for a, b in zip(one, tp):  # tp sums in another order: equal up to rounding
+    assert abs(a["loss"] - b["loss"]) <= 1e-5 * abs(a["loss"]), (a["step"], a["loss"], b["loss"])
+PY
 
 # ---- a shipped job file shortened to 10 steps -------------------------------------------------
 "$hetu" train "$src/configs/llama-tiny-cpu.toml" --set training.steps=10 --set "cluster.node[0].devices.count=1" \
