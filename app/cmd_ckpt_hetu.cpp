@@ -89,6 +89,7 @@ std::string synthesize_job_toml(const ModelConfig& m, const std::string& name) {
   if (m.arch == Arch::llama) {
     overrides.push_back(fmt::format("model.kv_heads={}", m.kv_heads));
     overrides.push_back(fmt::format("model.rope_theta={}", toml_float(m.rope_theta)));
+    overrides.push_back("model.rope_scaling=" + config::to_toml(m.rope_scaling));
   }
   const config::LoadedConfig defaults =
       config::load_job_config_text(default_job_toml(), std::string(kDefaultJobName), {});

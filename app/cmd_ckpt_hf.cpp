@@ -58,6 +58,20 @@ std::string hf_name(const ModelConfig& m, const std::string& name) {
 
 std::string torch_dtype(DType dtype) { return dtype == DType::bf16 ? "bfloat16" : "float32"; }
 
+// HF's rope_scaling object (transformers' LlamaConfig, rope_type "llama3"), or null.
+json rope_scaling_json(const RopeScaling& s) {
+  switch (s.type) {
+    case RopeScalingType::none: return nullptr;
+    case RopeScalingType::llama3:
+      return {{"rope_type", "llama3"},
+              {"factor", s.factor},
+              {"low_freq_factor", s.low_freq_factor},
+              {"high_freq_factor", s.high_freq_factor},
+              {"original_max_position_embeddings", s.original_max_position_embeddings}};
+  }
+  return nullptr;
+}
+
 json config_json(const ModelConfig& m, DType dtype) {
   if (m.arch == Arch::gpt2) {
     json j = {{"architectures", {"GPT2LMHeadModel"}},
@@ -95,7 +109,7 @@ json config_json(const ModelConfig& m, DType dtype) {
           {"max_position_embeddings", m.max_seq_len},
           {"rms_norm_eps", m.norm_eps},
           {"rope_theta", m.rope_theta},
-          {"rope_scaling", nullptr},
+          {"rope_scaling", rope_scaling_json(m.rope_scaling)},
           {"hidden_act", "silu"},
           {"attention_bias", false},
           {"attention_dropout", 0.0},
@@ -116,7 +130,7 @@ class ConfigReader {
     if (!has(key)) return require(key, fallback);
     const json& v = j_[key];
     if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (int64_t{1} << 40)) {
-      HT_USAGE_ERROR("{}: {}: expected a positive integer, got {}", file_, key, v.dump());
+      HT_USAGE_ERROR("{}: {}: expected a positive integer, got {}", file_, prefix_ + key, v.dump());
     }
     return v.get<int64_t>();
   }
@@ -124,35 +138,73 @@ class ConfigReader {
     if (!has(key)) return require(key, fallback);
     const json& v = j_[key];
     if (!v.is_number() || !(v.get<double>() > 0))
-      HT_USAGE_ERROR("{}: {}: expected a positive number, got {}", file_, key, v.dump());
+      HT_USAGE_ERROR("{}: {}: expected a positive number, got {}", file_, prefix_ + key, v.dump());
     return v.get<double>();
   }
   bool flag(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
-    if (!j_[key].is_boolean()) HT_USAGE_ERROR("{}: {}: expected true or false, got {}", file_, key, j_[key].dump());
+    if (!j_[key].is_boolean()) {
+      HT_USAGE_ERROR("{}: {}: expected true or false, got {}", file_, prefix_ + key, j_[key].dump());
+    }
     return j_[key].get<bool>();
   }
   std::string text(const char* key, const std::string& fallback) const {
     if (!has(key)) return fallback;
-    if (!j_[key].is_string()) HT_USAGE_ERROR("{}: {}: expected a string, got {}", file_, key, j_[key].dump());
+    if (!j_[key].is_string()) {
+      HT_USAGE_ERROR("{}: {}: expected a string, got {}", file_, prefix_ + key, j_[key].dump());
+    }
     return j_[key].get<std::string>();
   }
   // A setting hetu's model does not implement: an error unless it has the harmless value.
   template <typename T>
   void expect(const char* key, T harmless, const char* why) const {
-    if (has(key) && j_[key] != json(harmless)) HT_USAGE_ERROR("{}: {} = {}: {}", file_, key, j_[key].dump(), why);
+    if (has(key) && j_[key] != json(harmless)) {
+      HT_USAGE_ERROR("{}: {} = {}: {}", file_, prefix_ + key, j_[key].dump(), why);
+    }
+  }
+  // The object under `key`, read with the same checks (errors name "key.field").
+  std::optional<ConfigReader> object(const char* key) const {
+    if (!has(key)) return std::nullopt;
+    if (!j_[key].is_object()) {
+      HT_USAGE_ERROR("{}: {}: expected an object, got {}", file_, prefix_ + key, j_[key].dump());
+    }
+    return ConfigReader(j_[key], file_, prefix_ + key + ".");
   }
   const std::string& file() const { return file_; }
 
  private:
+  ConfigReader(json j, std::string file, std::string prefix)
+      : j_(std::move(j)), file_(std::move(file)), prefix_(std::move(prefix)) {}
   template <typename T>
   T require(const char* key, std::optional<T> fallback) const {
-    if (!fallback) HT_USAGE_ERROR("{}: the required key \"{}\" is missing", file_, key);
+    if (!fallback) HT_USAGE_ERROR("{}: the required key \"{}\" is missing", file_, prefix_ + key);
     return *fallback;
   }
   json j_;
   std::string file_;
+  std::string prefix_;  // "rope_scaling." inside that object, for messages
 };
+
+// config.json's rope_scaling: null/absent (or rope_type "default"): none; rope_type (older
+// files: type) "llama3" with its four numbers; any other type is refused by name.
+RopeScaling rope_scaling_from(const ConfigReader& c) {
+  const std::optional<ConfigReader> r = c.object("rope_scaling");
+  if (!r) return {};
+  const std::string type = r->text("rope_type", r->text("type", ""));
+  if (type == "default") return {};
+  if (type != "llama3") {
+    HT_USAGE_ERROR("{}: rope_scaling: rope_type \"{}\" is not implemented by hetu (it implements \"llama3\", the "
+                   "scaling of Llama 3.1 and 3.2)",
+                   c.file(), type);
+  }
+  RopeScaling s;
+  s.type = RopeScalingType::llama3;
+  s.factor = r->number("factor");
+  s.low_freq_factor = r->number("low_freq_factor");
+  s.high_freq_factor = r->number("high_freq_factor");
+  s.original_max_position_embeddings = r->integer("original_max_position_embeddings");
+  return s;
+}
 
 ModelConfig model_from_config(const ConfigReader& c) {
   ModelConfig m;
@@ -194,7 +246,7 @@ ModelConfig model_from_config(const ConfigReader& c) {
     c.expect("hidden_act", "silu", "hetu's LLaMA MLP is SwiGLU (silu)");
     c.expect("attention_bias", false, "hetu's LLaMA has no attention biases");
     c.expect("mlp_bias", false, "hetu's LLaMA has no MLP biases");
-    c.expect("rope_scaling", nullptr, "rope scaling (e.g. Llama 3.1's) is not implemented by hetu");
+    m.rope_scaling = rope_scaling_from(c);
   } else {
     HT_USAGE_ERROR("{}: model_type \"{}\" is not one hetu converts (gpt2, llama)", c.file(), type);
   }

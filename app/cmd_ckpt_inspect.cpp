@@ -87,6 +87,11 @@ std::string describe_model(const ModelConfig& m) {
       to_string(m.arch), m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab, m.padded_vocab(),
       m.max_seq_len, m.norm_eps);
   if (m.arch == Arch::llama) text += fmt::format(", rope_theta {}", m.rope_theta);
+  if (m.rope_scaling.type == RopeScalingType::llama3) {
+    const RopeScaling& s = m.rope_scaling;
+    text += fmt::format(", rope_scaling llama3 (factor {}, low_freq_factor {}, high_freq_factor {}, original {})",
+                        s.factor, s.low_freq_factor, s.high_freq_factor, s.original_max_position_embeddings);
+  }
   text += m.tie_embeddings ? ", tied head" : ", untied head";
   return text + fmt::format("; {} parameters", m.num_params());
 }
@@ -139,6 +144,7 @@ json model_json(const ModelConfig& m) {
             {"tie_embeddings", m.tie_embeddings},
             {"parameters", m.num_params()}};
   if (m.arch == Arch::llama) j["rope_theta"] = m.rope_theta;
+  if (m.arch == Arch::llama) j["rope_scaling"] = config::to_toml(m.rope_scaling);
   return j;
 }
 

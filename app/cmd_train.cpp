@@ -19,6 +19,7 @@
 #include "app/commands.h"
 #include "app/compute_device.h"
 #include "app/config/device_spec.h"
+#include "app/out_dir_lock.h"
 #include "app/rank_map.h"
 #include "app/train_checkpoint_store.h"
 #include "lib/hspmd/mpi_session.h"
@@ -247,7 +248,9 @@ int run_train(const TrainOptions& options) {
   const RankMap ranks = map_ranks(c, hosts);
   const pipeline::ParallelLayout layout = parallel_layout(c, ranks);
 
+  OutDirLock out_dir_lock;  // held until the run ends
   if (!options.dry_run) {
+    out_dir_lock = lock_out_dir(c.job.out_dir, mpi);  // before anything in out_dir is written
     const std::string log_file = c.job.out_dir + "/logs/rank-" + std::to_string(mpi.rank()) + ".log";
     init_logging({mpi.rank(), options.log_level, log_file, true});
     if (mpi.rank() == 0) write_file_atomic(c.job.out_dir + "/config.resolved.toml", config::to_toml(c));

@@ -1,6 +1,8 @@
 // Whole and sharded checkpoint stores for the Trainer.
 #include "app/train_checkpoint_store.h"
 
+#include "app/newest_intact_checkpoint.h"
+
 #include "lib/io/sharded_checkpoint.h"
 #include "lib/optim/adamw.h"
 #include "lib/util/error.h"
@@ -53,9 +55,8 @@ WholeStore::WholeStore(std::string dir, int64_t keep, std::map<std::string, io::
 std::string WholeStore::save(const runtime::Snapshot& s) { return manager_.save({s.step, s.tensors, s.metadata}); }
 
 std::optional<runtime::Snapshot> WholeStore::load_latest() {
-  std::optional<std::string> latest = manager_.latest();
-  if (!latest) return std::nullopt;
-  return load(*latest);
+  return load_newest_intact(manager_, [this](const std::string& path) { return load(path); },
+                            [](bool intact) { return intact; });
 }
 
 runtime::Snapshot WholeStore::load(const std::string& path) {
@@ -82,9 +83,13 @@ std::string ShardedStore::save(const runtime::Snapshot& s) {
 }
 
 std::optional<runtime::Snapshot> ShardedStore::load_latest() {
-  std::optional<std::string> latest = manager_.latest();
-  if (!latest) return std::nullopt;
-  return load(*latest);
+  // Every rank lists the same folder, so they try the same checkpoints in the same order.
+  auto everywhere = [this](bool intact) {
+    Tensor damaged = full({1}, intact ? 0.0 : 1.0, DType::f64);
+    comm_.all_reduce(damaged, comm_.world());
+    return damaged.item() == 0;
+  };
+  return load_newest_intact(manager_, [this](const std::string& path) { return load(path); }, everywhere);
 }
 
 std::map<std::string, Tensor> WholeStore::load_parameters(const std::string& path) {

@@ -4,6 +4,7 @@
 //   ShardedStore one rank of a parallel job: each rank writes the boxes it owns of every
 //                logical tensor (io::save_sharded, collective) and reads back exactly the
 //                boxes its layout needs, whatever layout wrote them (reshard on load).
+// load_latest() of both resumes from the newest intact checkpoint (newest_intact_checkpoint.h).
 // A local tensor whose layout is a view of the logical shape (GPT-2's fused qkv split by
 // head) maps to several boxes of the stored tensor: see file_pieces().
 #pragma once

@@ -5,6 +5,14 @@ namespace hetu {
 
 std::string_view to_string(Arch arch) { return arch == Arch::gpt2 ? "gpt2" : "llama"; }
 
+std::string_view to_string(RopeScalingType type) {
+  switch (type) {
+    case RopeScalingType::none: return "none";
+    case RopeScalingType::llama3: return "llama3";
+  }
+  return "none";
+}
+
 std::optional<Arch> parse_arch(std::string_view text) {
   if (text == "gpt2") return Arch::gpt2;
   if (text == "llama") return Arch::llama;

@@ -19,6 +19,21 @@ enum class Arch { gpt2, llama };
 std::string_view to_string(Arch arch);
 std::optional<Arch> parse_arch(std::string_view text);
 
+// LLaMA's rotary frequency scaling (HF config.json rope_scaling). llama3: Llama 3.1/3.2's
+// stretch of the long wavelengths for long contexts (the formula: models/llama/llama_rope.h).
+enum class RopeScalingType { none, llama3 };
+
+std::string_view to_string(RopeScalingType type);
+
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::none;
+  double factor = 1;                              // the fields below matter for llama3 only
+  double low_freq_factor = 1;
+  double high_freq_factor = 4;
+  int64_t original_max_position_embeddings = 0;   // the context length trained before scaling
+  bool operator==(const RopeScaling&) const = default;
+};
+
 struct ModelConfig {
   Arch arch = Arch::gpt2;
   std::string flavor;           // the preset it came from; empty when fully explicit
@@ -31,6 +46,7 @@ struct ModelConfig {
   int64_t vocab_multiple = 128; // embedding rows are padded to a multiple (tp splits them)
   int64_t max_seq_len = 0;
   double rope_theta = 0;        // llama only
+  RopeScaling rope_scaling;     // llama only
   double norm_eps = 1e-5;
   bool tie_embeddings = true;   // gpt2 always; llama per flavor
 

@@ -85,6 +85,12 @@ ModelConfig read_config(const io::H5File& f) {
     m.kv_heads = integer("kv_heads");
     m.ffn_hidden = integer("ffn_hidden");
     m.rope_theta = f.attr_number("/", "rope_theta");
+    if (f.has_attr("/", "rope_scaling_factor")) {  // Llama 3's scaling (make_reference.py --rope-scaling)
+      m.rope_scaling = {RopeScalingType::llama3, f.attr_number("/", "rope_scaling_factor"),
+                        f.attr_number("/", "rope_scaling_low_freq_factor"),
+                        f.attr_number("/", "rope_scaling_high_freq_factor"),
+                        static_cast<int64_t>(f.attr_number("/", "rope_scaling_original_max_position_embeddings"))};
+    }
     m.tie_embeddings = !f.has("/params/lm_head.weight");
   }
   return m;

@@ -17,6 +17,10 @@ tests read.
   /usr/bin/python3 scripts/make_reference.py --arch llama --layers 3 --hidden 48 --heads 6 \
       --kv-heads 2 --ffn-hidden 80 --vocab 301 --out /tmp/llama_odd.h5
   build/bin/hetu verify /tmp/llama_odd.h5
+
+--rope-scaling FACTOR LOW HIGH ORIGINAL adds Llama 3's rope scaling (root attributes
+rope_scaling_factor, rope_scaling_low_freq_factor, rope_scaling_high_freq_factor,
+rope_scaling_original_max_position_embeddings).
 """
 import argparse
 import math
@@ -107,10 +111,25 @@ def rms_norm(x, w, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
-def rotate(x, theta):
-    """x (B, T, heads, D), rotate-half convention, inverse frequencies theta^(-2i/D)."""
+def llama3_scaled(inv, factor, low, high, original):
+    """Llama 3.1's rope scaling of inverse frequencies `inv`, from Meta's published recipe:
+    wavelengths under original/high keep their frequency, those over original/low are slowed
+    by `factor`, and in between the two are blended by how far original/wavelength lies
+    from low towards high."""
+    wavelength = 2 * math.pi / inv
+    blend = ((original / wavelength - low) / (high - low)).clamp(0.0, 1.0)
+    blended = inv / factor * (1 - blend) + inv * blend
+    return torch.where(wavelength < original / high, inv,
+                       torch.where(wavelength > original / low, inv / factor, blended))
+
+
+def rotate(x, theta, scaling=None):
+    """x (B, T, heads, D), rotate-half convention, inverse frequencies theta^(-2i/D) (then
+    Llama 3's scaling when `scaling` = (factor, low_freq_factor, high_freq_factor, original))."""
     T, D = x.shape[1], x.shape[-1]
     inv = theta ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
+    if scaling:
+        inv = llama3_scaled(inv, *scaling)
     ang = torch.arange(T, dtype=torch.float64)[:, None] * inv[None, :]
     cos = torch.cat([ang.cos(), ang.cos()], -1).float()[None, :, None, :]
     sin = torch.cat([ang.sin(), ang.sin()], -1).float()[None, :, None, :]
@@ -126,8 +145,9 @@ def llama_forward(p, a, x):
     for i in range(a.layers):
         n = f"model.layers.{i}."
         y = rms_norm(h, p[n + "input_layernorm.weight"], a.norm_eps)
-        q = rotate((y @ p[n + "self_attn.q_proj.weight"].T).view(B, T, H, D), a.rope_theta).transpose(1, 2)
-        k = rotate((y @ p[n + "self_attn.k_proj.weight"].T).view(B, T, Hkv, D), a.rope_theta).transpose(1, 2)
+        q = rotate((y @ p[n + "self_attn.q_proj.weight"].T).view(B, T, H, D), a.rope_theta, a.rope_scaling)
+        k = rotate((y @ p[n + "self_attn.k_proj.weight"].T).view(B, T, Hkv, D), a.rope_theta, a.rope_scaling)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
         v = (y @ p[n + "self_attn.v_proj.weight"].T).view(B, T, Hkv, D).transpose(1, 2)
         y = causal_attention(q, k, v).transpose(1, 2).reshape(B, T, H * D)
         h = h + y @ p[n + "self_attn.o_proj.weight"].T
@@ -150,6 +170,9 @@ def main():
     ap.add_argument("--vocab", type=int, default=256)
     ap.add_argument("--max-seq-len", type=int, default=64)
     ap.add_argument("--rope-theta", type=float, default=10000.0)
+    ap.add_argument("--rope-scaling", type=float, nargs=4, metavar=("FACTOR", "LOW", "HIGH", "ORIGINAL"),
+                    help="llama: Llama 3 rope scaling (factor, low_freq_factor, high_freq_factor, "
+                         "original_max_position_embeddings)")
     ap.add_argument("--norm-eps", type=float, default=1e-5)
     ap.add_argument("--tie-embeddings", action="store_true", help="llama: share lm_head with embed_tokens")
     ap.add_argument("--batch", type=int, default=2)
@@ -201,6 +224,10 @@ def main():
                 "layout": "every 2-D weight is (out_features, in_features), as torch.nn.Linear stores it"}
         if a.arch == "llama":
             root.update({"kv_heads": a.kv_heads, "ffn_hidden": a.ffn_hidden, "rope_theta": a.rope_theta})
+            if a.rope_scaling:
+                for key, value in zip(["factor", "low_freq_factor", "high_freq_factor",
+                                       "original_max_position_embeddings"], a.rope_scaling):
+                    root["rope_scaling_" + key] = value
         for k, v in root.items():
             f.attrs[k] = v
         for k, v in initial.items():

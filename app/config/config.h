@@ -30,6 +30,9 @@ LoadedConfig load_job_config_text(std::string_view text, const std::string& sour
 // The resolved config as a TOML document that loads back to the same JobConfig.
 std::string to_toml(const JobConfig& config);
 
+// model.rope_scaling as a TOML inline table ({ type = "llama3", factor = 32.0, ... }).
+std::string to_toml(const RopeScaling& scaling);
+
 // One-paragraph human summary: model size, devices, replicas and their stages.
 std::string describe(const JobConfig& config);
 

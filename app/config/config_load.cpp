@@ -1,7 +1,10 @@
 // load_job_config(): read the file, apply --set overrides to the TOML tree, read the tables
-// into a JobConfig, validate. See Note [--set overrides].
+// into a JobConfig, cap a warm-up longer than the run, validate. See Note [--set overrides].
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "app/config/config_internal.h"
@@ -118,6 +121,18 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
+// A warm-up longer than the run (a shipped job file tried with --set training.steps=10) is
+// capped at the run's length, with a warning naming the key; validation sees the capped value.
+std::optional<std::string> cap_warmup(JobConfig& c, const SourceMap& sources) {
+  LrScheduleSection& s = c.lr_schedule;
+  if (c.training.steps < 1 || s.warmup_steps <= c.training.steps) return std::nullopt;
+  const std::string key = "lr_schedule.warmup_steps";
+  std::string warning = fmt::format("{}: {}: warmup_steps = {} exceeds training.steps = {}; capped at {}",
+                                    sources.where(key), key, s.warmup_steps, c.training.steps, c.training.steps);
+  s.warmup_steps = c.training.steps;
+  return warning;
+}
+
 }  // namespace
 
 toml::table parse_toml_text(std::string_view text, const std::string& source_name) {
@@ -139,7 +154,9 @@ LoadedConfig load_job_config_text(std::string_view text, const std::string& sour
   loaded.config.source = source_name;
   TableReader reader(root, "", sources);
   read_job_config(reader, loaded.config, loaded.catalog);
+  const std::optional<std::string> capped = cap_warmup(loaded.config, sources);
   loaded.warnings = validate_job_config(loaded.config, loaded.catalog, sources);
+  if (capped) loaded.warnings.insert(loaded.warnings.begin(), *capped);
   return loaded;
 }
 

@@ -30,6 +30,39 @@ void read_job(TableReader& t, JobSection& job) {
   t.finish();
 }
 
+// model.rope_scaling = { type = "llama3", factor, low_freq_factor, high_freq_factor,
+// original_max_position_embeddings } or { type = "none" }. Over a flavor that scales already
+// (llama 1b, 8b), keys may be given alone (--set model.rope_scaling.factor=16).
+void read_rope_scaling(TableReader t, RopeScaling& scaling) {
+  const std::optional<size_t> type = t.get_choice("type", {"none", "llama3"});
+  if (!type && scaling.type == RopeScalingType::none) {
+    t.fail("type", "required key is missing (\"llama3\", or \"none\" for no scaling)");
+  }
+  if (type && static_cast<RopeScalingType>(*type) == RopeScalingType::none) {
+    scaling = RopeScaling{};
+    t.finish();  // a "none" table takes no other keys
+    return;
+  }
+  const bool from_flavor = scaling.type == RopeScalingType::llama3;
+  scaling.type = RopeScalingType::llama3;
+  auto number = [&](std::string_view key, double& field) {
+    if (auto v = t.get_number(key)) {
+      field = *v;
+    } else if (!from_flavor) {
+      t.fail(key, "required key is missing for rope_scaling type \"llama3\"");
+    }
+  };
+  number("factor", scaling.factor);
+  number("low_freq_factor", scaling.low_freq_factor);
+  number("high_freq_factor", scaling.high_freq_factor);
+  if (auto v = t.get_int("original_max_position_embeddings")) {
+    scaling.original_max_position_embeddings = *v;
+  } else if (!from_flavor) {
+    t.fail("original_max_position_embeddings", "required key is missing for rope_scaling type \"llama3\"");
+  }
+  t.finish();
+}
+
 void read_model(TableReader& t, ModelConfig& model) {
   std::optional<std::string> arch_text = t.get_string("arch");
   if (!arch_text) t.fail("arch", "required key is missing (\"gpt2\" or \"llama\")");
@@ -73,6 +106,7 @@ void read_model(TableReader& t, ModelConfig& model) {
   if (*arch == Arch::gpt2) {
     if (t.has("kv_heads")) t.fail("kv_heads", "applies to llama only (gpt2 attention has kv_heads == heads)");
     if (t.has("rope_theta")) t.fail("rope_theta", "applies to llama only (gpt2 has learned positions)");
+    if (t.has("rope_scaling")) t.fail("rope_scaling", "applies to llama only (gpt2 has learned positions)");
     if (auto v = t.get_bool("tie_embeddings"); v && !*v) {
       t.fail("tie_embeddings", "gpt2 always ties the LM head to the token embedding");
     }
@@ -81,6 +115,7 @@ void read_model(TableReader& t, ModelConfig& model) {
     if (explicit_shape) model.kv_heads = model.heads;
     if (auto v = t.get_int("kv_heads")) model.kv_heads = *v;
     if (auto v = t.get_number("rope_theta")) model.rope_theta = *v;
+    if (auto v = t.get_table("rope_scaling")) read_rope_scaling(*v, model.rope_scaling);
     if (auto v = t.get_bool("tie_embeddings")) model.tie_embeddings = *v;
   }
   t.finish();

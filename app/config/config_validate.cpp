@@ -93,10 +93,26 @@ class Rules {
     }
     if (m.arch == Arch::llama) {
       positive("model.rope_theta", m.rope_theta);
+      check_rope_scaling(m.rope_scaling);
       if (m.head_dim() % 2 != 0) {
         fail("model.heads", "head_dim = hidden/heads = " + to_string(m.head_dim()) + " must be even for rotary embeddings");
       }
     }
+  }
+
+  // Llama 3's formula divides by factor and by high_freq_factor - low_freq_factor.
+  void check_rope_scaling(const RopeScaling& s) const {
+    if (s.type != RopeScalingType::llama3) return;
+    const std::string key = "model.rope_scaling.";
+    if (!(s.factor >= 1)) {
+      fail(key + "factor", "must be >= 1 (how much longer the context becomes), got " + fmt::format("{}", s.factor));
+    }
+    positive(key + "low_freq_factor", s.low_freq_factor);
+    if (!(s.high_freq_factor > s.low_freq_factor)) {
+      fail(key + "high_freq_factor", fmt::format("must be greater than low_freq_factor = {}, got {}", s.low_freq_factor,
+                                                 s.high_freq_factor));
+    }
+    at_least(key + "original_max_position_embeddings", s.original_max_position_embeddings, 1);
   }
 
   void check_data() {
@@ -127,11 +143,7 @@ class Rules {
     }
     if (t.eval_every > 0 && c_.data.val.empty()) fail("training.eval_every", "evaluation needs data.val");
     const LrScheduleSection& s = c_.lr_schedule;
-    at_least("lr_schedule.warmup_steps", s.warmup_steps, 0);
-    if (s.warmup_steps > t.steps) {
-      fail("lr_schedule.warmup_steps", "warmup_steps = " + to_string(s.warmup_steps) + " exceeds training.steps = " +
-                                           to_string(t.steps));
-    }
+    at_least("lr_schedule.warmup_steps", s.warmup_steps, 0);  // > steps was capped (config_load.cpp)
     if (!(s.min_lr_ratio >= 0 && s.min_lr_ratio <= 1)) {
       fail("lr_schedule.min_lr_ratio", "must be in [0, 1], got " + fmt::format("{}", s.min_lr_ratio));
     }

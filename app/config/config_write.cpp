@@ -44,6 +44,14 @@ std::string human_count(int64_t n) {
 
 }  // namespace
 
+std::string to_toml(const RopeScaling& s) {
+  if (s.type == RopeScalingType::none) return R"({ type = "none" })";
+  return fmt::format(R"({{ type = "{}", factor = {}, low_freq_factor = {}, high_freq_factor = {}, )"
+                     "original_max_position_embeddings = {} }}",
+                     to_string(s.type), toml_float(s.factor), toml_float(s.low_freq_factor),
+                     toml_float(s.high_freq_factor), s.original_max_position_embeddings);
+}
+
 std::string to_toml(const JobConfig& c) {
   std::string out;
   auto line = [&](std::string_view key, const std::string& value) {
@@ -72,6 +80,7 @@ std::string to_toml(const JobConfig& c) {
   line("vocab_multiple", num(m.vocab_multiple));
   line("max_seq_len", num(m.max_seq_len));
   if (m.arch == Arch::llama) line("rope_theta", toml_float(m.rope_theta));
+  if (m.arch == Arch::llama) line("rope_scaling", to_toml(m.rope_scaling));
   line("norm_eps", toml_float(m.norm_eps));
   line("tie_embeddings", m.tie_embeddings ? "true" : "false");
 

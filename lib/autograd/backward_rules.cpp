@@ -105,9 +105,9 @@ Grads rms_norm_rule(const SavedContext& c, const Tensor& g) {
 Grads embedding_rule(const SavedContext& c, const Tensor& g) {
   return {embedding_backward(g, c.tensors[0], c.ints[0])};
 }
-// rotary: ints {position_offset}, reals {theta}. A rotation's transpose is its inverse.
+// rotary: ints {position_offset}, reals = the D/2 frequencies. A rotation's transpose is its inverse.
 Grads rotary_rule(const SavedContext& c, const Tensor& g) {
-  return {rotary(g, c.ints[0], c.reals[0], /*inverse=*/true)};
+  return {rotary(g, c.ints[0], c.reals, /*inverse=*/true)};
 }
 // attention: tensors {q, k, v, out, lse}, reals {scale}.
 Grads attention_rule(const SavedContext& c, const Tensor& g) {

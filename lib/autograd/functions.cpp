@@ -126,10 +126,10 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
   return record("embedding", {&weight}, out, {{ids}, {weight.size(0)}, {}, {}});
 }
 
-Tensor rotary(const Tensor& x, int64_t position_offset, double theta) {
-  Tensor out = ops::rotary(x, position_offset, theta);
+Tensor rotary(const Tensor& x, int64_t position_offset, std::span<const double> inv_freq) {
+  Tensor out = ops::rotary(x, position_offset, inv_freq);
   if (!needs_tape({&x})) return out;
-  return record("rotary", {&x}, out, {{}, {position_offset}, {theta}, {}});
+  return record("rotary", {&x}, out, {{}, {position_offset}, {inv_freq.begin(), inv_freq.end()}, {}});
 }
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {

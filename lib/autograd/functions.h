@@ -39,7 +39,7 @@ Tensor log_softmax(const Tensor& x);
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 Tensor embedding(const Tensor& weight, const Tensor& ids);
-Tensor rotary(const Tensor& x, int64_t position_offset, double theta);
+Tensor rotary(const Tensor& x, int64_t position_offset, std::span<const double> inv_freq);  // D/2 frequencies
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale);
 // Σ cross-entropy over non-ignored tokens divided by `normalizer` (> 0); normalizer 0
 // means "the number of non-ignored tokens here" (a plain mean).

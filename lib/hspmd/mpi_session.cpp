@@ -48,6 +48,13 @@ std::string mpi_library_version() {
   return comma == std::string::npos ? text : text.substr(0, comma);
 }
 
+bool MpiSession::all_agree(bool value) const {
+  if (world_size_ == 1) return value;
+  int mine = value ? 1 : 0, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  return all != 0;
+}
+
 std::vector<std::string> MpiSession::all_hosts() const {
   if (world_size_ == 1) return {host_};
   std::vector<char> mine(MPI_MAX_PROCESSOR_NAME, '\0');

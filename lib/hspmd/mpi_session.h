@@ -20,6 +20,8 @@ class MpiSession {
   const std::string& host() const { return host_; }
   // The host of every rank, indexed by rank (collective over MPI_COMM_WORLD).
   std::vector<std::string> all_hosts() const;
+  // True on every rank when `value` is true on every rank (collective over MPI_COMM_WORLD).
+  bool all_agree(bool value) const;
   // Aborts every rank (MPI_Abort); use after a fatal error on one rank in a multi-rank run.
   [[noreturn]] void abort(int exit_code) const;
 

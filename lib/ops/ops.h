@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "lib/core/tensor.h"
@@ -93,9 +94,12 @@ Tensor index_select_backward(const Tensor& grad, int64_t dim, const Tensor& inde
 
 // ---- rotary embedding (lib/ops/rotary.cpp) ----
 // x (B, T, H, D), D even, "rotate half" pairing (i, i + D/2); position of row t is
-// position_offset + t; angle = pos · theta^(-2i/D). inverse = true rotates by -angle
-// (the backward of the forward rotation).
-Tensor rotary(const Tensor& x, int64_t position_offset, double theta, bool inverse = false);
+// position_offset + t; pair i turns by angle = pos · inv_freq[i] (D/2 finite frequencies,
+// the model's: rotary_frequencies() or a scaled table such as Llama 3's). inverse = true
+// rotates by -angle (the backward of the forward rotation). CUDA: D <= 512.
+Tensor rotary(const Tensor& x, int64_t position_offset, std::span<const double> inv_freq, bool inverse = false);
+// The unscaled RoPE frequencies theta^(-2i/D), i < D/2 (D even, theta > 0).
+std::vector<double> rotary_frequencies(int64_t D, double theta);
 
 // ---- fused causal attention (lib/ops/attention.cpp) ----
 // q (B, H, T, D), k and v (B, Hkv, T, D) with H % Hkv == 0: query head h reads kv head

@@ -5,7 +5,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <optional>
 
+#include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
 
 namespace hetu::runtime {
@@ -15,6 +18,35 @@ std::string human_rate(double per_s) {
   if (per_s >= 1e6) return fmt::format("{:.2f}M", per_s / 1e6);
   if (per_s >= 1e3) return fmt::format("{:.1f}k", per_s / 1e3);
   return fmt::format("{:.0f}", per_s);
+}
+
+// The step of a complete metrics line ({"step":N,...}), nullopt for anything else.
+std::optional<int64_t> line_step(const std::string& line) {
+  constexpr std::string_view prefix = R"({"step":)";
+  if (line.size() <= prefix.size() || line.compare(0, prefix.size(), prefix) != 0 || line.back() != '}') return std::nullopt;
+  int64_t step = 0;
+  size_t i = prefix.size();
+  for (; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i) step = step * 10 + (line[i] - '0');
+  if (i == prefix.size() || (line[i] != ',' && line[i] != '}')) return std::nullopt;
+  return step;
+}
+
+// Keeps the lines of steps <= last_step (atomically rewritten when anything is dropped).
+void truncate_after(const std::string& path, int64_t last_step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string kept, line;
+  bool dropped = false;
+  while (std::getline(in, line)) {
+    const std::optional<int64_t> step = line_step(line);
+    if (step && *step <= last_step) {
+      kept += line + "\n";
+    } else {
+      dropped = true;
+    }
+  }
+  in.close();
+  if (dropped) write_file_atomic(path, kept);
 }
 
 // JSON numbers cannot be NaN/inf; write null instead.
@@ -50,10 +82,11 @@ std::string metrics_json(const StepMetrics& m) {
   return json + "}";
 }
 
-MetricsWriter::MetricsWriter(const std::string& path, bool append) {
+MetricsWriter::MetricsWriter(const std::string& path, int64_t resumed_step) {
   const std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-  file_ = std::fopen(path.c_str(), append ? "a" : "w");
+  if (resumed_step > 0) truncate_after(path, resumed_step);
+  file_ = std::fopen(path.c_str(), resumed_step > 0 ? "a" : "w");
   HT_CHECK(file_ != nullptr, "cannot open {} for writing", path);
 }
 

@@ -31,8 +31,10 @@ std::string format_duration(double seconds);
 
 class MetricsWriter {
  public:
-  // Creates folders; `append` continues a resumed run's file, otherwise it starts empty.
-  MetricsWriter(const std::string& path, bool append);
+  // Creates folders. resumed_step 0: the file starts empty. A run resumed after step N
+  // keeps the lines of steps <= N and drops the rest (steps it is about to repeat, a torn
+  // last line), rewriting the file atomically, then appends; so no step has two lines.
+  MetricsWriter(const std::string& path, int64_t resumed_step);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;

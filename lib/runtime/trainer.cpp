@@ -20,7 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kDataPositionKey = "data_position";
 constexpr const char* kOptimizerStepKey = "optimizer_steps";
 
 void draw_bar(int64_t step, int64_t total, double loss) {
@@ -108,8 +107,9 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
   }
   result.first_step = step;
   std::unique_ptr<MetricsWriter> metrics;
-  // A resumed run continues metrics.jsonl; a fresh one replaces an old run's file.
-  if (!options_.metrics_path.empty()) metrics = std::make_unique<MetricsWriter>(options_.metrics_path, step > 0);
+  // A resumed run continues metrics.jsonl (without the steps it repeats); a fresh one
+  // replaces an old run's file.
+  if (!options_.metrics_path.empty()) metrics = std::make_unique<MetricsWriter>(options_.metrics_path, step);
 
   const double step_tokens = engine_.tokens_per_step();
   auto window_start = Clock::now();

@@ -37,6 +37,10 @@ struct TensorShard {
   bool writer = true;
 };
 
+// The metadata key of the data position in every Trainer snapshot; a checkpoint without
+// it cannot be resumed.
+inline constexpr const char* kDataPositionKey = "data_position";
+
 struct Snapshot {
   int64_t step = 0;                             // optimizer steps completed
   std::map<std::string, Tensor> tensors;        // parameters and optimizer state, by name
@@ -48,7 +52,8 @@ class CheckpointStore {
   virtual ~CheckpointStore() = default;
   // Writes atomically; returns where it went.
   virtual std::string save(const Snapshot& snapshot) = 0;
-  // The newest complete checkpoint, verified, or nullopt when there is none.
+  // The newest checkpoint that loads and verifies, or nullopt when there is none; newer
+  // broken ones are skipped with a warning (app/newest_intact_checkpoint.h).
   virtual std::optional<Snapshot> load_latest() = 0;
   // A specific checkpoint (a path the user gave as checkpoint.resume).
   virtual Snapshot load(const std::string& path) = 0;

@@ -66,7 +66,8 @@ void init_logging(const LogOptions& options) {
   if (!options.file.empty()) {
     std::filesystem::path path(options.file);
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-    auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(options.file, /*truncate=*/true);
+    // Appended to: a resumed run continues its rank's log after the earlier runs' lines.
+    auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(options.file, /*truncate=*/false);
     file->set_pattern("[%Y-%m-%d %H:%M:%S.%e] " + rank_tag + "[%l] %v");
     file->set_level(to_spdlog(options.level));
     sinks.push_back(std::move(file));

@@ -18,7 +18,7 @@ std::string_view to_string(LogLevel level);
 struct LogOptions {
   int rank = 0;
   LogLevel level = LogLevel::info;
-  std::string file;      // empty: no file sink
+  std::string file;      // empty: no file sink; appended to, never truncated
   bool console = true;   // rank 0 prints everything at `level`; other ranks print errors only
 };
 

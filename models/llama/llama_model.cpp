@@ -2,6 +2,8 @@
 // under tensor parallelism, read from the q/k shards), D = head_dim.
 #include "models/llama/llama_model.h"
 
+#include "models/llama/llama_rope.h"
+
 #include <cmath>
 
 #include "lib/autograd/functions.h"
@@ -29,8 +31,9 @@ LlamaBlock::Mlp::Mlp(const nn::ParamInit& init, const ModelConfig& c)
   register_module("down_proj", down_proj);
 }
 
-LlamaBlock::LlamaBlock(const nn::ParamInit& init, const ModelConfig& c)
+LlamaBlock::LlamaBlock(const nn::ParamInit& init, const ModelConfig& c, const std::vector<double>& rope_frequencies)
     : config_(c),
+      rope_frequencies_(rope_frequencies),
       input_layernorm(init.child("input_layernorm"), c.hidden, c.norm_eps),
       self_attn(init.child("self_attn"), c),
       post_attention_layernorm(init.child("post_attention_layernorm"), c.hidden, c.norm_eps),
@@ -48,8 +51,9 @@ Tensor LlamaBlock::forward(const Tensor& x, KVCache* cache, size_t layer) const 
   const int64_t H = self_attn.q_proj.weight.size(0) / D, Hkv = self_attn.k_proj.weight.size(0) / D;
   const Tensor n = input_layernorm.forward(x);
   // q (B, T, H, D) and k (B, T, Hkv, D) rotate in place of time; all go to (B, heads, T, D).
-  const Tensor q = ag::rotary(ag::reshape(self_attn.q_proj.forward(n), {B, T, H, D}), position_offset, c.rope_theta);
-  const Tensor k = ag::rotary(ag::reshape(self_attn.k_proj.forward(n), {B, T, Hkv, D}), position_offset, c.rope_theta);
+  auto rope = [&](const Tensor& t) { return ag::rotary(t, position_offset, rope_frequencies_); };
+  const Tensor q = rope(ag::reshape(self_attn.q_proj.forward(n), {B, T, H, D}));
+  const Tensor k = rope(ag::reshape(self_attn.k_proj.forward(n), {B, T, Hkv, D}));
   const Tensor v = ag::reshape(self_attn.v_proj.forward(n), {B, T, Hkv, D});
   Tensor kh = ag::transpose(k, 1, 2), vh = ag::transpose(v, 1, 2);
   if (cache != nullptr) append_to_cache(*cache, layer, kh, vh);
@@ -61,7 +65,8 @@ Tensor LlamaBlock::forward(const Tensor& x, KVCache* cache, size_t layer) const 
   return ag::add(h, mlp.down_proj.forward(gated));
 }
 
-LlamaModel::Body::Body(const nn::ParamInit& init, const ModelConfig& c, const ModelPart& part) {
+LlamaModel::Body::Body(const nn::ParamInit& init, const ModelConfig& c, const ModelPart& part,
+                       const std::vector<double>& rope_frequencies) {
   if (part.embed || (part.head && c.tie_embeddings)) {
     embed_tokens = std::make_unique<nn::Embedding>(init.child("embed_tokens"), c.padded_vocab(), c.hidden);
     register_module("embed_tokens", *embed_tokens);
@@ -69,7 +74,7 @@ LlamaModel::Body::Body(const nn::ParamInit& init, const ModelConfig& c, const Mo
   layers.resize(static_cast<size_t>(c.layers));
   for (int64_t i = part.first_layer; i <= part.last(c); ++i) {
     const std::string name = "layers." + std::to_string(i);
-    layers[static_cast<size_t>(i)] = std::make_unique<LlamaBlock>(init.child(name), c);
+    layers[static_cast<size_t>(i)] = std::make_unique<LlamaBlock>(init.child(name), c, rope_frequencies);
     register_module(name, *layers[static_cast<size_t>(i)]);
   }
   if (part.head) {
@@ -79,7 +84,9 @@ LlamaModel::Body::Body(const nn::ParamInit& init, const ModelConfig& c, const Mo
 }
 
 LlamaModel::LlamaModel(const ModelConfig& c, ModelBuild build)
-    : LanguageModel(c, std::move(build)), model(nn::ParamInit{build_.seed, "model.", build_.tp}, config_, part()) {
+    : LanguageModel(c, std::move(build)),
+      rope_frequencies_(llama_rope_frequencies(config_)),
+      model(nn::ParamInit{build_.seed, "model.", build_.tp}, config_, part(), rope_frequencies_) {
   register_module("model", model);
   if (part().head && !c.tie_embeddings) {
     lm_head = std::make_unique<nn::Linear>(nn::ParamInit{build_.seed, "lm_head.", build_.tp}, c.hidden,

@@ -1,4 +1,5 @@
-// LLaMA (Touvron et al. 2023): RMSNorm, rotary embeddings (rotate-half),
+// LLaMA (Touvron et al. 2023): RMSNorm, rotary embeddings (rotate-half; Llama 3's
+// rope_scaling in the frequencies, llama_rope.h),
 // grouped-query attention, SwiGLU MLP, untied LM head unless tie_embeddings. Parameter names
 // are HF's: model.embed_tokens, model.layers.{i}.input_layernorm, .self_attn.{q,k,v,o}_proj,
 // .post_attention_layernorm, .mlp.{gate,up,down}_proj, model.norm, lm_head; no biases.
@@ -18,7 +19,8 @@ namespace hetu {
 
 class LlamaBlock : public nn::Module {
  public:
-  LlamaBlock(const nn::ParamInit& init, const ModelConfig& config);
+  // rope_frequencies: the model's D/2 rotary frequencies (llama_rope.h), outliving the block.
+  LlamaBlock(const nn::ParamInit& init, const ModelConfig& config, const std::vector<double>& rope_frequencies);
   // x (B, T, C); with a cache, attends to the cached positions too and appends to them.
   Tensor forward(const Tensor& x, KVCache* cache, size_t layer) const;
 
@@ -32,6 +34,7 @@ class LlamaBlock : public nn::Module {
     nn::Linear gate_proj, up_proj, down_proj;
   };
   const ModelConfig& config_;
+  const std::vector<double>& rope_frequencies_;
   nn::RMSNorm input_layernorm;
   Attention self_attn;
   nn::RMSNorm post_attention_layernorm;
@@ -49,11 +52,13 @@ class LlamaModel final : public LanguageModel {
  private:
   // The "model." prefix of HF names: embed_tokens, layers, norm.
   struct Body : nn::Module {
-    Body(const nn::ParamInit& init, const ModelConfig& config, const ModelPart& part);
+    Body(const nn::ParamInit& init, const ModelConfig& config, const ModelPart& part,
+         const std::vector<double>& rope_frequencies);
     std::unique_ptr<nn::Embedding> embed_tokens;
     std::vector<std::unique_ptr<LlamaBlock>> layers;  // indexed by layer; null outside this part
     std::unique_ptr<nn::RMSNorm> norm;
   };
+  std::vector<double> rope_frequencies_;  // computed once, before the blocks that use it
   Body model;
   std::unique_ptr<nn::Linear> lm_head;  // absent when tied to embed_tokens or without the head
 };

@@ -127,12 +127,58 @@ TEST_CASE("ckpt: config.json settings hetu cannot honour are refused", "[ckpt]")
              Catch::Contains("tensor h.2.ln_1.weight (64,) is missing"));
   CHECK_THAT(with_config(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                              "intermediate_size": 176, "vocab_size": 256, "max_position_embeddings": 64,
+                             "rope_scaling": {"rope_type": "yarn", "factor": 8.0}})"),
+             Catch::Contains("rope_scaling: rope_type \"yarn\" is not implemented by hetu"));
+  CHECK_THAT(with_config(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                             "intermediate_size": 176, "vocab_size": 256, "max_position_embeddings": 64,
                              "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})"),
-             Catch::Contains("rope_scaling") && Catch::Contains("not implemented"));
+             Catch::Contains("the required key \"rope_scaling.low_freq_factor\" is missing"));
+  CHECK_THAT(with_config(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                             "intermediate_size": 176, "vocab_size": 256, "max_position_embeddings": 64,
+                             "rope_scaling": {"factor": 8.0}})"),
+             Catch::Contains("rope_scaling: rope_type \"\" is not implemented"));
   CHECK_THAT(with_config(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                              "intermediate_size": 176, "vocab_size": 256, "max_position_embeddings": 64, "head_dim": 32})"),
              Catch::Contains("head_dim = 32"));
   CHECK_THAT(with_config("{"), Catch::Contains("config.json: not valid JSON"));
+}
+
+TEST_CASE("ckpt: HF LLaMA 3 rope_scaling imports and exports", "[ckpt]") {
+  TempDir dir("ckpt_llama3");
+  ModelWeights w;
+  w.model = flavor(Arch::llama, "tiny");
+  w.model.rope_scaling = {RopeScalingType::llama3, 8.0, 1.0, 4.0, 32};
+  for (const nn::NamedParameter& p : build_model(w.model, 3)->named_parameters()) w.params[p.name] = p.tensor;
+  save_hf_weights(dir.file("hf"), w, {});
+  std::ifstream in(dir.file("hf/config.json"));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* key : {"\"rope_type\": \"llama3\"", "\"factor\": 8.0", "\"low_freq_factor\": 1.0",
+                          "\"high_freq_factor\": 4.0", "\"original_max_position_embeddings\": 32"}) {
+    CHECK_THAT(text, Catch::Contains(key));
+  }
+  CHECK(load_weights(dir.file("hf"), CkptFormat::hf).model.rope_scaling == w.model.rope_scaling);
+
+  // The rope_scaling of meta-llama/Llama-3.2-1B's config.json (tiny shapes around it), and
+  // the older spelling "type" of transformers before 4.43.
+  auto import_with = [&](const std::string& rope_scaling) {
+    std::ofstream(dir.file("hf/config.json"))
+        << R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "intermediate_size": 176, "vocab_size": 256, "max_position_embeddings": 64,
+               "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "rope_scaling": )"
+        << rope_scaling << "}";
+    return load_weights(dir.file("hf"), CkptFormat::hf).model.rope_scaling;
+  };
+  CHECK(import_with(R"({"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                        "original_max_position_embeddings": 8192, "rope_type": "llama3"})") ==
+        RopeScaling{RopeScalingType::llama3, 32.0, 1.0, 4.0, 8192});
+  CHECK(import_with(R"({"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                        "original_max_position_embeddings": 8192, "type": "llama3"})") ==
+        RopeScaling{RopeScalingType::llama3, 8.0, 1.0, 4.0, 8192});
+  CHECK(import_with("null").type == RopeScalingType::none);
+  // A synthesized job carries it.
+  ModelConfig scaled = w.model;
+  scaled.flavor = "";
+  CHECK(config::load_job_config_text(synthesize_job_toml(scaled, "x"), "x", {}).config.model == scaled);
 }
 
 TEST_CASE("ckpt: the HF export carries the config.json fields transformers reads", "[ckpt]") {

@@ -231,9 +231,28 @@ std::vector<BadCase> bad_cases() {
        "job.toml:24: optimizer.betas: expected two numbers [beta1, beta2], got 3"},
       {"min_lr_ratio > 1", edit(B, 29, "min_lr_ratio = 1.5"), {},
        "job.toml:29: lr_schedule.min_lr_ratio: must be in [0, 1], got 1.5"},
-      {"warmup longer than training", edit(B, 27, "warmup_steps = 11"), {},
-       "job.toml:27: lr_schedule.warmup_steps: warmup_steps = 11 exceeds training.steps = 10"},
+      {"negative warmup", edit(B, 27, "warmup_steps = -1"), {},
+       "job.toml:27: lr_schedule.warmup_steps: must be >= 0, got -1"},
       {"checkpoint.keep 0", edit(B, 32, "keep = 0"), {}, "job.toml:32: checkpoint.keep: must be >= 1, got 0"},
+      // ---- model.rope_scaling -----------------------------------------------------------------
+      {"rope_scaling on gpt2", B, {R"(model.rope_scaling={type="llama3"})"},
+       "model.rope_scaling: applies to llama only"},
+      {"rope_scaling without a type", B, {"model.arch=llama", "model.rope_scaling={factor=8.0}"},
+       "model.rope_scaling.type: required key is missing"},
+      {"unknown rope_scaling type", B, {"model.arch=llama", R"(model.rope_scaling={type="yarn"})"},
+       "model.rope_scaling.type: unknown value \"yarn\" (expected one of: none, llama3)"},
+      {"llama3 without original_max_position_embeddings", B,
+       {"model.arch=llama", R"(model.rope_scaling={type="llama3",factor=8.0,low_freq_factor=1.0,high_freq_factor=4.0})"},
+       "model.rope_scaling.original_max_position_embeddings: required key is missing"},
+      {"llama3 factor below 1 over the 1b flavor", B,
+       {"model.arch=llama", "model.flavor=1b", "model.rope_scaling.factor=0.5"},
+       "model.rope_scaling.factor: must be >= 1 (how much longer the context becomes), got 0.5"},
+      {"llama3 high_freq_factor not above low_freq_factor", B,
+       {"model.arch=llama", "model.flavor=1b", "model.rope_scaling.high_freq_factor=1.0"},
+       "model.rope_scaling.high_freq_factor: must be greater than low_freq_factor = 1, got 1"},
+      {"llama3 original_max_position_embeddings 0", B,
+       {"model.arch=llama", "model.flavor=1b", "model.rope_scaling.original_max_position_embeddings=0"},
+       "model.rope_scaling.original_max_position_embeddings: must be >= 1, got 0"},
       {"training.micro_batch 0", edit(B, 17, "micro_batch = 0"), {},
        "job.toml:17: training.micro_batch: must be >= 1, got 0"},
       {"replica micro_batch 0", edit(H, 32, "micro_batch = 0"), {},
@@ -419,6 +438,20 @@ TEST_CASE("advisory rules give warnings, not errors", "[config_errors]") {
                                              "job.toml", {});
     REQUIRE(loaded.warnings.size() == 1);
     CHECK_THAT(loaded.warnings[0], Catch::Matchers::Contains("1 device(s) of [cluster] are in no group"));
+  }
+  SECTION("a warm-up longer than the run is capped at training.steps") {
+    const auto loaded = load_job_config_text(edit(kBase, 27, "warmup_steps = 11"), "job.toml", {});
+    REQUIRE(loaded.warnings.size() == 1);
+    CHECK(loaded.warnings[0] ==
+          "job.toml:27: lr_schedule.warmup_steps: warmup_steps = 11 exceeds training.steps = 10; capped at 10");
+    CHECK(loaded.config.lr_schedule.warmup_steps == 10);
+    const auto shortened = load_job_config_text(kBase, "job.toml", {"training.steps=1"});
+    REQUIRE(shortened.warnings.size() == 1);
+    CHECK_THAT(shortened.warnings[0], Catch::Matchers::StartsWith("job.toml:27: lr_schedule.warmup_steps:"));
+    CHECK(shortened.config.lr_schedule.warmup_steps == 1);
+    const auto equal = load_job_config_text(edit(kBase, 27, "warmup_steps = 10"), "job.toml", {});
+    CHECK(equal.warnings.empty());
+    CHECK(equal.config.lr_schedule.warmup_steps == 10);
   }
   SECTION("the same through --set names the flag") {
     const auto loaded = load_job_config_text(kHetero, "job.toml", {"parallel.replica[0].micro_batch=4"});

@@ -59,6 +59,37 @@ TEST_CASE("every file in configs/ validates and its resolved form loads back ide
   }
 }
 
+TEST_CASE("every file in configs/ loads with --set training.steps=10 (a longer warm-up is capped)", "[configs]") {
+  for (const std::string& file : config_files()) {
+    INFO(file);
+    const LoadedConfig loaded = load_job_config(file, {"training.steps=10"});
+    CHECK(loaded.config.training.steps == 10);
+    CHECK(loaded.config.lr_schedule.warmup_steps <= 10);
+    for (const std::string& warning : loaded.warnings) {
+      CHECK_THAT(warning, Catch::Matchers::Contains("lr_schedule.warmup_steps: warmup_steps = "));
+      CHECK_THAT(warning, Catch::Matchers::EndsWith("exceeds training.steps = 10; capped at 10"));
+    }
+  }
+}
+
+TEST_CASE("llama rope_scaling: the flavor's, one key overridden, none, and the resolved form loads back", "[configs]") {
+  const std::string file = HETU_SOURCE_DIR "/configs/llama-tiny-cpu.toml";
+  const LoadedConfig flavored = load_job_config(file, {"model.flavor=1b"});
+  CHECK(flavored.config.model.rope_scaling == RopeScaling{RopeScalingType::llama3, 32.0, 1.0, 4.0, 8192});
+  const LoadedConfig one_key = load_job_config(file, {"model.flavor=1b", "model.rope_scaling.factor=16"});
+  CHECK(one_key.config.model.rope_scaling == RopeScaling{RopeScalingType::llama3, 16.0, 1.0, 4.0, 8192});
+  const LoadedConfig off = load_job_config(file, {"model.flavor=1b", R"(model.rope_scaling={type="none"})"});
+  CHECK(off.config.model.rope_scaling.type == RopeScalingType::none);
+  const LoadedConfig given = load_job_config(file, {R"(model.rope_scaling={type="llama3",factor=4,low_freq_factor=1,)"
+                                                    R"(high_freq_factor=2,original_max_position_embeddings=32})"});
+  CHECK(given.config.model.rope_scaling == RopeScaling{RopeScalingType::llama3, 4.0, 1.0, 2.0, 32});
+  for (const LoadedConfig* loaded : {&flavored, &one_key, &off, &given}) {
+    const std::string resolved = to_toml(loaded->config);
+    INFO(resolved);
+    require_same_job(loaded->config, load_job_config_text(resolved, "resolved.toml", {}).config);
+  }
+}
+
 TEST_CASE("the embedded default job is configs/gpt2-tiny-cpu.toml", "[configs]") {
   LoadedConfig embedded = load_job_config_text(app::default_job_toml(), "embedded", {});
   LoadedConfig file = load_job_config(HETU_SOURCE_DIR "/configs/gpt2-tiny-cpu.toml", {});
@@ -147,7 +178,23 @@ TEST_CASE("flavors have the published shapes", "[configs]") {
   CHECK(find_flavor(Arch::gpt2, "774m")->num_params() == 774'030'080);
   CHECK(find_flavor(Arch::llama, "7b")->num_params() == 6'738'415'616);
   CHECK(find_flavor(Arch::llama, "13b")->num_params() == 13'015'864'320);
-  CHECK(find_flavor(Arch::llama, "1b")->num_params() == 1'235'814'400);
+  CHECK(find_flavor(Arch::llama, "1b")->num_params() == 1'235'814'400);  // Llama 3.2 1B
+  CHECK(find_flavor(Arch::llama, "8b")->num_params() == 8'030'261'248);  // Llama 3.1 8B
+  // Their rope_scaling as in the published config.json files (meta-llama/Llama-3.2-1B,
+  // meta-llama/Llama-3.1-8B): rope_type llama3, factor 32 / 8, low 1, high 4, original 8192.
+  const RopeScaling l32 = find_flavor(Arch::llama, "1b")->rope_scaling;
+  CHECK(l32 == RopeScaling{RopeScalingType::llama3, 32.0, 1.0, 4.0, 8192});
+  const RopeScaling l31 = find_flavor(Arch::llama, "8b")->rope_scaling;
+  CHECK(l31 == RopeScaling{RopeScalingType::llama3, 8.0, 1.0, 4.0, 8192});
+  for (const char* name : {"1b", "8b"}) {
+    const ModelConfig m = *find_flavor(Arch::llama, name);
+    CHECK(m.max_seq_len == 131072);
+    CHECK(m.rope_theta == 500000.0);
+    CHECK(m.norm_eps == 1e-5);
+    CHECK(m.vocab == 128256);
+    CHECK(m.head_dim() == (m.hidden == 2048 ? 64 : 128));
+  }
+  CHECK(find_flavor(Arch::llama, "7b")->rope_scaling.type == RopeScalingType::none);
   CHECK(find_flavor(Arch::gpt2, "124m")->padded_vocab() == 50304);
   // tiny flavors match the PyTorch fixtures (tests/make_reference_fixtures.sh).
   ModelConfig gpt2 = *find_flavor(Arch::gpt2, "tiny");

@@ -85,7 +85,7 @@ std::vector<GradCase> cases() {
   c.push_back({"embedding", "repeated ids", [] { return V{leaf({6, 4}, 8)}; },
                [](const V& x) { return ag::embedding(x[0], ids({1, 5, 1, 0, 3}, {5})); }});
   c.push_back({"rotary", "offset 3", [] { return V{leaf({2, 5, 2, 8}, 9)}; },
-               [](const V& x) { return ag::rotary(x[0], 3, 10000.0); }});
+               [](const V& x) { return ag::rotary(x[0], 3, hetu::ops::rotary_frequencies(8, 10000.0)); }});
   c.push_back({"attention", "GQA 4/2 heads, T=7", [] { return V{leaf({1, 4, 7, 4}, 10), leaf({1, 2, 7, 4}, 11), leaf({1, 2, 7, 4}, 12)}; },
                [](const V& x) { return ag::attention(x[0], x[1], x[2], 0.5); }});
   c.push_back({"cross_entropy", "mean with an ignored row", [] { return V{leaf({4, 6}, 13, -2, 2)}; },

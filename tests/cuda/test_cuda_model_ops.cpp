@@ -53,11 +53,17 @@ TEST_CASE("cuda ops: embedding and index_select, forward and backward", "[cuda]"
 TEST_CASE("cuda ops: rotary forward and inverse", "[cuda]") {
   HT_REQUIRE_GPU();
   const Tensor x = random_cpu({2, 17, 3, 16}, 80);
-  for (DType dt : kGpuDtypes) {
-    const Tolerance tol = tolerance(dt);
-    for (bool inverse : {false, true}) {
-      check_close(ops::rotary(gpu(x, dt), 1000, 10000.0, inverse), ops::rotary(rounded(x, dt), 1000, 10000.0, inverse),
-                  tol, "rotary inverse=" + std::to_string(inverse) + " " + dname(dt));
+  // Unscaled frequencies and a table of unrelated values (as Llama 3's scaling makes): both
+  // paths must read the caller's table, not recompute theta^(-2i/D).
+  const std::vector<double> plain = ops::rotary_frequencies(16, 10000.0);
+  const std::vector<double> scaled = {1.0, 0.31, 0.0625, 0.0078, 1e-3, 2.5e-4, 1e-5, 3e-6};
+  for (const std::vector<double>* freq : {&plain, &scaled}) {
+    for (DType dt : kGpuDtypes) {
+      const Tolerance tol = tolerance(dt);
+      for (bool inverse : {false, true}) {
+        check_close(ops::rotary(gpu(x, dt), 1000, *freq, inverse), ops::rotary(rounded(x, dt), 1000, *freq, inverse),
+                    tol, "rotary inverse=" + std::to_string(inverse) + " " + dname(dt) + (freq == &scaled ? " scaled" : ""));
+      }
     }
   }
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hetu ckpt convert / inspect / logits end to end, checked by code that shares nothing with
 # hetu (tests/python: a safetensors reader, GPT-2 and LLaMA in plain PyTorch, an llm.c writer):
-# - tiny GPT-2, LLaMA (GQA, untied head) and LLaMA (tied), trained 3 steps with a padded vocab
+# - tiny GPT-2, LLaMA (GQA, untied head), LLaMA (tied) and LLaMA with Llama 3's rope_scaling
+#   (config.json's rope_scaling read by PyTorch), trained 3 steps with a padded vocab
 #   (256 -> 288 rows): hetu -> HF (sharded) -> PyTorch gives hetu's logits (<= 1e-4); HF -> hetu
 #   is bit-identical (padding rows come back zero) with the job config kept; hetu -> HF again
 #   gives byte-identical files; a bf16 export read by PyTorch and by hetu agrees.
@@ -23,8 +24,8 @@ cat "$src/README.md" "$src/docs/config.md" > "$tmp/text.txt"
 # Two sequences of 13 ids below the vocab (256).
 printf '1 7 42 199 13 0 255 254 100 77 5 160 9\n198 3 150 150 8 64 32 16 2 1 0 255 11\n' > "$tmp/ids.txt"
 
-for variant in gpt2 llama llama-tied; do
-  arch=${variant%-tied}
+for variant in gpt2 llama llama-tied llama3; do
+  arch=$([ "$variant" = gpt2 ] && echo gpt2 || echo llama)
   run="$tmp/$variant"
   sets=(--set "data.train=\"$tmp/data/train_*.bin\"" --set training.eval_every=0 --set model.arch=$arch
         --set model.layers=2 --set model.hidden=64 --set model.heads=4 --set model.vocab=256 --set model.vocab_multiple=96
@@ -32,6 +33,10 @@ for variant in gpt2 llama llama-tied; do
         --set training.steps=3 --set lr_schedule.warmup_steps=1 --set "job.out_dir=\"$run\"")
   if [ "$arch" = llama ]; then sets+=(--set model.kv_heads=2 --set model.ffn_hidden=96 --set model.rope_theta=500.0); fi
   if [ "$variant" = llama-tied ]; then sets+=(--set model.tie_embeddings=true); fi
+  # head_dim 16, theta 500: wavelengths 6.3 | 13.6, 29.7 | 64.6, ... against 32/4 and 32/1.
+  if [ "$variant" = llama3 ]; then
+    sets+=(--set 'model.rope_scaling={type="llama3",factor=8.0,low_freq_factor=1.0,high_freq_factor=4.0,original_max_position_embeddings=32}')
+  fi
   "$hetu" train "$src/configs/gpt2-tiny-cpu.toml" "${sets[@]}" > "$tmp/train.log" 2>&1 \
     || { cat "$tmp/train.log"; fail "$variant: train"; }
   ckpt=$(step_dir "$run/checkpoints")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/make_reference.py writes PyTorch dumps for shapes unlike the tiny fixtures (odd
-# vocab, GQA 6/2, tied LLaMA head, T not a power of two, batch 3) and `hetu verify` must
+# vocab, GQA 6/2, tied LLaMA head, T not a power of two, batch 3, Llama 3 rope scaling with
+# the formula written in the script) and `hetu verify` must
 # accept every one; a dump with a perturbed gradient must be rejected (exit 1).
 set -euo pipefail
 hetu=$1
@@ -14,7 +15,12 @@ $py "$src/scripts/make_reference.py" --arch llama --layers 3 --hidden 48 --heads
     --vocab 301 --seq 17 --out "$tmp/llama.h5"
 $py "$src/scripts/make_reference.py" --arch llama --tie-embeddings --layers 1 --hidden 32 --heads 2 --vocab 100 \
     --seq 9 --out "$tmp/llama_tied.h5"
-for f in gpt2 llama llama_tied; do "$hetu" verify "$tmp/$f.h5"; done
+# Llama 3 rope scaling (factor 8, low 1, high 4, original 64): with head_dim 16 and theta 1e4
+# the 8 wavelengths (6.3, 19.9, 62.8, 199, ...) fall in all three bands (< 16 unchanged,
+# 16..64 smoothed, > 64 divided by the factor).
+$py "$src/scripts/make_reference.py" --arch llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn-hidden 96 \
+    --vocab 200 --seq 40 --rope-scaling 8 1 4 64 --out "$tmp/llama3.h5"
+for f in gpt2 llama llama_tied llama3; do "$hetu" verify "$tmp/$f.h5"; done
 # A corrupted reference must fail: scale one gradient by 1.01.
 $py - "$tmp/llama.h5" <<'PY'
 import sys, h5py

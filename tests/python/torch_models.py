@@ -5,14 +5,21 @@ float64 so that comparisons measure the other implementation's error alone.
 GPT-2 (HF GPT2LMHeadModel): names with or without "transformer.", Conv1D weights stored
 (in, out), GELU tanh, LayerNorm, LM head tied to wte. LLaMA (HF LlamaForCausalLM): RMSNorm,
 rotary embeddings in HF's rotate_half form (dimension i pairs with i + head_dim/2), grouped
--query attention (kv head j serves query heads j*g .. j*g+g-1), SwiGLU, lm_head or tied.
+-query attention (kv head j serves query heads j*g .. j*g+g-1), SwiGLU, lm_head or tied,
+config.json's rope_scaling of type llama3.
 
     logits = forward(config, state_dict, ids)   # ids (B, T) int64 -> (B, T, vocab_size) f64
 """
 import math
+import os
+import sys
 
 import torch
 import torch.nn.functional as F
+
+# Llama 3's rope scaling, as written (independently of hetu) in scripts/make_reference.py.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from make_reference import llama3_scaled  # noqa: E402
 
 
 def causal_attention(q, k, v):
@@ -51,9 +58,15 @@ def llama_forward(cfg, sd, ids):
     C, H = cfg["hidden_size"], cfg["num_attention_heads"]
     Hkv = cfg.get("num_key_value_heads", H)
     D, eps, theta = C // H, cfg.get("rms_norm_eps", 1e-6), cfg.get("rope_theta", 10000.0)
+    scaling = cfg.get("rope_scaling")
     B, T = ids.shape
     rms = lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
     inv_freq = 1.0 / theta ** (torch.arange(0, D, 2, dtype=torch.float64) / D)
+    if scaling:  # HF config.json's field names
+        if scaling.get("rope_type", scaling.get("type")) != "llama3":
+            raise ValueError(f"rope_scaling {scaling} is not implemented here")
+        inv_freq = llama3_scaled(inv_freq, scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"],
+                                 scaling["original_max_position_embeddings"])
     freqs = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)
     cos, sin = emb.cos(), emb.sin()

@@ -1,11 +1,16 @@
 // The progress line and metrics.jsonl record: the keys users and scripts rely on (step, loss,
 // lr, grad_norm, tokens_per_s, mfu, step_s; val_loss when evaluated; peak_mem_gib on GPUs),
-// checked field by field against values set by hand.
+// checked field by field against values set by hand; a resumed run's file keeps exactly the
+// lines up to the resumed step.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <limits>
 
 #include "lib/runtime/metrics.h"
+#include "tests/temp_dir.h"
 
 namespace hetu::runtime {
 
@@ -36,6 +41,38 @@ TEST_CASE("non-finite metrics are written as JSON null", "[metrics]") {
   StepMetrics m;
   m.loss = std::numeric_limits<double>::quiet_NaN();
   CHECK_THAT(metrics_json(m), Catch::Contains(R"("loss":null)"));
+}
+
+}  // namespace hetu::runtime
+
+namespace hetu::runtime {
+
+TEST_CASE("a resumed metrics file keeps the steps up to the resumed one, then appends", "[metrics]") {
+  test::TempDir dir("metrics_resume");
+  const std::string path = dir.file("metrics.jsonl");
+  auto read = [&] {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  // Lines 1..5 of an earlier run, an eval line, and a line torn by a crash.
+  const std::string earlier = "{\"step\":1,\"loss\":5}\n{\"step\":2,\"loss\":4}\n{\"step\":3,\"loss\":3}\n"
+                              "{\"step\":4,\"loss\":2,\"val_loss\":2.5}\n{\"step\":5,\"loss\":1}\n{\"step\":6,\"lo";
+  dir.write("metrics.jsonl", earlier);
+  {
+    MetricsWriter resumed(path, 4);  // resumed from the checkpoint of step 4
+    CHECK(read() == "{\"step\":1,\"loss\":5}\n{\"step\":2,\"loss\":4}\n{\"step\":3,\"loss\":3}\n"
+                    "{\"step\":4,\"loss\":2,\"val_loss\":2.5}\n");
+    StepMetrics m;
+    m.step = 5;
+    resumed.write(m);
+  }
+  const std::string after = read();
+  CHECK(after.find("{\"step\":4,\"loss\":2,\"val_loss\":2.5}\n{\"step\":5,\"loss\":0,") != std::string::npos);
+  CHECK(std::count(after.begin(), after.end(), '\n') == 5);
+  {
+    MetricsWriter fresh(path, 0);  // a run that resumed nothing starts the file over
+  }
+  CHECK(read().empty());
 }
 
 }  // namespace hetu::runtime

@@ -12,14 +12,10 @@ constexpr int64_t kParallelGrain = 1 << 14;  // elements below which one thread 
 }  // namespace
 
 template <typename scalar_t>
-void rotary(scalar_t* out, const scalar_t* x, const RotaryDims& dims, int64_t position_offset, double theta,
+void rotary(scalar_t* out, const scalar_t* x, const RotaryDims& dims, int64_t position_offset, const double* inv_freq,
             bool inverse) {
   const int64_t B = dims.B, T = dims.T, H = dims.H, D = dims.D;
   const int64_t half = D / 2;
-  std::vector<double> inv_freq(static_cast<size_t>(half));
-  for (int64_t i = 0; i < half; ++i) {
-    inv_freq[static_cast<size_t>(i)] = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(D));
-  }
   // cos_table/sin_table are (T, D/2).
   std::vector<double> cos_table(static_cast<size_t>(T * half)), sin_table(static_cast<size_t>(T * half));
   const double sign = inverse ? -1.0 : 1.0;
@@ -27,7 +23,7 @@ void rotary(scalar_t* out, const scalar_t* x, const RotaryDims& dims, int64_t po
   for (int64_t t = 0; t < T; ++t) {
     const double position = static_cast<double>(position_offset + t);
     for (int64_t i = 0; i < half; ++i) {
-      const double angle = position * inv_freq[static_cast<size_t>(i)];
+      const double angle = position * inv_freq[i];
       cos_table[static_cast<size_t>(t * half + i)] = std::cos(angle);
       sin_table[static_cast<size_t>(t * half + i)] = sign * std::sin(angle);
     }
@@ -52,7 +48,7 @@ void rotary(scalar_t* out, const scalar_t* x, const RotaryDims& dims, int64_t po
   }
 }
 
-template void rotary<float>(float*, const float*, const RotaryDims&, int64_t, double, bool);
-template void rotary<double>(double*, const double*, const RotaryDims&, int64_t, double, bool);
+template void rotary<float>(float*, const float*, const RotaryDims&, int64_t, const double*, bool);
+template void rotary<double>(double*, const double*, const RotaryDims&, int64_t, const double*, bool);
 
 }  // namespace hetu::ops::cpu

@@ -1,5 +1,6 @@
-// CUDA rotary position embedding, as cpu/rotary.cpp: a (T, D/2) table of (cos, sin) is built
-// in double (angles reach thousands of radians, where f32 sin/cos lose digits) and stored as
+// CUDA rotary position embedding, as cpu/rotary.cpp: the caller's D/2 frequencies travel in
+// the kernel's arguments (no copy), a (T, D/2) table of (cos, sin) is built from them in
+// double (angles reach thousands of radians, where f32 sin/cos lose digits) and stored as
 // f32, then every pair is rotated in f32:
 //   out_i = x_i cos − x_{i+D/2} sin,  out_{i+D/2} = x_{i+D/2} cos + x_i sin  (sin negated if inverse)
 // Shapes: x, out (B, T, H, D). Launch: table one thread per (t, i); apply one thread per
@@ -10,13 +11,16 @@
 namespace hetu::ops::cuda {
 namespace {
 
-__global__ void rotary_table_kernel(float2* table, int64_t T, int64_t half, int64_t D, int64_t offset, double theta,
+struct Frequencies {  // by value: 2 KiB of kernel arguments
+  double v[kRotaryMaxPairs];
+};
+
+__global__ void rotary_table_kernel(float2* table, int64_t T, int64_t half, int64_t offset, Frequencies inv_freq,
                                     double sign) {
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < T * half;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t t = e / half, i = e % half;
-    const double inv_freq = pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(D));
-    const double angle = static_cast<double>(offset + t) * inv_freq;
+    const double angle = static_cast<double>(offset + t) * inv_freq.v[i];
     table[e] = make_float2(static_cast<float>(cos(angle)), static_cast<float>(sign * sin(angle)));
   }
 }
@@ -39,12 +43,15 @@ __global__ void rotary_apply_kernel(T* out, const T* x, const float2* table, int
 }  // namespace
 
 void rotary(DType dtype, void* out, const void* x, int64_t B, int64_t T, int64_t H, int64_t D, int64_t position_offset,
-            double theta, bool inverse) {
+            const double* inv_freq, bool inverse) {
   const int64_t half = D / 2, total = B * T * H * half;
   if (total == 0) return;
+  // half <= kRotaryMaxPairs: checked by ops::rotary.
+  Frequencies frequencies{};
+  for (int64_t i = 0; i < half; ++i) frequencies.v[i] = inv_freq[i];
   Workspace table(static_cast<size_t>(T * half) * sizeof(float2));
-  rotary_table_kernel<<<grid_for(T * half), kThreads, 0, stream()>>>(table.as<float2>(), T, half, D, position_offset,
-                                                                     theta, inverse ? -1.0 : 1.0);
+  rotary_table_kernel<<<grid_for(T * half), kThreads, 0, stream()>>>(table.as<float2>(), T, half, position_offset,
+                                                                     frequencies, inverse ? -1.0 : 1.0);
   HT_CUDA_CHECK_LAUNCH();
   dispatch_float(dtype, "rotary", [&](auto tag) {
     using E = decltype(tag);

@@ -8,7 +8,10 @@
 
 namespace hetu::ops::cuda {
 
+inline constexpr int64_t kRotaryMaxPairs = 256;  // D/2 frequencies the kernel's arguments hold
+
+// inv_freq: D/2 host values (D/2 <= ops::kRotaryMaxPairs), passed by value to the kernel.
 void rotary(DType dtype, void* out, const void* x, int64_t B, int64_t T, int64_t H, int64_t D, int64_t position_offset,
-            double theta, bool inverse);
+            const double* inv_freq, bool inverse);
 
 }  // namespace hetu::ops::cuda
