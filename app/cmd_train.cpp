@@ -20,10 +20,10 @@
 #include "app/compute_device.h"
 #include "app/config/device_spec.h"
 #include "app/rank_map.h"
-#include "app/train_checkpoint_store.h"
 #include "lib/hspmd/mpi_session.h"
 #include "lib/io/checkpoint.h"
 #include "lib/io/data_loader.h"
+#include "lib/io/train_checkpoint_store.h"
 #include "lib/ops/ops.h"
 #include "lib/runtime/parallel_engine.h"
 #include "lib/runtime/stop_request.h"
@@ -162,7 +162,7 @@ int train_one_device(const config::LoadedConfig& loaded, const pipeline::Paralle
     expected[p.name] = {p.tensor.shape(), p.tensor.dtype()};
     for (const std::string& state : optim::state_names(p.name)) expected[state] = {p.tensor.shape(), p.tensor.dtype()};
   }
-  WholeStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, std::move(expected));
+  io::WholeStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, std::move(expected));
 
   runtime::TrainerOptions o = trainer_options(c, stop_at_step, true);
   o.micro_batches = replica.micro_batches();
@@ -194,24 +194,15 @@ int train_parallel(const config::LoadedConfig& loaded, const pipeline::ParallelL
                part.model().num_parameters(), compute.str(), position.replica, position.stage, position.tp_index,
                layout.stage(position).tp(), layout.stage(position).first_layer, layout.stage(position).last_layer,
                to_string(c.training.precision), to_string(c.training.grad_reduce_dtype), comm.backend());
-  runtime::ParallelEngine engine(layout, position, comm, part.stage(), part.placements(), c.training.seq_len,
-                                 c.model.hidden, c.training.micro_batch, activations,
+  const std::vector<TensorPlacement> placements = part.placements();
+  runtime::ParallelEngine engine(layout, position, comm, part.stage(), part.model().named_parameters(), placements,
+                                 c.training.seq_len, c.model.hidden, c.training.micro_batch, activations,
                                  compute_dtype(c.training.grad_reduce_dtype));
   LoaderSource train(train_data(c, replica), compute);
   // Every rank takes part in evaluation (replica 0 computes, the others join the sum).
   std::unique_ptr<LoaderSource> val = val_source(c, compute);
 
-  std::map<std::string, runtime::TensorShard> shards = engine.shards();
-  std::map<std::string, Shape> local_shapes;
-  for (const nn::NamedParameter& p : engine.parameters()) {
-    local_shapes[p.name] = p.tensor.shape();
-    for (const std::string& state : optim::state_names(p.name)) {  // laid out like its parameter
-      local_shapes[state] = p.tensor.shape();
-      shards[state] = shards.at(p.name);
-    }
-  }
-  ShardedStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, std::move(shards), std::move(local_shapes),
-                     *host_comm);
+  io::ShardedStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, placements, *host_comm);
 
   runtime::TrainerOptions o = trainer_options(c, stop_at_step, mpi.rank() == 0);
   o.progress_bar = false;  // under mpirun a rank's stdout is a pty even when the output is piped

@@ -38,26 +38,34 @@ ParallelModel::ParallelModel(const ModelConfig& config, uint64_t seed, const pip
   stage_ = std::make_unique<ModelStage>(*model_);
 }
 
-std::vector<runtime::ParamPlacement> ParallelModel::placements() const {
-  const ModelSharding& sharding = model_sharding(config_.arch);
-  const nn::TensorParallel& tp = *model_->tensor_parallel();
-  std::vector<runtime::ParamPlacement> out;
-  for (const nn::NamedParameter& p : model_->named_parameters()) {
-    const nn::ParamLayout& mine = tp.layout(p.name);
-    std::vector<UnionMember> members;
-    for (const pipeline::ReplicaLayout& replica : layout_.replicas) {
-      for (size_t s = 0; s < replica.stages.size(); ++s) {
-        if (!sharding.holds(config_, model_part(replica, static_cast<int64_t>(s)), p.name)) continue;
-        const pipeline::StageLayout& stage = replica.stages[s];
-        const nn::ParamLayout theirs = nn::layout_for(sharding.rule, p.name, mine.shape, stage.tp());
-        HT_CHECK(theirs.view == mine.view, "placement: {} is viewed as {} on one stage and {} on another", p.name,
-                 shape_str(mine.view), shape_str(theirs.view));
-        members.push_back({stage.devices, theirs.state});
-      }
+std::optional<TensorPlacement> placement_of(const ModelConfig& config, const pipeline::ParallelLayout& layout,
+                             const std::string& name, const Shape& shape) {
+  const ModelSharding& sharding = model_sharding(config.arch);
+  std::vector<UnionMember> members;
+  std::optional<Shape> view;
+  for (const pipeline::ReplicaLayout& replica : layout.replicas) {
+    for (size_t s = 0; s < replica.stages.size(); ++s) {
+      if (!sharding.holds(config, model_part(replica, static_cast<int64_t>(s)), name)) continue;
+      const pipeline::StageLayout& stage = replica.stages[s];
+      const nn::ParamLayout theirs = nn::layout_for(sharding.rule, name, shape, stage.tp());
+      HT_CHECK(!view || *view == theirs.view, "placement: {} is viewed as {} on one stage and {} on another", name,
+               shape_str(*view), shape_str(theirs.view));
+      view = theirs.view;
+      members.push_back({stage.devices, theirs.state});
     }
-    HT_CHECK(!members.empty(), "placement: no stage of the layout holds {}", p.name);
-    const UnionRelation relation = members.size() > 1 ? UnionRelation::replica() : UnionRelation::none();
-    out.push_back({p, mine.shape, mine.view, Union(std::move(members), relation)});
+  }
+  if (members.empty()) return std::nullopt;
+  const UnionRelation relation = members.size() > 1 ? UnionRelation::replica() : UnionRelation::none();
+  return replicated_state_placement(name, shape, *view, Union(std::move(members), relation));
+}
+
+std::vector<TensorPlacement> ParallelModel::placements() const {
+  const nn::TensorParallel& tp = *model_->tensor_parallel();
+  std::vector<TensorPlacement> out;
+  for (const nn::NamedParameter& p : model_->named_parameters()) {
+    std::optional<TensorPlacement> placement = placement_of(config_, layout_, p.name, tp.layout(p.name).shape);
+    HT_CHECK(placement.has_value(), "placement: no stage of the layout holds {}", p.name);
+    out.push_back(std::move(*placement));
   }
   return out;
 }

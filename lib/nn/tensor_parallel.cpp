@@ -27,18 +27,6 @@ ParamLayout layout_for(const ShardingRule& rule, const std::string& name, const 
   return layout;
 }
 
-Shape local_shape(const ParamLayout& layout, const Box& box) {
-  const size_t rank = layout.shape.size();
-  const size_t extra = layout.view.size() - rank;
-  Shape out;
-  int64_t lead = 1;
-  for (size_t d = 0; d <= extra; ++d) lead *= box.size[d];
-  out.push_back(lead);
-  for (size_t d = extra + 1; d < layout.view.size(); ++d) out.push_back(box.size[d]);
-  if (rank == 0) return {};
-  return out;
-}
-
 TensorParallel::TensorParallel(Communicator* comm, DeviceGroup group, int64_t index, ShardingRule rule)
     : comm_(comm), group_(std::move(group)), index_(index), rule_(std::move(rule)) {
   HT_CHECK(index_ >= 0 && index_ < group_.size(), "tensor parallel: index {} outside group {}", index_,

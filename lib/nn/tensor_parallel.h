@@ -52,10 +52,6 @@ using ShardingRule = std::function<std::optional<ShardingChoice>(const std::stri
 // none); throws naming the parameter when the layout cannot cut its shape.
 ParamLayout layout_for(const ShardingRule& rule, const std::string& name, const Shape& shape, int64_t tp);
 
-// The local shape of a shard: the box on the view, leading dims merged back to the rank of
-// the logical shape ((3, C/2, C) -> (3C/2, C)).
-Shape local_shape(const ParamLayout& layout, const Box& box);
-
 class TensorParallel {
  public:
   TensorParallel(Communicator* comm, DeviceGroup group, int64_t index, ShardingRule rule);

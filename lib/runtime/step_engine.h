@@ -30,8 +30,6 @@ class StepEngine {
   virtual double evaluate(BatchSource& val, int64_t batches) = 0;
   // True on every rank when `flag` is true on any rank.
   virtual bool any_rank(bool flag) { return flag; }
-  // Sharding of each parameter (by name) for checkpoints; empty: every tensor is whole.
-  virtual std::map<std::string, TensorShard> shards() const { return {}; }
   // Tokens of one optimizer step, all ranks together.
   virtual double tokens_per_step() const = 0;
 };

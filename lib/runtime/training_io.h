@@ -9,7 +9,6 @@
 #include <string>
 
 #include "lib/core/tensor.h"
-#include "lib/hspmd/geometry.h"
 
 namespace hetu::runtime {
 
@@ -25,16 +24,6 @@ class BatchSource {
   // An opaque position; restoring it makes next() continue exactly from there.
   virtual std::string save_position() const = 0;
   virtual void restore_position(const std::string& position) = 0;
-};
-
-// How a local tensor relates to the logical tensor of its name, for sharded checkpoints:
-// it holds `box` of the logical tensor seen as `view` (a reshape of `shape`; see
-// lib/nn/tensor_parallel.h). `writer`: this rank writes the box (one holder per box).
-struct TensorShard {
-  Shape shape;
-  Shape view;
-  Box box;
-  bool writer = true;
 };
 
 struct Snapshot {
