@@ -1,4 +1,4 @@
-// Whole and sharded checkpoint stores for the Trainer.
+// The sharded checkpoint store of the Trainer.
 #include "lib/io/train_checkpoint_store.h"
 
 #include "lib/io/sharded_checkpoint.h"
@@ -6,31 +6,6 @@
 #include "lib/util/error.h"
 
 namespace hetu::io {
-
-WholeStore::WholeStore(std::string dir, int64_t keep, std::map<std::string, ExpectedTensor> expected)
-    : manager_(std::move(dir), keep), expected_(std::move(expected)) {}
-
-std::string WholeStore::save(const runtime::Snapshot& s) { return manager_.save({s.step, s.tensors, s.metadata}); }
-
-std::optional<runtime::Snapshot> WholeStore::load_latest() {
-  std::optional<std::string> latest = manager_.latest();
-  if (!latest) return std::nullopt;
-  return load(*latest);
-}
-
-runtime::Snapshot WholeStore::load(const std::string& path) {
-  CheckpointData d = manager_.load(path, &expected_);
-  return {d.step, std::move(d.tensors), std::move(d.metadata)};
-}
-
-std::map<std::string, Tensor> WholeStore::load_parameters(const std::string& path) {
-  CheckpointData d = manager_.load(path);
-  std::map<std::string, Tensor> params;
-  for (auto& [name, tensor] : d.tensors) {
-    if (!optim::is_state_name(name)) params[name] = tensor;
-  }
-  return params;
-}
 
 std::map<std::string, LocalSlot> local_slots(const std::vector<TensorPlacement>& placements, DeviceId rank) {
   std::map<std::string, LocalSlot> slots;

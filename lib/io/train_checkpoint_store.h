@@ -1,9 +1,8 @@
-// The Trainer's checkpoint stores (runtime::CheckpointStore) over the checkpoint files:
-//   WholeStore   one process holds every tensor: CheckpointManager save/load, every tensor
-//                checked against the model's names, shapes and dtypes;
-//   ShardedStore one rank of a parallel job: each rank writes the boxes it owns of every
-//                logical tensor (save_sharded, collective) and reads back exactly the boxes
-//                its placements need, whatever layout wrote them (reshard on load).
+// The Trainer's checkpoint store (runtime::CheckpointStore) for every layout, one device
+// included: each rank writes the boxes it owns of every logical tensor (save_sharded,
+// collective) and reads back exactly the boxes its placements need, whatever layout wrote
+// them (reshard on load; a file of whole tensors, as single-device runs wrote them before,
+// is one box per tensor).
 // A parameter's boxes come from its TensorPlacement's param annotation, its optimizer
 // state's (optim::state_names) from the state annotation; a box of a view is several stored
 // boxes (stored_pieces, lib/hspmd/tensor_placement.h).
@@ -19,19 +18,6 @@
 #include "lib/runtime/training_io.h"
 
 namespace hetu::io {
-
-class WholeStore final : public runtime::CheckpointStore {
- public:
-  WholeStore(std::string dir, int64_t keep, std::map<std::string, ExpectedTensor> expected);
-  std::string save(const runtime::Snapshot& s) override;
-  std::optional<runtime::Snapshot> load_latest() override;
-  runtime::Snapshot load(const std::string& path) override;
-  std::map<std::string, Tensor> load_parameters(const std::string& path) override;
-
- private:
-  CheckpointManager manager_;
-  std::map<std::string, ExpectedTensor> expected_;
-};
 
 // Where one stored tensor (a parameter or one of its optimizer states) lives on this rank.
 struct LocalSlot {

@@ -1,5 +1,5 @@
-// StepEngine: what the Trainer drives once per optimizer step, so one training loop serves
-// a single device (LocalEngine) and any parallel layout (ParallelEngine). An engine owns how
+// StepEngine: what the Trainer drives once per optimizer step (ParallelEngine: any parallel
+// layout, a single device being the one-device layout). An engine owns how
 // the step's batch is read and cut, how gradients are computed and summed across ranks, and
 // what "the" loss and gradient norm are; the Trainer owns the schedule, clipping, AdamW,
 // logging, evaluation cadence, checkpoints and stop requests.
