@@ -167,8 +167,9 @@ int train(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& la
                layout.stage(position).tp(), layout.stage(position).first_layer, layout.stage(position).last_layer,
                to_string(c.training.precision), to_string(c.training.grad_reduce_dtype), comm.backend());
   const std::vector<TensorPlacement> placements = part.placements();
+  PlanCache plans;
   runtime::ParallelEngine engine(layout, position, comm, part.stage(), part.model().named_parameters(), placements,
-                                 c.training.seq_len, c.model.hidden, c.training.micro_batch, activations,
+                                 plans, c.training.seq_len, c.model.hidden, c.training.micro_batch, activations,
                                  compute_dtype(c.training.grad_reduce_dtype));
   LoaderSource train(train_data(c, replica), compute);
   // Every rank takes part in evaluation (replica 0 computes, the others join the sum).

@@ -22,7 +22,8 @@ void check_view(const std::string& name, const Shape& shape, const Shape& view) 
 TensorPlacement replicated_state_placement(std::string name, Shape shape, Shape view, Union param) {
   check_view(name, shape, view);
   if (std::optional<std::string> error = annotation_error(param, view)) {
-    HT_THROW("placement: {} of shape {} cannot be laid out as {}: {}", name, shape_str(view), param.to_string(), *error);
+    HT_THROW("placement: {} of shape {} cannot be laid out as {}: {}", name, shape_str(view), param.to_string(),
+             *error);
   }
   Union grad = param;
   Union state = param;

@@ -10,7 +10,6 @@
 
 #include "lib/autograd/grad_mode.h"
 #include "lib/hspmd/plan_executor.h"
-#include "lib/hspmd/planner.h"
 #include "lib/hspmd/redistribute.h"
 #include "lib/ops/ops.h"
 #include "lib/util/error.h"
@@ -19,7 +18,8 @@ namespace hetu::runtime {
 
 ParallelEngine::ParallelEngine(const pipeline::ParallelLayout& layout, pipeline::Position position, Communicator& comm,
                                pipeline::StageCompute& compute, std::vector<nn::NamedParameter> params,
-                               const std::vector<TensorPlacement>& placements, int64_t seq_len, int64_t hidden,
+                               const std::vector<TensorPlacement>& placements, PlanCache& plans, int64_t seq_len,
+                               int64_t hidden,
                                int64_t eval_batch, DType activation_dtype, DType grad_reduce_dtype)
     : layout_(layout),
       position_(position),
@@ -46,11 +46,11 @@ ParallelEngine::ParallelEngine(const pipeline::ParallelLayout& layout, pipeline:
     params_.push_back(param);
     HT_CHECK(p.param.member_of(rank).has_value(), "parallel engine: rank {} holds {} but is not in its annotation {}",
              rank, param.name, p.param.to_string());
-    Sync s{param, p, p.param.devices().size() > 1, first_holder(p.param, rank), dual_annotation(p.param), CommPlan{},
+    Sync s{param, p, p.param.devices().size() > 1, first_holder(p.param, rank), dual_annotation(p.param), nullptr,
            Shape{}};
     if (s.communicates) {
-      s.plan = plan_comm(s.grad_annotation, p.grad, p.view);
-      s.communicates = s.plan.transition != "identity";  // a split parameter: each shard has one holder
+      s.plan = &plans.get(s.grad_annotation, p.grad, p.view);
+      s.communicates = s.plan->transition != "identity";  // a split parameter: each shard has one holder
     }
     s.local_view = view_box(p, p.param, rank).size;
     HT_CHECK(shape_numel(s.local_view) == param.tensor.numel(),
@@ -102,8 +102,8 @@ void ParallelEngine::build_buckets() {
   std::map<std::vector<DeviceId>, std::vector<size_t>> by_group;  // ordered: the same order on every rank
   for (size_t i = 0; i < syncs_.size(); ++i) {
     Sync& s = syncs_[i];
-    if (!s.communicates || !whole_shard_all_reduce(s.plan)) continue;
-    for (const CommOp& op : s.plan.steps[0].ops) {
+    if (!s.communicates || !whole_shard_all_reduce(*s.plan)) continue;
+    for (const CommOp& op : s.plan->steps[0].ops) {
       const auto& reduce = std::get<AllReduceOp>(op);
       if (std::find(reduce.devices.begin(), reduce.devices.end(), rank) == reduce.devices.end()) continue;
       by_group[reduce.devices].push_back(i);
@@ -175,7 +175,7 @@ void ParallelEngine::sync_grads() {
     if (!s.communicates || s.bucketed) continue;
     const Tensor& param = s.param.tensor;
     Tensor grad = param.grad().defined() ? param.grad().contiguous() : zeros(param.shape(), param.dtype(), param.device());
-    const Tensor summed = execute(s.plan, s.grad_annotation, grad.to(grad_reduce_dtype_).view(s.local_view), comm_);
+    const Tensor summed = execute(*s.plan, s.grad_annotation, grad.to(grad_reduce_dtype_).view(s.local_view), comm_);
     param.set_grad(summed.reshape(param.shape()).to(param.dtype()));
   }
 }

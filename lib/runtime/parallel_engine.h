@@ -18,6 +18,7 @@
 #include "lib/hspmd/comm_plan.h"
 #include "lib/hspmd/communicator.h"
 #include "lib/hspmd/dist_union.h"
+#include "lib/hspmd/plan_cache.h"
 #include "lib/hspmd/tensor_placement.h"
 #include "lib/pipeline/parallel_layout.h"
 #include "lib/pipeline/stage_executor.h"
@@ -28,13 +29,15 @@ namespace hetu::runtime {
 class ParallelEngine final : public StepEngine {
  public:
   // `params`: this rank's shards, each with the placement of the same name in `placements`
-  // (gradients are redistributed dual(param) -> grad). hidden: the model width (stage edges carry (micro_batch, seq_len, hidden) activations of
+  // (gradients are redistributed dual(param) -> grad, with plans from `plans`, which must
+  // outlive the engine: a strategy's plans are shared by whatever runs under it).
+  // hidden: the model width (stage edges carry (micro_batch, seq_len, hidden) activations of
   // activation_dtype); validation batches hold eval_batch sequences in every layout. The
   // communicator's device (communicator.h) is where every buffer lives. Gradients are summed
   // in grad_reduce_dtype (cast before the sync and back after; f32 keeps them exact).
   ParallelEngine(const pipeline::ParallelLayout& layout, pipeline::Position position, Communicator& comm,
                  pipeline::StageCompute& compute, std::vector<nn::NamedParameter> params,
-                 const std::vector<TensorPlacement>& placements, int64_t seq_len,
+                 const std::vector<TensorPlacement>& placements, PlanCache& plans, int64_t seq_len,
                  int64_t hidden, int64_t eval_batch, DType activation_dtype = DType::f32,
                  DType grad_reduce_dtype = DType::f32);
 
@@ -56,7 +59,7 @@ class ParallelEngine final : public StepEngine {
     bool communicates;  // more than one holder
     bool counts;        // this rank counts the gradient in the norm and writes it to checkpoints
     Union grad_annotation;
-    CommPlan plan;
+    const CommPlan* plan = nullptr;  // from the plan cache
     Shape local_view;   // this rank's box of the view
     bool bucketed = false;  // summed in a bucket (see Note [Gradient buckets])
   };

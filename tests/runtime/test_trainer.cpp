@@ -73,6 +73,7 @@ TrainerOptions options(int64_t steps) {
 
 struct Run {
   std::unique_ptr<Communicator> comm;
+  std::unique_ptr<PlanCache> plans;
   std::unique_ptr<ParallelModel> model;
   std::unique_ptr<ParallelEngine> engine;
   std::unique_ptr<Trainer> trainer;
@@ -88,9 +89,11 @@ Run make_run(const TrainerOptions& o, int64_t micro_batches, int64_t micro_batch
                       .micro_batch = micro_batch}};
   Run run;
   run.comm = make_local_communicator();
+  run.plans = std::make_unique<PlanCache>();
   run.model = std::make_unique<ParallelModel>(config, 1234, layout, pipeline::Position{}, run.comm.get());
   run.engine = std::make_unique<ParallelEngine>(layout, pipeline::Position{}, *run.comm, run.model->stage(),
-                                                run.model->model().named_parameters(), run.model->placements(), seq,
+                                                run.model->model().named_parameters(), run.model->placements(),
+                                                *run.plans, seq,
                                                 config.hidden, micro_batch);
   run.trainer = std::make_unique<Trainer>(*run.engine, o);
   return run;
