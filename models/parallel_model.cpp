@@ -33,7 +33,13 @@ ParallelModel::ParallelModel(const ModelConfig& config, uint64_t seed, const pip
     for (const pipeline::StageLayout& s : r.stages) check_tensor_parallel(config_, s.tp());
   const pipeline::ReplicaLayout& replica = layout_.replicas.at(static_cast<size_t>(position.replica));
   const pipeline::StageLayout& stage = layout_.stage(position);
-  auto tp = std::make_shared<nn::TensorParallel>(comm, stage.devices, position.tp_index, model_sharding(config_.arch).rule);
+  // Each parameter's placement over the whole job, built once as the layers create it.
+  nn::PlacementFn placement = [config = config_, layout = layout_](const std::string& name, const Shape& shape) {
+    std::optional<TensorPlacement> p = placement_of(config, layout, name, shape);
+    HT_CHECK(p.has_value(), "placement: no stage of the layout holds {}", name);
+    return std::move(*p);
+  };
+  auto tp = std::make_shared<nn::TensorParallel>(comm, stage.devices, position.tp_index, std::move(placement));
   model_ = build_model(config_, ModelBuild{seed, model_part(replica, position.stage), std::move(tp), compute_dtype});
   stage_ = std::make_unique<ModelStage>(*model_);
 }
@@ -47,7 +53,7 @@ std::optional<TensorPlacement> placement_of(const ModelConfig& config, const pip
     for (size_t s = 0; s < replica.stages.size(); ++s) {
       if (!sharding.holds(config, model_part(replica, static_cast<int64_t>(s)), name)) continue;
       const pipeline::StageLayout& stage = replica.stages[s];
-      const nn::ParamLayout theirs = nn::layout_for(sharding.rule, name, shape, stage.tp());
+      const nn::ShardingChoice theirs = nn::sharding_for(sharding.rule, name, shape, stage.tp());
       HT_CHECK(!view || *view == theirs.view, "placement: {} is viewed as {} on one stage and {} on another", name,
                shape_str(*view), shape_str(theirs.view));
       view = theirs.view;
@@ -63,9 +69,7 @@ std::vector<TensorPlacement> ParallelModel::placements() const {
   const nn::TensorParallel& tp = *model_->tensor_parallel();
   std::vector<TensorPlacement> out;
   for (const nn::NamedParameter& p : model_->named_parameters()) {
-    std::optional<TensorPlacement> placement = placement_of(config_, layout_, p.name, tp.layout(p.name).shape);
-    HT_CHECK(placement.has_value(), "placement: no stage of the layout holds {}", p.name);
-    out.push_back(std::move(*placement));
+    out.push_back(tp.placement(p.name));
   }
   return out;
 }
