@@ -10,40 +10,35 @@
 #include "app/cmd_ckpt.h"
 #include "app/commands.h"
 #include "app/rank_map.h"
-#include "app/train_checkpoint_store.h"
 #include "lib/hspmd/communicator.h"
 #include "lib/hspmd/mpi_session.h"
 #include "lib/io/checkpoint.h"
 #include "lib/io/sharded_checkpoint.h"
 #include "lib/optim/adamw.h"
 #include "lib/util/error.h"
-#include "models/model_sharding.h"
 #include "models/parallel_model.h"
 
 namespace hetu::app {
 namespace {
 
-// The stored boxes of `name` under `layout`: the boxes its first holder writes when that job
-// saves (one per tp rank that is not a duplicate, split into view pieces).
+// The stored boxes of `name` under `layout`: the boxes its writers write when that job saves
+// (a parameter's from its param annotation, an optimizer state's from the state annotation),
+// split into view pieces; the same placements training saves and loads with.
 std::vector<Box> job_boxes(const ModelConfig& model, const pipeline::ParallelLayout& layout, const std::string& name,
                            const Shape& shape) {
-  const ModelSharding& sharding = model_sharding(model.arch);
-  for (const pipeline::ReplicaLayout& replica : layout.replicas) {
-    for (size_t s = 0; s < replica.stages.size(); ++s) {
-      if (!sharding.holds(model, model_part(replica, static_cast<int64_t>(s)), optim::param_of_state(name))) continue;
-      const int64_t tp = replica.stages[s].tp();
-      const nn::ParamLayout l = nn::layout_for(sharding.rule, optim::param_of_state(name), shape, tp);
-      const Union on_group = Union::single(DeviceGroup::range(0, tp), l.state);
-      std::vector<Box> boxes;
-      for (int64_t i = 0; i < tp; ++i) {
-        if (l.state.duplicate_index(i) != 0) continue;
-        for (const FilePiece& p : file_pieces({shape, l.view, shard_of(on_group, l.view, static_cast<int>(i)).box, true}))
-          boxes.push_back(p.box);
-      }
-      return boxes;
-    }
+  const bool state = optim::is_state_name(name);
+  const std::string param = state ? optim::param_of_state(name) : name;
+  const std::optional<TensorPlacement> placement = placement_of(model, layout, param, shape);
+  if (!placement) return {full_box(shape)};  // not a model parameter: stored whole
+  const TensorPlacement& p = *placement;
+  const Union& annotation = state ? p.state : p.param;
+  std::vector<Box> boxes;
+  for (DeviceId device : annotation.devices()) {
+    if (!first_holder(annotation, device)) continue;
+    for (const StoredPiece& piece : stored_pieces(p.shape, p.view, view_box(p, annotation, device)))
+      boxes.push_back(piece.box);
   }
-  return {full_box(shape)};  // not a model parameter: stored whole
+  return boxes;
 }
 
 // Reads `boxes` of every stored tensor (name -> its boxes; whole when absent).

@@ -1,9 +1,9 @@
 // `hetu train CONFIG [--set k=v]... [--dry-run]`: every rank loads and validates the job,
 // checks the launched ranks against the device groups, and maps rank -> device by host and
 // local index (rank_map.h). --dry-run stops there. Otherwise it builds this rank's model
-// part, its data loader (its replica's share of each global batch), the checkpoint store
-// (whole on one device, sharded otherwise) and runs the Trainer with a LocalEngine (one
-// device) or a ParallelEngine (any layout), writing out_dir/{config.resolved.toml,
+// part, its data loader (its replica's share of each global batch), the sharded checkpoint
+// store and runs the Trainer with a ParallelEngine (any layout; one device is a world of
+// one), writing out_dir/{config.resolved.toml,
 // metrics.jsonl, logs/, checkpoints/}. SIGTERM/SIGUSR1 end the run after the current step
 // with a checkpoint (stop_request.h).
 #include <spdlog/spdlog.h>
@@ -21,10 +21,10 @@
 #include "app/config/device_spec.h"
 #include "app/out_dir_lock.h"
 #include "app/rank_map.h"
-#include "app/train_checkpoint_store.h"
 #include "lib/hspmd/mpi_session.h"
 #include "lib/io/checkpoint.h"
 #include "lib/io/data_loader.h"
+#include "lib/io/train_checkpoint_store.h"
 #include "lib/ops/ops.h"
 #include "lib/runtime/parallel_engine.h"
 #include "lib/runtime/stop_request.h"
@@ -145,45 +145,17 @@ void report(const runtime::TrainResult& result) {
                result.last_checkpoint);
 }
 
-int train_one_device(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& layout,
-                     const config::DeviceId& device, int64_t stop_at_step) {
-  const config::JobConfig& c = loaded.config;
-  const pipeline::ReplicaLayout& replica = layout.replicas[0];
-  const Device compute = compute_device(loaded, device);
-  std::unique_ptr<LanguageModel> model =
-      build_model(c.model, ModelBuild{c.job.seed, ModelPart::whole(), nullptr, compute_dtype(c.training.precision)});
-  model->to(compute);
-  spdlog::info("model: {} parameters on {}, computing in {} (f32 master weights)", model->num_parameters(),
-               compute.str(), to_string(c.training.precision));
-  LoaderSource train(train_data(c, replica), compute);
-  std::unique_ptr<LoaderSource> val = val_source(c, compute);
-
-  std::map<std::string, io::ExpectedTensor> expected;
-  for (const nn::NamedParameter& p : model->named_parameters()) {
-    expected[p.name] = {p.tensor.shape(), p.tensor.dtype()};
-    for (const std::string& state : optim::state_names(p.name)) expected[state] = {p.tensor.shape(), p.tensor.dtype()};
-  }
-  WholeStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, std::move(expected));
-
-  runtime::TrainerOptions o = trainer_options(c, stop_at_step, true);
-  o.micro_batches = replica.micro_batches();
-  o.tokens_per_micro_batch = replica.micro_batch * c.training.seq_len;
-  o.flops_per_token = model->flops_per_token(c.training.seq_len);
-  o.peak_flops = device_peak_flops(loaded, device);
-  const LanguageModel* m = model.get();
-  runtime::Trainer trainer(*model, [m](const runtime::Batch& b, double n) { return m->loss(b.inputs, b.targets, n); }, o);
-  report(trainer.run(train, val.get(), &store));
-  return 0;
-}
-
-int train_parallel(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& layout,
-                   const config::DeviceId& device, const MpiSession& mpi, int64_t stop_at_step) {
+// Every layout, one device included (a world of one: make_local_communicator).
+int train(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& layout, const config::DeviceId& device,
+          const MpiSession& mpi, int64_t stop_at_step) {
   const config::JobConfig& c = loaded.config;
   const Device compute = compute_device(loaded, device);
   // Host-side traffic (checkpoint token passing, the MFU peak) goes over MPI; the training
   // tensors over the communicator of the compute device (NCCL on GPUs).
-  std::unique_ptr<Communicator> host_comm = make_mpi_communicator();
-  std::unique_ptr<Communicator> device_comm = compute.is_cuda() ? make_nccl_communicator(compute.index) : nullptr;
+  const bool alone = mpi.world_size() == 1;
+  std::unique_ptr<Communicator> host_comm = alone ? make_local_communicator() : make_mpi_communicator();
+  std::unique_ptr<Communicator> device_comm;
+  if (compute.is_cuda()) device_comm = alone ? make_local_communicator(compute) : make_nccl_communicator(compute.index);
   Communicator& comm = device_comm ? *device_comm : *host_comm;
   const pipeline::Position position = *layout.locate(mpi.rank());
   const pipeline::ReplicaLayout& replica = layout.replicas[static_cast<size_t>(position.replica)];
@@ -195,27 +167,19 @@ int train_parallel(const config::LoadedConfig& loaded, const pipeline::ParallelL
                part.model().num_parameters(), compute.str(), position.replica, position.stage, position.tp_index,
                layout.stage(position).tp(), layout.stage(position).first_layer, layout.stage(position).last_layer,
                to_string(c.training.precision), to_string(c.training.grad_reduce_dtype), comm.backend());
-  runtime::ParallelEngine engine(layout, position, comm, part.stage(), part.placements(), c.training.seq_len,
-                                 c.model.hidden, c.training.micro_batch, activations,
+  const std::vector<TensorPlacement> placements = part.placements();
+  PlanCache plans;
+  runtime::ParallelEngine engine(layout, position, comm, part.stage(), part.model().named_parameters(), placements,
+                                 plans, c.training.seq_len, c.model.hidden, c.training.micro_batch, activations,
                                  compute_dtype(c.training.grad_reduce_dtype));
   LoaderSource train(train_data(c, replica), compute);
   // Every rank takes part in evaluation (replica 0 computes, the others join the sum).
   std::unique_ptr<LoaderSource> val = val_source(c, compute);
 
-  std::map<std::string, runtime::TensorShard> shards = engine.shards();
-  std::map<std::string, Shape> local_shapes;
-  for (const nn::NamedParameter& p : engine.parameters()) {
-    local_shapes[p.name] = p.tensor.shape();
-    for (const std::string& state : optim::state_names(p.name)) {  // laid out like its parameter
-      local_shapes[state] = p.tensor.shape();
-      shards[state] = shards.at(p.name);
-    }
-  }
-  ShardedStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, std::move(shards), std::move(local_shapes),
-                     *host_comm);
+  io::ShardedStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, placements, *host_comm);
 
   runtime::TrainerOptions o = trainer_options(c, stop_at_step, mpi.rank() == 0);
-  o.progress_bar = false;  // under mpirun a rank's stdout is a pty even when the output is piped
+  if (!alone) o.progress_bar = false;  // under mpirun a rank's stdout is a pty even when the output is piped
   o.flops_per_token = part.model().flops_per_token(c.training.seq_len);
   // MFU against the sum of every rank's device peak.
   Tensor peak = full({1}, device_peak_flops(loaded, device), DType::f64);
@@ -278,8 +242,7 @@ int run_train(const TrainOptions& options) {
   }
   runtime::install_stop_handlers();
   const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
-  if (needed == 1) return train_one_device(loaded, layout, device, options.stop_at_step);
-  return train_parallel(loaded, layout, device, mpi, options.stop_at_step);
+  return train(loaded, layout, device, mpi, options.stop_at_step);
 }
 
 }  // namespace hetu::app

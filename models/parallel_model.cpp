@@ -33,31 +33,43 @@ ParallelModel::ParallelModel(const ModelConfig& config, uint64_t seed, const pip
     for (const pipeline::StageLayout& s : r.stages) check_tensor_parallel(config_, s.tp());
   const pipeline::ReplicaLayout& replica = layout_.replicas.at(static_cast<size_t>(position.replica));
   const pipeline::StageLayout& stage = layout_.stage(position);
-  auto tp = std::make_shared<nn::TensorParallel>(comm, stage.devices, position.tp_index, model_sharding(config_.arch).rule);
+  // Each parameter's placement over the whole job, built once as the layers create it.
+  nn::PlacementFn placement = [config = config_, layout = layout_](const std::string& name, const Shape& shape) {
+    std::optional<TensorPlacement> p = placement_of(config, layout, name, shape);
+    HT_CHECK(p.has_value(), "placement: no stage of the layout holds {}", name);
+    return std::move(*p);
+  };
+  auto tp = std::make_shared<nn::TensorParallel>(comm, stage.devices, position.tp_index, std::move(placement));
   model_ = build_model(config_, ModelBuild{seed, model_part(replica, position.stage), std::move(tp), compute_dtype});
   stage_ = std::make_unique<ModelStage>(*model_);
 }
 
-std::vector<runtime::ParamPlacement> ParallelModel::placements() const {
-  const ModelSharding& sharding = model_sharding(config_.arch);
-  const nn::TensorParallel& tp = *model_->tensor_parallel();
-  std::vector<runtime::ParamPlacement> out;
-  for (const nn::NamedParameter& p : model_->named_parameters()) {
-    const nn::ParamLayout& mine = tp.layout(p.name);
-    std::vector<UnionMember> members;
-    for (const pipeline::ReplicaLayout& replica : layout_.replicas) {
-      for (size_t s = 0; s < replica.stages.size(); ++s) {
-        if (!sharding.holds(config_, model_part(replica, static_cast<int64_t>(s)), p.name)) continue;
-        const pipeline::StageLayout& stage = replica.stages[s];
-        const nn::ParamLayout theirs = nn::layout_for(sharding.rule, p.name, mine.shape, stage.tp());
-        HT_CHECK(theirs.view == mine.view, "placement: {} is viewed as {} on one stage and {} on another", p.name,
-                 shape_str(mine.view), shape_str(theirs.view));
-        members.push_back({stage.devices, theirs.state});
-      }
+std::optional<TensorPlacement> placement_of(const ModelConfig& config, const pipeline::ParallelLayout& layout,
+                             const std::string& name, const Shape& shape) {
+  const ModelSharding& sharding = model_sharding(config.arch);
+  std::vector<UnionMember> members;
+  std::optional<Shape> view;
+  for (const pipeline::ReplicaLayout& replica : layout.replicas) {
+    for (size_t s = 0; s < replica.stages.size(); ++s) {
+      if (!sharding.holds(config, model_part(replica, static_cast<int64_t>(s)), name)) continue;
+      const pipeline::StageLayout& stage = replica.stages[s];
+      const nn::ShardingChoice theirs = nn::sharding_for(sharding.rule, name, shape, stage.tp());
+      HT_CHECK(!view || *view == theirs.view, "placement: {} is viewed as {} on one stage and {} on another", name,
+               shape_str(*view), shape_str(theirs.view));
+      view = theirs.view;
+      members.push_back({stage.devices, theirs.state});
     }
-    HT_CHECK(!members.empty(), "placement: no stage of the layout holds {}", p.name);
-    const UnionRelation relation = members.size() > 1 ? UnionRelation::replica() : UnionRelation::none();
-    out.push_back({p, mine.shape, mine.view, Union(std::move(members), relation)});
+  }
+  if (members.empty()) return std::nullopt;
+  const UnionRelation relation = members.size() > 1 ? UnionRelation::replica() : UnionRelation::none();
+  return replicated_state_placement(name, shape, *view, Union(std::move(members), relation));
+}
+
+std::vector<TensorPlacement> ParallelModel::placements() const {
+  const nn::TensorParallel& tp = *model_->tensor_parallel();
+  std::vector<TensorPlacement> out;
+  for (const nn::NamedParameter& p : model_->named_parameters()) {
+    out.push_back(tp.placement(p.name));
   }
   return out;
 }

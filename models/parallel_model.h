@@ -4,21 +4,30 @@
 // over the whole job (which replicas and stages hold it, each with its own tp layout).
 //
 //   ParallelModel pm(config, seed, layout, position, comm);
-//   runtime::ParallelEngine engine(layout, position, comm, pm.stage(), pm.placements(), T, C);
+//   runtime::ParallelEngine engine(layout, position, comm, pm.stage(), pm.model().named_parameters(),
+//                                  pm.placements(), T, C);
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "lib/hspmd/tensor_placement.h"
 #include "lib/pipeline/parallel_layout.h"
 #include "lib/pipeline/stage_executor.h"
-#include "lib/runtime/parallel_engine.h"
 #include "models/language_model.h"
 
 namespace hetu {
 
 // The part of the model stage `stage` of `replica` builds.
 ModelPart model_part(const pipeline::ReplicaLayout& replica, int64_t stage);
+
+// The placement of parameter `name` (logical shape `shape`) in `layout`: every stage of every
+// replica that holds it, each with the tp layout of the model's sharding rule; gradients
+// summed into, and optimizer state kept in, that layout. nullopt when no stage holds it.
+std::optional<TensorPlacement> placement_of(const ModelConfig& config, const pipeline::ParallelLayout& layout,
+                             const std::string& name, const Shape& shape);
 
 class ParallelModel {
  public:
@@ -29,8 +38,8 @@ class ParallelModel {
 
   const LanguageModel& model() const { return *model_; }
   pipeline::StageCompute& stage() { return *stage_; }
-  // Every local parameter with its logical shape, view and annotation over the job.
-  std::vector<runtime::ParamPlacement> placements() const;
+  // The placement (placement_of) of every local parameter.
+  std::vector<TensorPlacement> placements() const;
 
  private:
   ModelConfig config_;

@@ -42,7 +42,7 @@ class Communicator {
 
   virtual DeviceId rank() const = 0;
   virtual int64_t world_size() const = 0;
-  virtual std::string backend() const = 0;  // "mpi", "nccl"
+  virtual std::string backend() const = 0;  // "mpi", "nccl", "local"
   // Where this communicator's tensors live: the CPU for MPI, the rank's GPU for NCCL. Buffers
   // a plan or a pipeline edge allocates for communication go there.
   virtual Device device() const { return Device::cpu(); }
@@ -76,6 +76,11 @@ class Communicator {
   // Every rank of the world, in order.
   DeviceGroup world() const { return DeviceGroup::range(0, world_size()); }
 };
+
+// The communicator of a world of one device (rank 0 on `device`, backend "local"): every
+// collective over the group {0} leaves the data as it is (out = in); point-to-point has no peer
+// and throws. A single-device run is the one-device case of every parallel layout.
+std::unique_ptr<Communicator> make_local_communicator(Device device = Device::cpu());
 
 // The MPI communicator over MPI_COMM_WORLD (MPI must be initialised: see mpi_session.h).
 std::unique_ptr<Communicator> make_mpi_communicator();

@@ -1,4 +1,4 @@
-// Union and Hierarchy: validation, lookup and printing.
+// Union: validation, lookup and printing.
 #include "lib/hspmd/dist_union.h"
 
 #include <fmt/core.h>
@@ -75,17 +75,6 @@ std::string Union::to_string() const {
   for (const UnionMember& m : members_)
     out += (out.empty() ? "" : " | ") + m.group.to_string() + ": " + m.state.to_string();
   return out + " ; " + relation_.to_string();
-}
-
-int64_t Hierarchy::add(Union strategy) {
-  strategies_.push_back(std::move(strategy));
-  return size() - 1;
-}
-
-const Union& Hierarchy::at(int64_t strategy) const {
-  HT_CHECK(strategy >= 0 && strategy < size(), "Hierarchy: strategy {} out of range ({} strategies)", strategy,
-           size());
-  return strategies_[static_cast<size_t>(strategy)];
 }
 
 }  // namespace hetu

@@ -1,4 +1,4 @@
-// Union and Hierarchy: the heterogeneous layers of an HSPMD annotation. A Union is a list of
+// Union: the heterogeneous layer of an HSPMD annotation. A Union is a list of
 // members (a DeviceGroup with its own DistState; groups are disjoint) and a relation saying
 // how the members share the logical tensor:
 //   none     one member holds it (a plain DistState on a group);
@@ -6,7 +6,8 @@
 //   split    members hold consecutive slices of one dim with explicit, possibly uneven,
 //            sizes (a batch of 8 split 3:5 between two pipelines);
 //   partial  members hold partial sums (gradients before the dp reduction).
-// A Hierarchy is one Union per strategy (strategy switching, elastic recovery).
+// Several strategies of one tensor are several TensorPlacements (tensor_placement.h), moved
+// between with reshard (reshard.h).
 //
 // Worked example (hetu_v2_hspmd.md §3.5): a weight on two dp replicas, TP=2 on {0,1} and
 // TP=1 on {4}; its gradient before the dp sum is
@@ -77,19 +78,6 @@ class Union {
  private:
   std::vector<UnionMember> members_;
   UnionRelation relation_;
-};
-
-class Hierarchy {
- public:
-  Hierarchy() = default;
-  explicit Hierarchy(std::vector<Union> strategies) : strategies_(std::move(strategies)) {}
-  // Returns the new strategy id.
-  int64_t add(Union strategy);
-  const Union& at(int64_t strategy) const;
-  int64_t size() const { return static_cast<int64_t>(strategies_.size()); }
-
- private:
-  std::vector<Union> strategies_;
 };
 
 }  // namespace hetu

@@ -26,10 +26,10 @@ void localise(const Tensor& ids, int64_t offset, int64_t rows, Tensor& local, Te
 Embedding::Embedding(const ParamInit& init, int64_t num_embeddings, int64_t dim, double std) {
   weight = register_parameter("weight", init.normal("weight", {num_embeddings, dim}, std));
   if (init.tp && init.tp->size() > 1) {
-    const ParamLayout& layout = init.tp->layout(init.name("weight"));
-    if (layout.state.split_count(0) > 1) {
+    const TensorPlacement& p = init.tp->placement(init.name("weight"));
+    if (init.tp->local_state(p).split_count(0) > 1) {
       tp_ = init.tp;
-      row_offset_ = init.tp->local_box(layout).offset[0];
+      row_offset_ = init.tp->local_box(p).offset[0];
     }
   }
 }

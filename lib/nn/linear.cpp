@@ -12,8 +12,8 @@ Linear::Linear(const ParamInit& init, int64_t in_features, int64_t out_features,
   if (init.tp && init.tp->size() > 1) {
     // Input features are the last dim of the weight (and of any view of it, which only
     // splits the output dim): split there means row parallel.
-    const ParamLayout& layout = init.tp->layout(init.name("weight"));
-    if (layout.state.split_count(static_cast<int64_t>(layout.view.size()) - 1) > 1) tp_ = init.tp;
+    const TensorPlacement& p = init.tp->placement(init.name("weight"));
+    if (init.tp->local_state(p).split_count(static_cast<int64_t>(p.view.size()) - 1) > 1) tp_ = init.tp;
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include "lib/autograd/functions.h"
 #include "lib/core/tensor_random.h"
+#include "lib/hspmd/tensor_placement.h"
 #include "lib/nn/tensor_parallel.h"
 
 namespace hetu::nn {
@@ -50,15 +51,16 @@ Tensor Module::register_parameter(const std::string& name, Tensor tensor) {
 
 Tensor ParamInit::normal(const std::string& param, const Shape& shape, double std) const {
   if (!tp) return random_normal(shape, seed, name(param), 0.0, std);
-  const ParamLayout& layout = tp->add_param(name(param), shape);
-  const Box box = tp->local_box(layout);
-  return random_normal(box.size, seed, name(param), 0.0, std, layout.view, box.offset).reshape(local_shape(layout, box));
+  const TensorPlacement& p = tp->add_param(name(param), shape);
+  const Box box = tp->local_box(p);
+  return random_normal(box.size, seed, name(param), 0.0, std, p.view, box.offset)
+      .reshape(local_shape(p.shape, p.view, box));
 }
 
 Tensor ParamInit::constant(const std::string& param, const Shape& shape, double value) const {
   if (!tp) return full(shape, value);
-  const ParamLayout& layout = tp->add_param(name(param), shape);
-  return full(local_shape(layout, tp->local_box(layout)), value);
+  const TensorPlacement& p = tp->add_param(name(param), shape);
+  return full(local_shape(p.shape, p.view, tp->local_box(p)), value);
 }
 
 Module& Module::register_module(const std::string& name, Module& child) {

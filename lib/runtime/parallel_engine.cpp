@@ -10,7 +10,6 @@
 
 #include "lib/autograd/grad_mode.h"
 #include "lib/hspmd/plan_executor.h"
-#include "lib/hspmd/planner.h"
 #include "lib/hspmd/redistribute.h"
 #include "lib/ops/ops.h"
 #include "lib/util/error.h"
@@ -18,14 +17,14 @@
 namespace hetu::runtime {
 
 ParallelEngine::ParallelEngine(const pipeline::ParallelLayout& layout, pipeline::Position position, Communicator& comm,
-                               pipeline::StageCompute& compute, std::vector<ParamPlacement> placements,
-                               int64_t seq_len, int64_t hidden, int64_t eval_batch, DType activation_dtype,
-                               DType grad_reduce_dtype)
+                               pipeline::StageCompute& compute, std::vector<nn::NamedParameter> params,
+                               const std::vector<TensorPlacement>& placements, PlanCache& plans, int64_t seq_len,
+                               int64_t hidden,
+                               int64_t eval_batch, DType activation_dtype, DType grad_reduce_dtype)
     : layout_(layout),
       position_(position),
       comm_(comm),
       compute_(compute),
-      placements_(std::move(placements)),
       seq_len_(seq_len),
       grad_reduce_dtype_(grad_reduce_dtype),
       executor_(layout, position, &comm,
@@ -33,31 +32,30 @@ ParallelEngine::ParallelEngine(const pipeline::ParallelLayout& layout, pipeline:
                 activation_dtype),
       eval_executor_(layout, position, &comm, {eval_batch, seq_len, hidden}, activation_dtype) {
   const DeviceId rank = comm_.rank();
+  std::map<std::string, const TensorPlacement*> by_name;
+  for (const TensorPlacement& p : placements) by_name[p.name] = &p;
   // Note [Gradient sync order]: every rank walks its parameters in name order, and the plans
   // are pure functions of the annotations, so the collectives of any two ranks come in the
   // same relative order: the blocking collectives cannot deadlock.
-  std::vector<size_t> order(placements_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return placements_[a].param.name < placements_[b].param.name; });
-  for (size_t i : order) {
-    const ParamPlacement& p = placements_[i];
-    params_.push_back(p.param);
-    const std::optional<int64_t> member = p.annotation.member_of(rank);
-    HT_CHECK(member.has_value(), "parallel engine: rank {} holds {} but is not in its annotation {}", rank, p.param.name,
-             p.annotation.to_string());
-    const UnionMember& m = p.annotation.member(*member);
-    const int64_t index = *m.group.index_of(rank);
-    Sync s{i, p.annotation.devices().size() > 1, *member == 0 && m.state.duplicate_index(index) == 0,
-           dual_annotation(p.annotation), CommPlan{}, Shape{}};
+  std::sort(params.begin(), params.end(),
+            [](const nn::NamedParameter& a, const nn::NamedParameter& b) { return a.name < b.name; });
+  for (const nn::NamedParameter& param : params) {
+    auto found = by_name.find(param.name);
+    HT_CHECK(found != by_name.end(), "parallel engine: no placement for parameter {}", param.name);
+    const TensorPlacement& p = *found->second;
+    params_.push_back(param);
+    HT_CHECK(p.param.member_of(rank).has_value(), "parallel engine: rank {} holds {} but is not in its annotation {}",
+             rank, param.name, p.param.to_string());
+    Sync s{param, p, p.param.devices().size() > 1, first_holder(p.param, rank), dual_annotation(p.param), nullptr,
+           Shape{}};
     if (s.communicates) {
-      s.plan = plan_comm(s.grad_annotation, p.annotation, p.view);
-      s.communicates = s.plan.transition != "identity";  // a split parameter: each shard has one holder
+      s.plan = &plans.get(s.grad_annotation, p.grad, p.view);
+      s.communicates = s.plan->transition != "identity";  // a split parameter: each shard has one holder
     }
-    s.local_view = shard_of(p.annotation, p.view, rank).box.size;
-    HT_CHECK(shape_numel(s.local_view) == p.param.tensor.numel(),
-             "parallel engine: {} holds {} elements here, its annotation {} on {} gives {}", p.param.name,
-             p.param.tensor.numel(), p.annotation.to_string(), shape_str(p.view), shape_numel(s.local_view));
+    s.local_view = view_box(p, p.param, rank).size;
+    HT_CHECK(shape_numel(s.local_view) == param.tensor.numel(),
+             "parallel engine: {} holds {} elements here, its annotation {} on {} gives {}", param.name,
+             param.tensor.numel(), p.param.to_string(), shape_str(p.view), shape_numel(s.local_view));
     syncs_.push_back(std::move(s));
   }
   build_buckets();
@@ -104,8 +102,8 @@ void ParallelEngine::build_buckets() {
   std::map<std::vector<DeviceId>, std::vector<size_t>> by_group;  // ordered: the same order on every rank
   for (size_t i = 0; i < syncs_.size(); ++i) {
     Sync& s = syncs_[i];
-    if (!s.communicates || !whole_shard_all_reduce(s.plan)) continue;
-    for (const CommOp& op : s.plan.steps[0].ops) {
+    if (!s.communicates || !whole_shard_all_reduce(*s.plan)) continue;
+    for (const CommOp& op : s.plan->steps[0].ops) {
       const auto& reduce = std::get<AllReduceOp>(op);
       if (std::find(reduce.devices.begin(), reduce.devices.end(), rank) == reduce.devices.end()) continue;
       by_group[reduce.devices].push_back(i);
@@ -117,7 +115,7 @@ void ParallelEngine::build_buckets() {
     bucketed += members.size();
     int64_t filled = kBucketElements;
     for (size_t i : members) {
-      const int64_t n = placements_[syncs_[i].placement].param.tensor.numel();
+      const int64_t n = syncs_[i].param.tensor.numel();
       if (filled + n > kBucketElements && filled > 0) {
         buckets_.push_back({DeviceGroup(devices), {}});
         filled = 0;
@@ -160,7 +158,7 @@ void ParallelEngine::sync_grads() {
   for (const Bucket& bucket : buckets_) {
     std::vector<Tensor> flat;
     for (size_t i : bucket.syncs) {
-      const Tensor& param = placements_[syncs_[i].placement].param.tensor;
+      const Tensor& param = syncs_[i].param.tensor;
       const Tensor grad = param.grad().defined() ? param.grad() : zeros(param.shape(), param.dtype(), param.device());
       flat.push_back(grad.to(grad_reduce_dtype_).reshape({-1}));
     }
@@ -168,16 +166,16 @@ void ParallelEngine::sync_grads() {
     comm_.all_reduce(buffer, bucket.group);
     int64_t at = 0;
     for (size_t i : bucket.syncs) {
-      const Tensor& param = placements_[syncs_[i].placement].param.tensor;
+      const Tensor& param = syncs_[i].param.tensor;
       param.set_grad(buffer.narrow(0, at, param.numel()).view(param.shape()).to(param.dtype()));
       at += param.numel();
     }
   }
   for (const Sync& s : syncs_) {
     if (!s.communicates || s.bucketed) continue;
-    const Tensor& param = placements_[s.placement].param.tensor;
+    const Tensor& param = s.param.tensor;
     Tensor grad = param.grad().defined() ? param.grad().contiguous() : zeros(param.shape(), param.dtype(), param.device());
-    const Tensor summed = execute(s.plan, s.grad_annotation, grad.to(grad_reduce_dtype_).view(s.local_view), comm_);
+    const Tensor summed = execute(*s.plan, s.grad_annotation, grad.to(grad_reduce_dtype_).view(s.local_view), comm_);
     param.set_grad(summed.reshape(param.shape()).to(param.dtype()));
   }
 }
@@ -186,7 +184,7 @@ double ParallelEngine::grad_norm() {
   autograd::NoGradGuard no_grad;
   std::vector<Tensor> counted;  // one norm over all of them: one device synchronisation
   for (const Sync& s : syncs_) {
-    const Tensor& grad = placements_[s.placement].param.tensor.grad();
+    const Tensor& grad = s.param.tensor.grad();
     if (s.counts && grad.defined()) counted.push_back(grad);
   }
   const double norm = counted.empty() ? 0.0 : ops::global_norm(counted);
@@ -202,15 +200,6 @@ double ParallelEngine::evaluate(BatchSource& val, int64_t batches) {
     }
   }
   return sum_over_world(total) / static_cast<double>(batches);
-}
-
-std::map<std::string, TensorShard> ParallelEngine::shards() const {
-  std::map<std::string, TensorShard> out;
-  for (const Sync& s : syncs_) {
-    const ParamPlacement& p = placements_[s.placement];
-    out[p.param.name] = {p.shape, p.view, shard_of(p.annotation, p.view, comm_.rank()).box, s.counts};
-  }
-  return out;
 }
 
 }  // namespace hetu::runtime

@@ -18,28 +18,26 @@
 #include "lib/hspmd/comm_plan.h"
 #include "lib/hspmd/communicator.h"
 #include "lib/hspmd/dist_union.h"
+#include "lib/hspmd/plan_cache.h"
+#include "lib/hspmd/tensor_placement.h"
 #include "lib/pipeline/parallel_layout.h"
 #include "lib/pipeline/stage_executor.h"
 #include "lib/runtime/step_engine.h"
 
 namespace hetu::runtime {
 
-// One local parameter and its place in the job.
-struct ParamPlacement {
-  nn::NamedParameter param;  // this rank's shard
-  Shape shape;               // logical shape
-  Shape view;                // the shape the annotation applies to (a reshape of `shape`)
-  Union annotation;          // every holder of the parameter in the job
-};
-
 class ParallelEngine final : public StepEngine {
  public:
+  // `params`: this rank's shards, each with the placement of the same name in `placements`
+  // (gradients are redistributed dual(param) -> grad, with plans from `plans`, which must
+  // outlive the engine: a strategy's plans are shared by whatever runs under it).
   // hidden: the model width (stage edges carry (micro_batch, seq_len, hidden) activations of
   // activation_dtype); validation batches hold eval_batch sequences in every layout. The
   // communicator's device (communicator.h) is where every buffer lives. Gradients are summed
   // in grad_reduce_dtype (cast before the sync and back after; f32 keeps them exact).
   ParallelEngine(const pipeline::ParallelLayout& layout, pipeline::Position position, Communicator& comm,
-                 pipeline::StageCompute& compute, std::vector<ParamPlacement> placements, int64_t seq_len,
+                 pipeline::StageCompute& compute, std::vector<nn::NamedParameter> params,
+                 const std::vector<TensorPlacement>& placements, PlanCache& plans, int64_t seq_len,
                  int64_t hidden, int64_t eval_batch, DType activation_dtype = DType::f32,
                  DType grad_reduce_dtype = DType::f32);
 
@@ -49,7 +47,6 @@ class ParallelEngine final : public StepEngine {
   // Replica 0 evaluates (each batch one pass through its pipeline); the others join the sum.
   double evaluate(BatchSource& val, int64_t batches) override;
   bool any_rank(bool flag) override;
-  std::map<std::string, TensorShard> shards() const override;
   double tokens_per_step() const override;
 
   // Sums gradients over holders (public for tests).
@@ -57,11 +54,12 @@ class ParallelEngine final : public StepEngine {
 
  private:
   struct Sync {
-    size_t placement;
+    nn::NamedParameter param;
+    TensorPlacement placement;
     bool communicates;  // more than one holder
     bool counts;        // this rank counts the gradient in the norm and writes it to checkpoints
     Union grad_annotation;
-    CommPlan plan;
+    const CommPlan* plan = nullptr;  // from the plan cache
     Shape local_view;   // this rank's box of the view
     bool bucketed = false;  // summed in a bucket (see Note [Gradient buckets])
   };
@@ -77,7 +75,6 @@ class ParallelEngine final : public StepEngine {
   pipeline::Position position_;
   Communicator& comm_;
   pipeline::StageCompute& compute_;
-  std::vector<ParamPlacement> placements_;
   std::vector<nn::NamedParameter> params_;
   std::vector<Sync> syncs_;  // in name order: the same order on every rank
   std::vector<Bucket> buckets_;

@@ -1,5 +1,5 @@
-// StepEngine: what the Trainer drives once per optimizer step, so one training loop serves
-// a single device (LocalEngine) and any parallel layout (ParallelEngine). An engine owns how
+// StepEngine: what the Trainer drives once per optimizer step (ParallelEngine: any parallel
+// layout, a single device being the one-device layout). An engine owns how
 // the step's batch is read and cut, how gradients are computed and summed across ranks, and
 // what "the" loss and gradient norm are; the Trainer owns the schedule, clipping, AdamW,
 // logging, evaluation cadence, checkpoints and stop requests.
@@ -30,8 +30,6 @@ class StepEngine {
   virtual double evaluate(BatchSource& val, int64_t batches) = 0;
   // True on every rank when `flag` is true on any rank.
   virtual bool any_rank(bool flag) { return flag; }
-  // Sharding of each parameter (by name) for checkpoints; empty: every tensor is whole.
-  virtual std::map<std::string, TensorShard> shards() const { return {}; }
   // Tokens of one optimizer step, all ranks together.
   virtual double tokens_per_step() const = 0;
 };

@@ -32,16 +32,6 @@ void draw_bar(int64_t step, int64_t total, double loss) {
 
 }  // namespace
 
-Trainer::Trainer(const nn::Module& model, LossFn loss, TrainerOptions options)
-    : owned_engine_(std::make_unique<LocalEngine>(model, std::move(loss), options.micro_batches,
-                                                  options.tokens_per_micro_batch)),
-      engine_(*owned_engine_),
-      options_(std::move(options)),
-      params_(engine_.parameters()),
-      optimizer_(params_, options_.adamw) {
-  HT_CHECK(options_.steps >= 1, "trainer: steps must be >= 1");
-}
-
 Trainer::Trainer(StepEngine& engine, TrainerOptions options)
     : engine_(engine), options_(std::move(options)), params_(engine_.parameters()), optimizer_(params_, options_.adamw) {
   HT_CHECK(options_.steps >= 1, "trainer: steps must be >= 1");

@@ -5,8 +5,7 @@
 // continue bit for bit; a stop request (SIGTERM/SIGUSR1, stop_request.h) on any rank ends
 // the run after the current step with a checkpoint.
 //
-//   Trainer trainer(model, loss_fn, options);        // one device (a LocalEngine inside)
-//   Trainer trainer(parallel_engine, options);       // any layout
+//   Trainer trainer(parallel_engine, options);       // any layout, one device included
 //   TrainResult r = trainer.run(train_batches, &val_batches, &store);
 #pragma once
 
@@ -19,7 +18,6 @@
 #include "lib/nn/module.h"
 #include "lib/optim/adamw.h"
 #include "lib/optim/lr_schedule.h"
-#include "lib/runtime/local_engine.h"
 #include "lib/runtime/step_engine.h"
 #include "lib/runtime/training_io.h"
 
@@ -27,8 +25,6 @@ namespace hetu::runtime {
 
 struct TrainerOptions {
   int64_t steps = 1;
-  int64_t micro_batches = 1;      // per optimizer step (the model-and-loss constructor)
-  int64_t tokens_per_micro_batch = 0;
   optim::LrSchedule schedule;
   optim::AdamWConfig adamw;
   double grad_clip = 1.0;         // 0: no clipping
@@ -57,7 +53,6 @@ struct TrainResult {
 
 class Trainer {
  public:
-  Trainer(const nn::Module& model, LossFn loss, TrainerOptions options);
   Trainer(StepEngine& engine, TrainerOptions options);
   // `val` and `store` may be null. Throws hetu::Error on a non-finite loss or gradient,
   // before anything of that step is saved.
@@ -68,7 +63,6 @@ class Trainer {
   Snapshot snapshot(int64_t step, const BatchSource& train) const;
   void restore(const Snapshot& snapshot, BatchSource& train);
 
-  std::unique_ptr<StepEngine> owned_engine_;  // the model-and-loss constructor's LocalEngine
   StepEngine& engine_;
   TrainerOptions options_;
   std::vector<nn::NamedParameter> params_;

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "lib/core/tensor.h"
-#include "lib/hspmd/geometry.h"
 
 namespace hetu::runtime {
 
@@ -25,16 +24,6 @@ class BatchSource {
   // An opaque position; restoring it makes next() continue exactly from there.
   virtual std::string save_position() const = 0;
   virtual void restore_position(const std::string& position) = 0;
-};
-
-// How a local tensor relates to the logical tensor of its name, for sharded checkpoints:
-// it holds `box` of the logical tensor seen as `view` (a reshape of `shape`; see
-// lib/nn/tensor_parallel.h). `writer`: this rank writes the box (one holder per box).
-struct TensorShard {
-  Shape shape;
-  Shape view;
-  Box box;
-  bool writer = true;
 };
 
 // The metadata key of the data position in every Trainer snapshot; a checkpoint without
@@ -53,7 +42,7 @@ class CheckpointStore {
   // Writes atomically; returns where it went.
   virtual std::string save(const Snapshot& snapshot) = 0;
   // The newest checkpoint that loads and verifies, or nullopt when there is none; newer
-  // broken ones are skipped with a warning (app/newest_intact_checkpoint.h).
+  // broken ones are skipped with a warning (lib/io/newest_intact_checkpoint.h).
   virtual std::optional<Snapshot> load_latest() = 0;
   // A specific checkpoint (a path the user gave as checkpoint.resume).
   virtual Snapshot load(const std::string& path) = 0;

@@ -116,7 +116,7 @@ int64_t LlamaModel::vocab_offset() const {
   if (!lm_head) return model.embed_tokens->row_offset();
   const nn::TensorParallel* tp = tensor_parallel();
   if (tp == nullptr || tp->size() == 1) return 0;
-  return tp->local_box(tp->layout("lm_head.weight")).offset[0];
+  return tp->local_box(tp->placement("lm_head.weight")).offset[0];
 }
 
 }  // namespace hetu

@@ -1,13 +1,11 @@
 // Rank -> device mapping by host name and local index, the parallel layout built from the
-// [parallel] groups, and the stored-tensor boxes of a sharded parameter (file_pieces),
-// each against hand-written expectations.
+// [parallel] groups, each against hand-written expectations.
 #include <catch2/catch.hpp>
 
 #include <fstream>
 
 #include "app/config/config.h"
 #include "app/rank_map.h"
-#include "app/train_checkpoint_store.h"
 #include "lib/util/error.h"
 
 using namespace hetu;
@@ -107,24 +105,4 @@ TEST_CASE("launched ranks that do not match the groups are named", "[rank_map]")
                     Catch::Contains("device gpu-b:1 of the [parallel] groups has no rank: 1 rank(s) were launched on host gpu-b"));
   CHECK_THROWS_WITH(map_ranks(c, {"gpu-b", "gpu-a", "gpu-b", "gpu-a", "gpu-c"}),
                     Catch::Contains("rank 4 on host gpu-c drives no device"));
-}
-
-TEST_CASE("a view shard maps to one stored box per leading index", "[rank_map]") {
-  // c_attn.weight (3C, C) with C = 4, viewed as (3, 4, 4), rank 1 of 2 holds [0:3, 2:4, 0:4].
-  runtime::TensorShard shard{{12, 4}, {3, 4, 4}, Box{{0, 2, 0}, {3, 2, 4}}, true};
-  const std::vector<FilePiece> pieces = file_pieces(shard);
-  REQUIRE(pieces.size() == 3);
-  for (int64_t k = 0; k < 3; ++k) {
-    CHECK(pieces[static_cast<size_t>(k)].box == Box{{4 * k + 2, 0}, {2, 4}});  // rows 2-3 of q, of k, of v
-    CHECK(pieces[static_cast<size_t>(k)].offset == 8 * k);
-    CHECK(pieces[static_cast<size_t>(k)].count == 8);
-  }
-  // The bias (3C) viewed as (3, C): three runs of 2 elements.
-  const std::vector<FilePiece> bias = file_pieces({{12}, {3, 4}, Box{{0, 2}, {3, 2}}, true});
-  REQUIRE(bias.size() == 3);
-  CHECK(bias[2].box == Box{{10}, {2}});
-  // Without a view the box is the piece.
-  const std::vector<FilePiece> plain = file_pieces({{8, 4}, {8, 4}, Box{{4, 0}, {4, 4}}, true});
-  REQUIRE(plain.size() == 1);
-  CHECK(plain[0].box == Box{{4, 0}, {4, 4}});
 }

@@ -1,5 +1,5 @@
-// HSPMD types and geometry: DeviceGroup, DistState coordinates and printing, Union and
-// Hierarchy validation, and the boxes each device holds (uneven splits, dims other than 0,
+// HSPMD types and geometry: DeviceGroup, DistState coordinates and printing, Union
+// validation, and the boxes each device holds (uneven splits, dims other than 0,
 // partial scopes), written out by hand from the rules in geometry.h.
 #include <catch2/catch.hpp>
 
@@ -71,13 +71,6 @@ TEST_CASE("Union validates members and prints", "[hspmd]") {
                   Error);  // groups overlap
   CHECK_THROWS_AS(Union({member({0}, DistState()), member({1}, DistState())}, UnionRelation::none()), Error);
   CHECK_THROWS_AS(Union({member({0}, DistState()), member({1}, DistState())}, UnionRelation::split(0, {4})), Error);
-
-  Hierarchy h;
-  CHECK(h.add(on({0, 1}, DistState::split(0, 2))) == 0);
-  CHECK(h.add(u) == 1);
-  CHECK(h.size() == 2);
-  CHECK(h.at(1) == u);
-  CHECK_THROWS_AS(h.at(2), Error);
 }
 
 TEST_CASE("even_part gives the first ranks one more", "[hspmd]") {

@@ -41,7 +41,8 @@ inline CrossEntropyRun run_parallel_cross_entropy(const Tensor& whole, const Ten
   CrossEntropyRun out{std::vector<double>(static_cast<size_t>(tp)), std::vector<std::vector<double>>(static_cast<size_t>(tp))};
   ThreadGroup group(tp);
   group.run([&](int64_t r, Communicator& comm) {
-    const nn::TensorParallel parallel(&comm, DeviceGroup::range(0, tp), r, nn::ShardingRule{});
+    const nn::TensorParallel parallel(&comm, DeviceGroup::range(0, tp), r,
+                                      nn::group_placements({}, DeviceGroup::range(0, tp)));
     Tensor leaf = padded_shard(whole, r, C).to(dtype).to(device);
     leaf.set_requires_grad(true);
     const Tensor logits = through_op ? autograd::mul_scalar(leaf, 1.0) : leaf;

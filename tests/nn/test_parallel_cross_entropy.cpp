@@ -79,7 +79,7 @@ TEST_CASE("parallel_cross_entropy records no node without grad mode, and checks 
   std::vector<int> recorded(2, -1);
   std::vector<std::string> errors(2);
   ThreadGroup(2).run([&](int64_t r, Communicator& comm) {
-    const nn::TensorParallel tp(&comm, DeviceGroup::range(0, 2), r, nn::ShardingRule{});
+    const nn::TensorParallel tp(&comm, DeviceGroup::range(0, 2), r, nn::group_placements({}, DeviceGroup::range(0, 2)));
     Tensor logits = padded_shard(whole, r, 3);
     logits.set_requires_grad(true);
     {

@@ -17,10 +17,10 @@
 #include "lib/io/checkpoint.h"
 #include "lib/runtime/training_io.h"
 
-namespace hetu::app {
+namespace hetu::io {
 
 std::optional<runtime::Snapshot> load_newest_intact(
     const io::CheckpointManager& manager, const std::function<runtime::Snapshot(const std::string&)>& load,
     const std::function<bool(bool)>& everywhere);
 
-}  // namespace hetu::app
+}  // namespace hetu::io

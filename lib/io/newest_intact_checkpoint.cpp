@@ -1,5 +1,5 @@
 // The newest intact checkpoint of a folder, for resume = "auto" (newest_intact_checkpoint.h).
-#include "app/newest_intact_checkpoint.h"
+#include "lib/io/newest_intact_checkpoint.h"
 
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -9,7 +9,7 @@
 
 #include "lib/util/error.h"
 
-namespace hetu::app {
+namespace hetu::io {
 namespace {
 
 // Newest first: what `latest` names (possibly a crash's .old copy), then every step folder
@@ -63,4 +63,4 @@ std::optional<runtime::Snapshot> load_newest_intact(
                  manager.dir(), fmt::join(skipped, "\n  "));
 }
 
-}  // namespace hetu::app
+}  // namespace hetu::io

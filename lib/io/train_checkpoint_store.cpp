@@ -1,0 +1,95 @@
+// The sharded checkpoint store of the Trainer.
+#include "lib/io/train_checkpoint_store.h"
+
+#include "lib/io/newest_intact_checkpoint.h"
+#include "lib/io/sharded_checkpoint.h"
+#include "lib/optim/adamw.h"
+#include "lib/util/error.h"
+
+namespace hetu::io {
+
+std::map<std::string, LocalSlot> local_slots(const std::vector<TensorPlacement>& placements, DeviceId rank) {
+  std::map<std::string, LocalSlot> slots;
+  auto slot = [&](const TensorPlacement& p, const Union& annotation) {
+    const Box box = view_box(p, annotation, rank);
+    return LocalSlot{p.shape, p.view, box, local_shape(p.shape, p.view, box), first_holder(annotation, rank)};
+  };
+  for (const TensorPlacement& p : placements) {
+    slots[p.name] = slot(p, p.param);
+    for (const std::string& state : optim::state_names(p.name)) slots[state] = slot(p, p.state);
+  }
+  return slots;
+}
+
+ShardedStore::ShardedStore(std::string dir, int64_t keep, const std::vector<TensorPlacement>& placements,
+                           Communicator& comm)
+    : manager_(std::move(dir), keep), slots_(local_slots(placements, comm.rank())), comm_(comm) {}
+
+std::string ShardedStore::save(const runtime::Snapshot& s) {
+  std::vector<TensorBox> mine;
+  for (const auto& [name, tensor] : s.tensors) {
+    auto it = slots_.find(name);
+    HT_CHECK(it != slots_.end(), "checkpoint: no placement known for tensor {}", name);
+    const LocalSlot& slot = it->second;
+    if (!slot.writer) continue;
+    const Tensor flat = tensor.contiguous().reshape({tensor.numel()});
+    for (const StoredPiece& p : stored_pieces(slot.shape, slot.view, slot.box)) {
+      mine.push_back({name, slot.shape, tensor.dtype(), p.box, flat.narrow(0, p.offset, p.count).view(p.box.size)});
+    }
+  }
+  return save_sharded(manager_, s.step, mine, s.metadata, comm_);
+}
+
+std::optional<runtime::Snapshot> ShardedStore::load_latest() {
+  // Every rank lists the same folder, so they try the same checkpoints in the same order.
+  auto everywhere = [this](bool intact) {
+    Tensor damaged = full({1}, intact ? 0.0 : 1.0, DType::f64);
+    comm_.all_reduce(damaged, comm_.world());
+    return damaged.item() == 0;
+  };
+  return load_newest_intact(manager_, [this](const std::string& path) { return load(path); }, everywhere);
+}
+
+std::map<std::string, Tensor> ShardedStore::read_local(const std::string& path,
+                                                       const std::vector<std::string>& names) const {
+  const CheckpointInfo info = read_info(path);
+  std::vector<TensorBox> wanted;
+  std::vector<Tensor> targets;  // where each wanted box goes in the local tensors
+  std::map<std::string, Tensor> tensors;
+  for (const std::string& name : names) {
+    const LocalSlot& slot = slots_.at(name);
+    auto stored = info.tensors.find(name);
+    if (stored == info.tensors.end()) HT_USAGE_ERROR("checkpoint {} has no tensor {}", path, name);
+    if (stored->second.shape != slot.shape) {
+      HT_USAGE_ERROR("tensor {} has shape {} in the checkpoint {}, {} in the model", name,
+                     shape_str(stored->second.shape), path, shape_str(slot.shape));
+    }
+    Tensor local = empty(slot.local, stored->second.dtype);
+    tensors[name] = local;
+    const Tensor flat = local.reshape({local.numel()});
+    for (const StoredPiece& p : stored_pieces(slot.shape, slot.view, slot.box)) {
+      targets.push_back(flat.narrow(0, p.offset, p.count).view(p.box.size));
+      wanted.push_back({name, slot.shape, stored->second.dtype, p.box, empty(p.box.size, stored->second.dtype)});
+    }
+  }
+  read_boxes(path, wanted);
+  for (size_t i = 0; i < wanted.size(); ++i) targets[i].copy_from(wanted[i].values);
+  return tensors;
+}
+
+std::map<std::string, Tensor> ShardedStore::load_parameters(const std::string& path) {
+  std::vector<std::string> names;
+  for (const auto& [name, slot] : slots_) {
+    if (!optim::is_state_name(name)) names.push_back(name);
+  }
+  return read_local(path, names);
+}
+
+runtime::Snapshot ShardedStore::load(const std::string& path) {
+  std::vector<std::string> names;
+  for (const auto& [name, slot] : slots_) names.push_back(name);
+  const CheckpointInfo info = read_info(path);
+  return {info.step, read_local(path, names), info.metadata};
+}
+
+}  // namespace hetu::io
