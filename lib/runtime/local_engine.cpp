@@ -5,6 +5,7 @@
 #include "lib/autograd/grad_mode.h"
 #include "lib/optim/adamw.h"
 #include "lib/util/error.h"
+#include "lib/util/step_timer.h"
 
 namespace hetu::runtime {
 
@@ -23,7 +24,10 @@ double LocalEngine::forward_backward(BatchSource& train) {
   double loss_sum = 0;
   for (int64_t micro = 0; micro < micro_batches_; ++micro) {
     const Batch batch = train.next();
+    timing::Scope forward(timing::Phase::forward, "forward", timing::Track::compute, {{"mb", micro}, {"stage", 0}});
     const Tensor loss = loss_(batch, tokens_per_step());
+    forward.end();
+    timing::Scope backward(timing::Phase::backward, "backward", timing::Track::compute, {{"mb", micro}, {"stage", 0}});
     autograd::backward(loss);
     loss_sum += loss.item();
   }
