@@ -32,7 +32,8 @@ LineChart metric_chart(const std::vector<RunData>& runs, std::string id, std::st
 
 // Training loss (solid) and validation loss (dashed, dots) of every run against `x`.
 LineChart loss_chart(const std::vector<RunData>& runs, std::string id, std::string x_label, const Field& x) {
-  LineChart c = metric_chart(runs, std::move(id), "Loss", std::move(x_label), "loss", x,
+  const std::string title = "Loss by " + x_label;
+  LineChart c = metric_chart(runs, std::move(id), title, std::move(x_label), "loss", x,
                              [](const MetricPoint& p) { return std::optional<double>(p.loss); });
   for (Series& s : c.series) s.label = "train: " + s.label;
   for (size_t r = 0; r < runs.size(); ++r) {

@@ -62,3 +62,14 @@ def non_white_fraction(decoded):
             if min(row[x:x + 3]) < 200:
                 count += 1
     return count / (width * height)
+
+
+def off_background_fraction(decoded):
+    """The fraction of pixels that differ from the most common colour (the page background)."""
+    width, height, channels, rows = decoded
+    counts = {}
+    for row in rows:
+        for x in range(0, width * channels, channels):
+            key = row[x:x + 3]
+            counts[key] = counts.get(key, 0) + 1
+    return 1 - max(counts.values()) / (width * height)
