@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What per-rank timing and tracing cost per step: the same tiny job (configs/gpt2-tiny-cpu.toml,
 # or a layout under mpirun with --layout NAME) trained with the timers off (HETU_TIMING=0), with
-# timing only, and with timing plus a trace of every step, interleaved over --reps rounds in one
-# run of this script; prints the median step time of each (steps after the first) and the
+# timing only, and with timing plus a trace of every step, interleaved over --reps rounds (the
+# order rotating) in one run of this script; prints the median step time of each (steps after the first) and the
 # ratios against timers-off. Not part of CI.
 # usage: scripts/bench/telemetry_overhead.sh [--steps N] [--reps R] [--layout gpt2-pp2-1f1b]
 set -euo pipefail
@@ -32,10 +32,16 @@ fi
 common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val_*.bin" --set training.steps="$steps"
         --set lr_schedule.warmup_steps=0 --set training.eval_every=0 --set training.log_every=1 --set training.threads=1
         --set checkpoint.every=0)
-for rep in $(seq "$reps"); do
-  HETU_TIMING=0 "${launch[@]}" train "$job" "${common[@]}" --set job.out_dir="$work/off-$rep" > /dev/null 2>&1
-  "${launch[@]}" train "$job" "${common[@]}" --set job.out_dir="$work/timed-$rep" > /dev/null 2>&1
-  "${launch[@]}" train "$job" "${common[@]}" --set "training.trace=\"1-$steps\"" --set job.out_dir="$work/traced-$rep" > /dev/null 2>&1
+run() {  # KIND REP
+  case $1 in
+    off) HETU_TIMING=0 "${launch[@]}" train "$job" "${common[@]}" --set job.out_dir="$work/off-$2" ;;
+    timed) "${launch[@]}" train "$job" "${common[@]}" --set job.out_dir="$work/timed-$2" ;;
+    traced) "${launch[@]}" train "$job" "${common[@]}" --set "training.trace=\"1-$steps\"" --set job.out_dir="$work/traced-$2" ;;
+  esac > /dev/null 2>&1
+}
+kinds=(off timed traced)
+for rep in $(seq "$reps"); do  # the order rotates each round, so drift in the machine's load spreads evenly
+  for k in 0 1 2; do run "${kinds[$(( (k + rep) % 3 ))]}" "$rep"; done
 done
 /usr/bin/python3 - "$work" "$reps" <<'PY'
 import json, statistics, sys

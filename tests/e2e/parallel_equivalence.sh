@@ -4,6 +4,7 @@
 # [parallel] section replaced by one device), from the same seed and data, then checks
 #   - every step's loss (metrics.jsonl) within 1e-5 relative of the single-device loss, and
 #     the validation loss after steps 2 and 4 (replica 0's pipeline evaluates);
+#   - that steps 4-5 were traced on every rank (trace.json) and `hetu report` draws them;
 #   - every final parameter and optimizer tensor (the sharded checkpoint, read back whole by
 #     h5py) within 1e-5 of max|ref| plus 1e-6: Adam turns rounding-level differences in a
 #     gradient that is zero in exact arithmetic (GPT-2's key bias) into ~1e-7 updates.
@@ -30,7 +31,7 @@ single_device_job "$config" "$work/single.toml"
 "$hetu" train "$work/single.toml" "${common[@]}" --set job.out_dir="$work/single" > "$work/single.log" 2>&1 \
   || { cat "$work/single.log"; fail "single-device run"; }
 
-mpirun -np "$ranks" "$hetu" train "$config" "${common[@]}" --set job.out_dir="$work/parallel" > "$work/parallel.log" 2>&1 \
+mpirun -np "$ranks" "$hetu" train "$config" "${common[@]}" --set 'training.trace="4-5"' --set job.out_dir="$work/parallel" > "$work/parallel.log" 2>&1 \
   || { cat "$work/parallel.log"; fail "mpirun -np $ranks run of $layout"; }
 grep "step 5/5" "$work/parallel.log" || true
 
@@ -53,4 +54,20 @@ for step in (2, 4):
 PY
 /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-5 --atol 1e-6 \
   "$work/parallel/checkpoints/step-0000005" "$work/single/checkpoints/step-0000005" || fail "final tensors differ"
+# Traces and reports work for every layout: one process per rank, each rank's forward and
+# backward of the traced steps; the report draws the timeline.
+"$hetu" report "$work/parallel" > /dev/null || fail "hetu report of $layout"
+/usr/bin/python3 - "$work/parallel" "$ranks" <<'PY' || fail "trace of $layout"
+import json, sys
+run, ranks = sys.argv[1], int(sys.argv[2])
+events = json.load(open(f"{run}/trace/trace.json"))["traceEvents"]
+spans = [e for e in events if e["ph"] == "X"]
+assert {e["pid"] for e in events if e["name"] == "process_name"} == set(range(ranks))
+for r in range(ranks):
+    for step in (4, 5):
+        for kind in ("forward", "backward"):
+            assert any(e["pid"] == r and e["name"] == kind and e["args"]["step"] == step for e in spans), (r, step, kind)
+assert 'id="pipeline_0"' in open(f"{run}/report.html").read()
+print(f"trace: {len(spans)} events over {ranks} ranks; report written")
+PY
 echo "PASS $layout"
