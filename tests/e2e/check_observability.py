@@ -28,6 +28,7 @@ def deduped(path):
 # ---- timings --------------------------------------------------------------------------
 first = lines(f"{work}/pp-first.jsonl")
 assert [m["step"] for m in first] == [1, 2, 3, 4], first
+extras = []
 for m in first:
     t = m["time"]
     step = m["step"]
@@ -35,7 +36,9 @@ for m in first:
     b = t["by_rank"]
     assert t["straggler"]["rank"] == 1, f"step {step}: the slow rank is 1, the summary names {t['straggler']}"
     extra = b["forward"][1] - b["forward"][0]
-    assert extra >= 0.8 * 4 * slow, f"step {step}: rank 1 sleeps {4 * slow}s per step in forward, measured +{extra:.3f}s"
+    extras.append(extra)
+    # Per step loosely (a loaded machine may deschedule a rank inside any phase), over the run tightly.
+    assert extra >= 0.5 * 4 * slow, f"step {step}: rank 1 sleeps {4 * slow}s per step in forward, measured +{extra:.3f}s"
     compute1 = b["forward"][1] + b["backward"][1]
     share = t["straggler"]["compute_share"]
     assert abs(share - compute1 / b["step_s"][1]) <= 1e-3 * share, (share, compute1, b["step_s"][1])
@@ -51,6 +54,7 @@ for m in first:
     if step != 3:  # step 3's window holds step 2's checkpoint, which the trainer's step_s leaves out
         assert abs(b["step_s"][0] - m["step_s"]) <= 0.05 * m["step_s"], (b["step_s"][0], m["step_s"])
     print(f"step {step}: rank 1 forward +{extra:.3f}s, compute share {share:.2f}, other {b['other']}")
+assert sum(extras) >= 0.85 * 4 * 4 * slow, f"rank 1 slept {16 * slow}s in forwards, measured +{sum(extras):.3f}s"
 assert any(m["time"]["checkpoint"]["max"] > 0 for m in first), "step 2's checkpoint is timed"
 assert first[1]["time"]["eval"]["max"] > 0, "step 2's evaluation is timed"
 log = open(f"{work}/pp/logs/rank-1.log").read()
