@@ -40,7 +40,7 @@ TEST_CASE("a cached peak is used only for the same CPU and threads, after the bu
   CHECK_FALSE(peak_record_problem(r, kContext).empty());
 }
 
-TEST_CASE("peak records round-trip through their text form; damaged text is refused", "[mfu]") {
+TEST_CASE("peak records round-trip through their text form, and damaged text is refused", "[mfu]") {
   const PeakRecord r{"Intel(R) Xeon(R) CPU @ 2.20GHz", 3, 1.25e11, 1700000000, true};
   const std::optional<PeakRecord> back = hetu::runtime::parse_peak_record(hetu::runtime::format_peak_record(r));
   REQUIRE(back);

@@ -59,7 +59,7 @@ TEST_CASE("nested scopes count exclusive time in the phase the note gives", "[st
   CHECK(t.wall >= 0.129);  // 130 ms of sleeps
 }
 
-TEST_CASE("traced scopes become events; a track's events never overlap", "[step_timer]") {
+TEST_CASE("traced scopes become events, and a track's events never overlap", "[step_timer]") {
   hetu::timing::take_events();
   hetu::timing::set_tracing(true);
   hetu::timing::set_step(7);
@@ -92,7 +92,7 @@ TEST_CASE("HETU_TIMING=0 semantics: a disabled timer records nothing", "[step_ti
   CHECK(seconds(t, Phase::other) >= 0.009);
 }
 
-TEST_CASE("step ranges parse; bad ones name the key", "[step_timer]") {
+TEST_CASE("step ranges parse, and bad ones name the key", "[step_timer]") {
   using hetu::timing::parse_step_range;
   CHECK(parse_step_range("20-22", "k") == std::pair<int64_t, int64_t>{20, 22});
   CHECK(parse_step_range("7", "k") == std::pair<int64_t, int64_t>{7, 7});
