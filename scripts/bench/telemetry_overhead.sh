@@ -2,8 +2,8 @@
 # What per-rank timing and tracing cost per step: the same tiny job (configs/gpt2-tiny-cpu.toml,
 # or a layout under mpirun with --layout NAME) trained with the timers off (HETU_TIMING=0), with
 # timing only, and with timing plus a trace of every step, interleaved over --reps rounds (the
-# order rotating) in one run of this script; prints the median and the minimum step time of each (steps after the
-# first) and the ratios against timers-off. Not part of CI.
+# order rotating) in one run of this script; prints the median and the minimum step time of
+# each (steps after the first) and the ratios against timers-off. Not part of CI.
 # usage: scripts/bench/telemetry_overhead.sh [--steps N] [--reps R] [--layout gpt2-pp2-1f1b]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
