@@ -109,7 +109,8 @@ runtime::TrainerOptions trainer_options(const config::JobConfig& c, int64_t stop
   o.progress_bar = reporting_rank && ::isatty(STDOUT_FILENO) != 0;
   o.checkpoint_metadata = {{"config", config::to_toml(c)}, {"arch", std::string(to_string(c.model.arch))}};
   o.telemetry.out_dir = c.job.out_dir;
-  std::tie(o.telemetry.trace_first, o.telemetry.trace_last) = timing::parse_step_range(c.training.trace, "training.trace");
+  std::tie(o.telemetry.trace_first, o.telemetry.trace_last) =
+      timing::parse_step_range(c.training.trace, "training.trace");
   return o;
 }
 

@@ -82,7 +82,8 @@ double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& 
     const PipeAction& a = actions[k];
     const size_t i = static_cast<size_t>(a.micro_batch);
     if (a.op == PipeOp::forward) {
-      timing::Scope scope(timing::Phase::forward, "forward", timing::Track::compute, {{"mb", a.micro_batch}, {"stage", position_.stage}});
+      timing::Scope scope(timing::Phase::forward, "forward", timing::Track::compute,
+                          {{"mb", a.micro_batch}, {"stage", position_.stage}});
       Tensor input = first_stage() ? micro_batches[i].inputs : inputs[i];
       if (training && !first_stage()) input.set_requires_grad(true);
       Tensor out = compute.forward(input);
@@ -94,7 +95,8 @@ double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& 
       }
       if (training) outputs[i] = out;
     } else {
-      timing::Scope scope(timing::Phase::backward, "backward", timing::Track::compute, {{"mb", a.micro_batch}, {"stage", position_.stage}});
+      timing::Scope scope(timing::Phase::backward, "backward", timing::Track::compute,
+                          {{"mb", a.micro_batch}, {"stage", position_.stage}});
       if (last_stage()) {
         autograd::backward(outputs[i], full({}, seeds_loss() ? 1.0 : 0.0, outputs[i].dtype(), outputs[i].device()));
       } else {

@@ -3,7 +3,8 @@
 # or a layout under mpirun with --layout NAME) trained with the timers off (HETU_TIMING=0), with
 # timing only, and with timing plus a trace of every step, interleaved over --reps rounds (the
 # order rotating) in one run of this script; prints the median and the minimum step time of
-# each (steps after the first) and the ratios against timers-off. Not part of CI.
+# each (steps after the first), the median CPU seconds of a run, and the ratios against
+# timers-off. Not part of CI.
 # usage: scripts/bench/telemetry_overhead.sh [--steps N] [--reps R] [--layout gpt2-pp2-1f1b]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,7 +33,11 @@ fi
 common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val_*.bin" --set training.steps="$steps"
         --set lr_schedule.warmup_steps=0 --set training.eval_every=0 --set training.log_every=1 --set training.threads=1
         --set checkpoint.every=0)
-run() {  # KIND REP
+run() {  # KIND REP; also writes the run's CPU seconds (user + sys, all its processes) to cpu-KIND-REP
+  local TIMEFORMAT="%U %S"
+  { time run_one "$1" "$2" ; } 2> "$work/cpu-$1-$2"
+}
+run_one() {
   case $1 in
     off) HETU_TIMING=0 "${launch[@]}" train "$job" "${common[@]}" --set job.out_dir="$work/off-$2" ;;
     timed) "${launch[@]}" train "$job" "${common[@]}" --set job.out_dir="$work/timed-$2" ;;
@@ -51,9 +56,16 @@ def step_times(kind):
     for rep in range(1, reps + 1):
         times += [json.loads(l)["step_s"] for l in open(f"{work}/{kind}-{rep}/metrics.jsonl")][1:]
     return times
-# The median, and the minimum (the step least disturbed by other work on a shared machine).
+# The median, and the minimum (the step least disturbed by other work on a shared machine); and
+# the CPU seconds of whole runs, which time spent descheduled by other work does not inflate (a
+# single-device run: under mpirun, waiting ranks spin and their CPU time follows the others').
 for name, stat in (("median", statistics.median), ("min", min)):
     off, timed, traced = (stat(step_times(k)) for k in ("off", "timed", "traced"))
     print(f"{name} step: timers off {off * 1e3:.2f} ms | timing {timed * 1e3:.2f} ms | timing + trace {traced * 1e3:.2f} ms"
           f" | ratio vs off: timing {timed / off:.4f}, timing + trace {traced / off:.4f}")
+def cpu(kind):
+    return statistics.median(sum(map(float, open(f"{work}/cpu-{kind}-{rep}").read().split())) for rep in range(1, reps + 1))
+off, timed, traced = (cpu(k) for k in ("off", "timed", "traced"))
+print(f"median CPU seconds per run: timers off {off:.3f} | timing {timed:.3f} | timing + trace {traced:.3f}"
+      f" | ratio vs off: timing {timed / off:.4f}, timing + trace {traced / off:.4f}")
 PY
