@@ -10,7 +10,7 @@ setup_work mfu
 make_byte_data
 ( while :; do :; done ) &
 busy=$!
-trap 'kill $busy 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $busy 2>/dev/null || true; rm -rf "$work"' EXIT
 HOME="$work/home" "$hetu" train "$src/configs/gpt2-tiny-cpu.toml" --set "data.train=$work/data/train_*.bin" \
   --set "data.val=$work/data/val_*.bin" --set training.steps=4 --set training.log_every=1 --set training.threads=1 \
   --set lr_schedule.warmup_steps=0 --set job.out_dir="$work/run" > "$work/train.log" 2>&1 \
