@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <fmt/core.h>
 
 #include "app/build_info.h"
@@ -26,11 +27,13 @@
 #include "lib/io/data_loader.h"
 #include "lib/io/train_checkpoint_store.h"
 #include "lib/ops/ops.h"
+#include "lib/runtime/mfu.h"
 #include "lib/runtime/parallel_engine.h"
 #include "lib/runtime/stop_request.h"
 #include "lib/runtime/trainer.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
+#include "lib/util/step_timer.h"
 #include "lib/util/strings.h"
 #include "models/language_model.h"
 #include "models/parallel_model.h"
@@ -43,6 +46,7 @@ class LoaderSource final : public runtime::BatchSource {
  public:
   LoaderSource(const io::DataLoaderOptions& options, Device device) : loader_(options), device_(device) {}
   runtime::Batch next() override {
+    timing::Scope scope(timing::Phase::data, "data");
     io::Batch b = loader_.next();
     return {b.x.to(device_), b.y.to(device_)};
   }
@@ -54,35 +58,29 @@ class LoaderSource final : public runtime::BatchSource {
   Device device_;
 };
 
-// MFU's denominator: the catalogue's peak for GPUs; for CPUs a short sgemm probe at this
-// thread count, cached per CPU model in ~/.cache/hetu so runs do not repeat it.
+// MFU's denominator: the catalogue's peak for GPUs, and for CPUs when the job's catalogue
+// file gives the type its own nominal peak; otherwise the cached sgemm probe (mfu.h).
 double device_peak_flops(const config::LoadedConfig& loaded, const config::DeviceId& device) {
   const config::JobConfig& c = loaded.config;
   const DeviceProfile* profile = device_profile(loaded, device);
   if (profile != nullptr && profile->kind == DeviceKind::gpu) {
     return 1e12 * (c.training.precision == config::Precision::bf16 ? profile->peak_tflops_bf16 : profile->peak_tflops_fp32);
   }
-  std::string cpu_model = "cpu";
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      cpu_model = std::string(trim(line.substr(line.find(':') + 1)));
-      break;
-    }
+  const DeviceProfile* builtin = profile != nullptr ? DeviceCatalog::builtin().find(profile->name) : nullptr;
+  if (profile != nullptr && profile->peak_tflops_fp32 > 0 &&
+      (builtin == nullptr || builtin->peak_tflops_fp32 != profile->peak_tflops_fp32)) {
+    return 1e12 * profile->peak_tflops_fp32;
   }
   const char* home = std::getenv("HOME");
   const std::string cache = fmt::format("{}/.cache/hetu/sgemm-peak-{}t.txt", home ? home : "/tmp", ops::num_threads());
-  std::ifstream in(cache);
-  std::string cached_model;
-  double flops = 0;
-  if (std::getline(in, cached_model) && cached_model == cpu_model && (in >> flops) && flops > 0) return flops;
-  flops = ops::measure_sgemm_flops(0.3);
   std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(cache).parent_path(), ec);
-  if (!ec) write_file_atomic(cache, fmt::format("{}\n{}\n", cpu_model, flops));
-  spdlog::info("CPU peak for MFU: {:.1f} GFLOP/s (sgemm probe, {} thread(s); cached in {})", flops / 1e9,
-               ops::num_threads(), cache);
-  return flops;
+  const auto built = std::filesystem::last_write_time("/proc/self/exe", ec);
+  const int64_t build_time = ec ? 0 : std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::file_clock::to_sys(built).time_since_epoch()).count();
+  const runtime::PeakContext context{runtime::cpu_model_name(), ops::num_threads(), build_time,
+                                     static_cast<int64_t>(std::thread::hardware_concurrency())};
+  return runtime::cpu_peak_flops(cache, context, [](double s) { return ops::measure_sgemm_flops(s); },
+                                 runtime::runnable_other_processes);
 }
 
 optim::LrDecayKind decay_kind(config::LrDecay decay) {
@@ -111,6 +109,9 @@ runtime::TrainerOptions trainer_options(const config::JobConfig& c, int64_t stop
   if (reporting_rank) o.metrics_path = c.job.out_dir + "/metrics.jsonl";
   o.progress_bar = reporting_rank && ::isatty(STDOUT_FILENO) != 0;
   o.checkpoint_metadata = {{"config", config::to_toml(c)}, {"arch", std::string(to_string(c.model.arch))}};
+  o.telemetry.out_dir = c.job.out_dir;
+  std::tie(o.telemetry.trace_first, o.telemetry.trace_last) =
+      timing::parse_step_range(c.training.trace, "training.trace");
   return o;
 }
 
@@ -185,6 +186,9 @@ int train(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& la
   Tensor peak = full({1}, device_peak_flops(loaded, device), DType::f64);
   host_comm->all_reduce(peak, host_comm->world());
   o.peak_flops = peak.item();
+  o.telemetry.comm = host_comm.get();
+  o.telemetry.rank_label = fmt::format("rank {} (replica {}, stage {}, tp {})", mpi.rank(), position.replica,
+                                       position.stage, position.tp_index);
   runtime::Trainer trainer(engine, o);
   report(trainer.run(train, val.get(), &store));
   return 0;

@@ -78,7 +78,15 @@ struct CkptReshardOptions {
   std::vector<std::string> overrides;  // reshard: --set for that job
 };
 
+struct ReportOptions {
+  std::vector<std::string> runs;  // run folders (out_dir of hetu train); several are overlaid
+  std::string out;                // the HTML file; empty: RUN_DIR/report.html of the first run
+  std::string png_dir;            // also one PNG per chart here; empty: none
+};
+
 int run_config_check(const ConfigOptions& options);
+// `hetu report` (app/cmd_report.cpp).
+int run_report(const ReportOptions& options);
 // `hetu ckpt consolidate|reshard` (app/cmd_ckpt_reshard.cpp).
 int run_ckpt_consolidate(const CkptReshardOptions& options);
 int run_ckpt_reshard(const CkptReshardOptions& options);

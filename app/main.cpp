@@ -121,6 +121,14 @@ int main(int argc, char** argv) {
   verify_cmd->callback([&] { selected = [&] { return run_verify(verify); }; });
 
   DataPrepareOptions data_prepare;
+  ReportOptions report;
+  CLI::App* report_cmd = app.add_subcommand(
+      "report", "One self-contained HTML page of a run's curves, per-rank times and pipeline timeline (several runs overlaid)");
+  report_cmd->add_option("RUN_DIR", report.runs, "Run folders (out_dir of hetu train)")->required()->check(CLI::ExistingDirectory);
+  report_cmd->add_option("--out", report.out, "HTML file to write (default: report.html in the first RUN_DIR)");
+  report_cmd->add_option("--png", report.png_dir, "Also write each chart as a PNG into this folder");
+  report_cmd->callback([&] { selected = [&] { return run_report(report); }; });
+
   CLI::App* data_cmd = app.add_subcommand("data", "Prepare training data");
   data_cmd->require_subcommand(1);
   CLI::App* data_prepare_cmd = data_cmd->add_subcommand(

@@ -2,7 +2,8 @@
 # The main job, from a fresh clone: install dependencies if missing, build hetu, turn the King
 # James Bible (Debian's bible-kjv package; nothing is downloaded from elsewhere) into byte-level
 # token shards, train the default job (configs/gpt2-tiny-cpu.toml: a 4-layer GPT-2) for a couple
-# of minutes on this machine's CPU with the loss falling, save a checkpoint, and print a sample.
+# of minutes on this machine's CPU with the loss falling, save a checkpoint, print a sample, and
+# write the run's report (runs/gpt2-tiny-cpu/report.html: curves and time per phase).
 # Extra arguments go to `hetu train` (e.g. --set training.steps=100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,3 +25,6 @@ echo "== hetu train $job"
 "$hetu" train "$job" "$@"
 echo "== hetu generate runs/gpt2-tiny-cpu"
 "$hetu" generate runs/gpt2-tiny-cpu --prompt "And God said" --max-tokens 200 --temperature 0.8 --seed 7
+echo "== hetu report runs/gpt2-tiny-cpu"
+"$hetu" report runs/gpt2-tiny-cpu
+echo "report: runs/gpt2-tiny-cpu/report.html (open it in a browser; hetu report RUN_A RUN_B overlays runs)"

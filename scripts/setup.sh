@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency of hetu from Debian 12 packages (python3-torch
 # is the independent oracle for reference dumps and benchmarks; bible-kjv the quickstart text;
-# clang with libFuzzer builds the fuzz targets).
+# clang with libFuzzer builds the fuzz targets; librsvg2-dev rasterises `hetu report --png`;
+# chromium renders the report in the slow screenshot test).
 # Idempotent and non-interactive: packages already present are skipped without
 # touching the network, so test.sh and quickstart.sh may call it every time.
 set -euo pipefail
@@ -12,6 +13,7 @@ packages=(
   libhdf5-dev hdf5-tools catch2 libopenmpi-dev openmpi-bin libopenblas-dev libopenblas-openmp-dev libpcre2-dev nlohmann-json3-dev
   python3-torch python3-h5py python3-numpy bible-kjv
   clang libclang-rt-14-dev
+  librsvg2-dev chromium
 )
 
 missing=()

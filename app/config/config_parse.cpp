@@ -142,6 +142,7 @@ void read_training(TableReader& t, TrainingSection& training) {
   if (auto v = t.get_int("eval_steps")) training.eval_steps = *v;
   if (auto v = t.get_int("log_every")) training.log_every = *v;
   if (auto v = t.get_int("threads")) training.threads = *v;
+  if (auto v = t.get_string("trace")) training.trace = *v;
   t.finish();
 }
 

@@ -14,6 +14,8 @@
 
 #include "app/config/config_internal.h"
 #include "app/config/device_spec.h"
+#include "lib/util/error.h"
+#include "lib/util/step_timer.h"
 #include "lib/util/strings.h"
 
 namespace hetu::config {
@@ -136,6 +138,7 @@ class Rules {
     at_least("training.eval_steps", t.eval_steps, 1);
     at_least("training.log_every", t.log_every, 1);
     at_least("training.threads", t.threads, 0);
+    check_trace_range();
     if (t.grad_clip < 0) fail("training.grad_clip", "must be >= 0 (0 disables clipping), got " + fmt::format("{}", t.grad_clip));
     if (t.seq_len > c_.model.max_seq_len) {
       fail("training.seq_len", "seq_len = " + to_string(t.seq_len) + " exceeds model.max_seq_len = " +
@@ -150,6 +153,21 @@ class Rules {
     at_least("checkpoint.every", c_.checkpoint.every, 0);
     at_least("checkpoint.keep", c_.checkpoint.keep, 1);
     if (c_.checkpoint.resume.empty()) fail("checkpoint.resume", "must be \"auto\", \"never\" or a checkpoint path");
+  }
+
+  void check_trace_range() {
+    const TrainingSection& t = c_.training;
+    int64_t first = 0;
+    try {
+      first = timing::parse_step_range(t.trace, "training.trace").first;
+    } catch (const hetu::UsageError&) {
+      fail("training.trace", "expected a step range such as \"20-22\" or \"7\" (steps from 1, first <= last), got \"" +
+                                 t.trace + "\"");
+    }
+    if (first > t.steps) {
+      fail("training.trace", "the range \"" + t.trace + "\" starts after the last step (training.steps = " +
+                                 to_string(t.steps) + ")");
+    }
   }
 
   void check_optimizer() {

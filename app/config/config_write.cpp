@@ -104,6 +104,7 @@ std::string to_toml(const JobConfig& c) {
   line("eval_steps", num(t.eval_steps));
   line("log_every", num(t.log_every));
   line("threads", num(t.threads));
+  line("trace", str(t.trace));
 
   const OptimizerSection& o = c.optimizer;
   out += "\n[optimizer]\n";

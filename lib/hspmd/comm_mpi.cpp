@@ -10,6 +10,7 @@
 #include <map>
 #include <numeric>
 
+#include "lib/hspmd/comm_trace.h"
 #include "lib/hspmd/communicator.h"
 #include "lib/util/error.h"
 
@@ -115,6 +116,8 @@ class MpiCommunicator final : public Communicator {
 
   void all_reduce(const Tensor& buffer, const DeviceGroup& group) override {
     const char* op = "all_reduce";
+    timing::Scope scope(timing::Phase::comm, op, timing::Track::comm,
+                        {{"bytes", tensor_bytes(buffer)}, {"ranks", group.size()}});
     MPI_Datatype type = checked(op, buffer);
     MPI_Comm comm = comm_for(op, group);
     check_mpi(op, MPI_Allreduce(MPI_IN_PLACE, buffer.raw_data(), to_int(op, buffer.numel()), type, sum_op(buffer), comm));
@@ -123,6 +126,8 @@ class MpiCommunicator final : public Communicator {
   void all_gather(const Tensor& in, const Tensor& out, const DeviceGroup& group,
                   std::span<const int64_t> counts) override {
     const char* op = "all_gather";
+    timing::Scope scope(timing::Phase::comm, op, timing::Track::comm,
+                        {{"bytes", tensor_bytes(in)}, {"ranks", group.size()}});
     MPI_Datatype type = checked(op, in);
     checked(op, out);
     check_same_dtype(op, in, out);
@@ -139,6 +144,8 @@ class MpiCommunicator final : public Communicator {
   void reduce_scatter(const Tensor& in, const Tensor& out, const DeviceGroup& group,
                       std::span<const int64_t> counts) override {
     const char* op = "reduce_scatter";
+    timing::Scope scope(timing::Phase::comm, op, timing::Track::comm,
+                        {{"bytes", tensor_bytes(in)}, {"ranks", group.size()}});
     MPI_Datatype type = checked(op, in);
     checked(op, out);
     check_same_dtype(op, in, out);
@@ -153,6 +160,8 @@ class MpiCommunicator final : public Communicator {
   void all_to_all(const Tensor& in, const Tensor& out, const DeviceGroup& group, std::span<const int64_t> send_counts,
                   std::span<const int64_t> recv_counts) override {
     const char* op = "all_to_all";
+    timing::Scope scope(timing::Phase::comm, op, timing::Track::comm,
+                        {{"bytes", tensor_bytes(in)}, {"ranks", group.size()}});
     MPI_Datatype type = checked(op, in);
     checked(op, out);
     check_same_dtype(op, in, out);
@@ -167,6 +176,8 @@ class MpiCommunicator final : public Communicator {
 
   void broadcast(const Tensor& buffer, DeviceId root, const DeviceGroup& group) override {
     const char* op = "broadcast";
+    timing::Scope scope(timing::Phase::comm, op, timing::Track::comm,
+                        {{"bytes", tensor_bytes(buffer)}, {"ranks", group.size()}});
     MPI_Datatype type = checked(op, buffer);
     MPI_Comm comm = comm_for(op, group);
     const std::optional<int64_t> root_index = group.index_of(root);
@@ -176,6 +187,8 @@ class MpiCommunicator final : public Communicator {
 
   void send(const Tensor& tensor, DeviceId peer) override {
     const char* op = "send";
+    timing::Scope scope(timing::Phase::comm, op, timing::Track::comm,
+                        {{"bytes", tensor_bytes(tensor)}, {"peer", peer}});
     MPI_Datatype type = checked(op, tensor);
     check_peer(op, peer);
     check_mpi(op, MPI_Send(tensor.raw_data(), to_int(op, tensor.numel()), type, peer, kP2PTag, MPI_COMM_WORLD));
@@ -183,6 +196,8 @@ class MpiCommunicator final : public Communicator {
 
   void recv(const Tensor& tensor, DeviceId peer) override {
     const char* op = "recv";
+    timing::Scope scope(timing::Phase::comm, op, timing::Track::comm,
+                        {{"bytes", tensor_bytes(tensor)}, {"peer", peer}});
     MPI_Datatype type = checked(op, tensor);
     check_peer(op, peer);
     check_mpi(op, MPI_Recv(tensor.raw_data(), to_int(op, tensor.numel()), type, peer, kP2PTag, MPI_COMM_WORLD,
@@ -191,6 +206,8 @@ class MpiCommunicator final : public Communicator {
 
   void batch_send_recv(std::span<const P2POp> ops) override {
     const char* op = "batch_send_recv";
+    timing::Scope scope(timing::Phase::comm, "send_recv", timing::Track::comm);
+    if (scope.traced()) scope.set_args(p2p_trace_args(ops));
     std::vector<MPI_Request> requests(ops.size(), MPI_REQUEST_NULL);
     for (size_t i = 0; i < ops.size(); ++i) {
       const P2POp& p = ops[i];
@@ -208,6 +225,7 @@ class MpiCommunicator final : public Communicator {
 
   void barrier(const DeviceGroup& group) override {
     const char* op = "barrier";
+    timing::Scope scope(timing::Phase::comm, op, timing::Track::comm);
     check_mpi(op, MPI_Barrier(comm_for(op, group)));
   }
 

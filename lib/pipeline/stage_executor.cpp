@@ -7,6 +7,7 @@
 #include "lib/hspmd/planner.h"
 #include "lib/hspmd/redistribute.h"
 #include "lib/util/error.h"
+#include "lib/util/step_timer.h"
 
 namespace hetu::pipeline {
 namespace {
@@ -73,6 +74,7 @@ double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& 
 
   double loss_sum = 0;
   if (comm_ != nullptr && !actions.empty()) {
+    timing::Scope wait(timing::Phase::pipe_wait);
     post_receive(actions[0]);
     exchange.run();
   }
@@ -80,6 +82,8 @@ double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& 
     const PipeAction& a = actions[k];
     const size_t i = static_cast<size_t>(a.micro_batch);
     if (a.op == PipeOp::forward) {
+      timing::Scope scope(timing::Phase::forward, "forward", timing::Track::compute,
+                          {{"mb", a.micro_batch}, {"stage", position_.stage}});
       Tensor input = first_stage() ? micro_batches[i].inputs : inputs[i];
       if (training && !first_stage()) input.set_requires_grad(true);
       Tensor out = compute.forward(input);
@@ -91,6 +95,8 @@ double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& 
       }
       if (training) outputs[i] = out;
     } else {
+      timing::Scope scope(timing::Phase::backward, "backward", timing::Track::compute,
+                          {{"mb", a.micro_batch}, {"stage", position_.stage}});
       if (last_stage()) {
         autograd::backward(outputs[i], full({}, seeds_loss() ? 1.0 : 0.0, outputs[i].dtype(), outputs[i].device()));
       } else {
@@ -104,6 +110,7 @@ double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& 
       inputs[i] = outputs[i] = output_grads[i] = Tensor();  // free the micro-batch's graph
     }
     if (comm_ != nullptr) {
+      timing::Scope wait(timing::Phase::pipe_wait);
       if (k + 1 < actions.size()) post_receive(actions[k + 1]);
       exchange.run();
     }

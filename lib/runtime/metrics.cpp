@@ -79,6 +79,7 @@ std::string metrics_json(const StepMetrics& m) {
                                  json_number(m.tokens_per_s), json_number(m.mfu), json_number(m.step_seconds));
   if (m.val_loss) json += fmt::format(R"(,"val_loss":{})", json_number(*m.val_loss));
   if (m.peak_memory_gib) json += fmt::format(R"(,"peak_mem_gib":{})", json_number(*m.peak_memory_gib));
+  if (!m.time_json.empty()) json += R"(,"time":)" + m.time_json;
   return json + "}";
 }
 

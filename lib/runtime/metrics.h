@@ -20,6 +20,7 @@ struct StepMetrics {
   double eta_seconds = 0;
   std::optional<double> val_loss;
   std::optional<double> peak_memory_gib;  // GPU runs: the caching allocator's peak so far
+  std::string time_json;                  // per-rank timings (step_telemetry.h), a JSON object; "" if none
 };
 
 // "step   40/200 | loss 2.4512 | lr 1.00e-03 | norm 0.812 | 10.2k tok/s | MFU 31.2% | ETA 1m05s"

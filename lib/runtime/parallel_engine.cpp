@@ -13,6 +13,7 @@
 #include "lib/hspmd/redistribute.h"
 #include "lib/ops/ops.h"
 #include "lib/util/error.h"
+#include "lib/util/step_timer.h"
 
 namespace hetu::runtime {
 
@@ -154,6 +155,7 @@ double ParallelEngine::forward_backward(BatchSource& train) {
 }
 
 void ParallelEngine::sync_grads() {
+  timing::Scope scope(timing::Phase::grad_sync, "grad_sync");
   autograd::NoGradGuard no_grad;
   for (const Bucket& bucket : buckets_) {
     std::vector<Tensor> flat;

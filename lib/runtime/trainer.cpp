@@ -13,7 +13,9 @@
 #include "lib/autograd/functions.h"
 #include "lib/core/cuda_runtime.h"
 #include "lib/runtime/metrics.h"
+#include "lib/runtime/mfu.h"
 #include "lib/runtime/stop_request.h"
+#include "lib/util/step_timer.h"
 
 namespace hetu::runtime {
 namespace {
@@ -67,6 +69,7 @@ void Trainer::restore(const Snapshot& s, BatchSource& train) {
 }
 
 double Trainer::evaluate(BatchSource& val) {
+  timing::Scope scope(timing::Phase::eval, "eval");
   const std::string start = val.save_position();  // every evaluation reads the same batches
   const double loss = engine_.evaluate(val, options_.eval_steps);
   val.restore_position(start);
@@ -107,9 +110,12 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
   const auto run_start = Clock::now();
   const int64_t run_first = step;
   const int64_t last = options_.stop_at_step > 0 ? std::min(options_.stop_at_step, options_.steps) : options_.steps;
+  StepTelemetry telemetry(options_.telemetry);
   while (step < last) {
+    const StepTelemetry::Step in_step = telemetry.step(step + 1, last);
     const double lr = options_.schedule.at(step);
     const double loss_sum = engine_.forward_backward(train);  // See Note [Loss normalisation]
+    timing::Scope optimizer_scope(timing::Phase::optimizer, "optimizer");
     const double norm = engine_.grad_norm();
     if (options_.grad_clip > 0 && norm > options_.grad_clip) optim::scale_grads(params_, options_.grad_clip / (norm + 1e-6));
     if (!std::isfinite(loss_sum) || !std::isfinite(norm)) {
@@ -117,6 +123,7 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
                "checkpoint is untouched; lower training.lr or check the data)", step + 1, loss_sum, norm);
     }
     optimizer_.step(lr);
+    optimizer_scope.end();
     ++step;
     ++window_steps;
     result.losses.push_back(loss_sum);
@@ -139,12 +146,13 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
       m.grad_norm = norm;
       m.step_seconds = window_s / static_cast<double>(window_steps);
       m.tokens_per_s = step_tokens / m.step_seconds;
-      m.mfu = options_.peak_flops > 0 ? m.tokens_per_s * options_.flops_per_token / options_.peak_flops : 0;
+      m.mfu = shown_mfu(options_.peak_flops > 0 ? m.tokens_per_s * options_.flops_per_token / options_.peak_flops : 0);
       m.eta_seconds = run_s / static_cast<double>(step - run_first) * static_cast<double>(options_.steps - step);
       if constexpr (cuda::kBuilt) {
         const Device device = params_.empty() ? Device::cpu() : params_.front().tensor.device();
         if (device.is_cuda()) m.peak_memory_gib = static_cast<double>(cuda::memory_stats(device.index).peak_allocated) / (1 << 30);
       }
+      m.time_json = telemetry.collect(window_steps);
       if (options_.progress_bar) std::fputs("\n", stdout);
       spdlog::info("{}", progress_line(m));
       if (metrics) metrics->write(m);
@@ -154,6 +162,7 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
     const bool stop = engine_.any_rank(stop_requested());
     const bool periodic = options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0;
     if (store != nullptr && (periodic || step == last || stop)) {
+      timing::Scope checkpoint_scope(timing::Phase::checkpoint, "checkpoint");
       result.last_checkpoint = store->save(snapshot(step, train));
       spdlog::info("checkpoint: {}", result.last_checkpoint);
       window_start = Clock::now();  // do not count the save in the next throughput

@@ -19,6 +19,7 @@
 #include "lib/optim/adamw.h"
 #include "lib/optim/lr_schedule.h"
 #include "lib/runtime/step_engine.h"
+#include "lib/runtime/step_telemetry.h"
 #include "lib/runtime/training_io.h"
 
 namespace hetu::runtime {
@@ -41,6 +42,7 @@ struct TrainerOptions {
   double peak_flops = 0;          // device peak, FLOP/s; 0: MFU not reported
   bool progress_bar = false;      // live bar (stdout is a terminal)
   std::map<std::string, std::string> checkpoint_metadata;  // e.g. the resolved config
+  TelemetryOptions telemetry;     // per-rank timings and traces (step_telemetry.h)
 };
 
 struct TrainResult {

@@ -219,6 +219,11 @@ std::vector<BadCase> bad_cases() {
 
       // ---- value ranges ---------------------------------------------------------------------
       {"steps 0", edit(B, 14, "steps = 0"), {}, "job.toml:14: training.steps: must be >= 1, got 0"},
+      {"trace range backwards", edit(B, 14, "steps = 10\ntrace = \"5-3\""), {},
+       "job.toml:15: training.trace: expected a step range such as \"20-22\" or \"7\" (steps from 1, first <= last), got \"5-3\""},
+      {"trace not a range", B, {"training.trace=\"soon\""}, "training.trace: expected a step range such as \"20-22\""},
+      {"trace after the last step", B, {"training.trace=\"11-12\""},
+       "training.trace: the range \"11-12\" starts after the last step (training.steps = 10)"},
       {"negative seed", edit(B, 3, "seed = -1"), {}, "job.toml:3: job.seed: must be >= 0, got -1"},
       {"lr 0", edit(B, 23, "lr = 0.0"), {}, "job.toml:23: optimizer.lr: must be > 0, got 0"},
       {"negative lr via --set", B, {"optimizer.lr=-0.5"},

@@ -7,6 +7,7 @@
 #     the single-device run's, and the validation loss after steps 2 and 4 (replica 0's
 #     pipeline evaluates). The norms matter: clipping to a unit norm and AdamW's invariance
 #     to a uniform gradient scale would hide a gradient that is, say, twice too large;
+#   - that steps 4-5 were traced on every rank (trace.json) and `hetu report` draws them;
 #   - every final parameter and optimizer tensor (the sharded checkpoint, read back whole by
 #     h5py) within 1e-5 of max|ref| plus 1e-6: Adam turns rounding-level differences in a
 #     gradient that is zero in exact arithmetic (GPT-2's key bias) into ~1e-7 updates.
@@ -34,11 +35,27 @@ for clip in ${CLIPS:-1.0 0}; do
   args=(--set training.grad_clip="$clip" "${common[@]}")
   "$hetu" train "$work/single.toml" "${args[@]}" --set job.out_dir="$work/single-$clip" > "$work/single-$clip.log" 2>&1 \
     || { cat "$work/single-$clip.log"; fail "single-device run"; }
-  mpirun -np "$ranks" "$hetu" train "$config" "${args[@]}" --set job.out_dir="$work/parallel-$clip" > "$work/parallel-$clip.log" 2>&1 \
+  mpirun -np "$ranks" "$hetu" train "$config" "${args[@]}" --set 'training.trace="4-5"' --set job.out_dir="$work/parallel-$clip" > "$work/parallel-$clip.log" 2>&1 \
     || { cat "$work/parallel-$clip.log"; fail "mpirun -np $ranks run of $layout"; }
   grep "step 5/5" "$work/parallel-$clip.log" || fail "no progress line for step 5 in the mpirun log"
   compare_runs "single-$clip" "parallel-$clip" 1e-5 --fields loss,grad_norm --steps 5 --val-steps 2,4
   /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-5 --atol 1e-6 \
     "$work/parallel-$clip/checkpoints/step-0000005" "$work/single-$clip/checkpoints/step-0000005" || fail "final tensors differ"
+  # Traces and reports work for every layout: one process per rank, each rank's forward and
+  # backward of the traced steps; the report draws the timeline.
+  "$hetu" report "$work/parallel-$clip" > /dev/null || fail "hetu report of $layout"
+  /usr/bin/python3 - "$work/parallel-$clip" "$ranks" <<'PY' || fail "trace of $layout"
+import json, sys
+run, ranks = sys.argv[1], int(sys.argv[2])
+events = json.load(open(f"{run}/trace/trace.json"))["traceEvents"]
+spans = [e for e in events if e["ph"] == "X"]
+assert {e["pid"] for e in events if e["name"] == "process_name"} == set(range(ranks))
+for r in range(ranks):
+    for step in (4, 5):
+        for kind in ("forward", "backward"):
+            assert any(e["pid"] == r and e["name"] == kind and e["args"]["step"] == step for e in spans), (r, step, kind)
+assert 'id="pipeline_0"' in open(f"{run}/report.html").read()
+print(f"trace: {len(spans)} events over {ranks} ranks; report written")
+PY
 done
 echo "PASS $layout"

@@ -32,7 +32,7 @@ awk -v edges="$edges" '
     return ""
   }
   BEGIN {
-    n = split("lib/util lib/core lib/ops lib/autograd lib/hspmd lib/nn lib/pipeline lib/runtime lib/io lib/plan", order, " ")
+    n = split("lib/util lib/core lib/ops lib/autograd lib/hspmd lib/nn lib/pipeline lib/runtime lib/io lib/plan lib/report", order, " ")
     for (i = 1; i <= n; i++) rank[order[i]] = i
     rank["lib/optim"] = rank["lib/nn"]
     rank["models"] = 20; rank["app"] = 30; rank["tests"] = 40
