@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -34,6 +35,24 @@ std::optional<double> optional_number(const nlohmann::json& j, const char* key) 
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Steps a run resumed from, as rank 0's log records them ("resumed from step N"): a resumed
+// run drops the metrics lines past its checkpoint (lib/runtime/metrics.h), so metrics.jsonl
+// alone shows no repeat; the log is appended to across resumes.
+std::vector<int64_t> resumes_in_log(const std::string& dir) {
+  std::vector<int64_t> steps;
+  std::ifstream log(dir + "/logs/rank-0.log");
+  const std::string marker = "resumed from step ";
+  for (std::string line; std::getline(log, line);) {
+    const size_t at = line.find(marker);
+    if (at == std::string::npos) continue;
+    try {
+      steps.push_back(std::stoll(line.substr(at + marker.size())));
+    } catch (const std::exception&) {
+    }
+  }
+  return steps;
 }
 
 }  // namespace
@@ -83,6 +102,11 @@ RunData load_run(const std::string& dir) {
     by_step[p.step] = p;  // a resumed run's repeat of a step replaces the earlier line
   }
   for (const auto& [step, p] : by_step) run.metrics.push_back(p);
+  for (int64_t step : resumes_in_log(dir)) {
+    if (std::find(run.resumed_after.begin(), run.resumed_after.end(), step) == run.resumed_after.end()) {
+      run.resumed_after.push_back(step);
+    }
+  }
   HT_USAGE_CHECK(!run.metrics.empty(), "report: {} has no logged steps", metrics_path);
 
   for (auto it = time_of.rbegin(); it != time_of.rend(); ++it) {
