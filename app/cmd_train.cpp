@@ -5,10 +5,12 @@
 // (whole on one device, sharded otherwise) and runs the Trainer with a LocalEngine (one
 // device) or a ParallelEngine (any layout), writing out_dir/{config.resolved.toml,
 // metrics.jsonl, logs/, checkpoints/}. SIGTERM/SIGUSR1 end the run after the current step
-// with a checkpoint (stop_request.h).
+// with a checkpoint (stop_request.h). Emulated devices and links (device_emulation.h) wrap
+// the MPI communicator and cap the CPU allocator.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +21,7 @@
 #include "app/commands.h"
 #include "app/compute_device.h"
 #include "app/config/device_spec.h"
+#include "app/device_emulation.h"
 #include "app/rank_map.h"
 #include "app/train_checkpoint_store.h"
 #include "lib/hspmd/mpi_session.h"
@@ -175,13 +178,14 @@ int train_one_device(const config::LoadedConfig& loaded, const pipeline::Paralle
   return 0;
 }
 
-int train_parallel(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& layout,
-                   const config::DeviceId& device, const MpiSession& mpi, int64_t stop_at_step) {
+int train_parallel(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& layout, const RankMap& ranks,
+                   const MpiSession& mpi, int64_t stop_at_step) {
+  const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
   const config::JobConfig& c = loaded.config;
   const Device compute = compute_device(loaded, device);
   // Host-side traffic (checkpoint token passing, the MFU peak) goes over MPI; the training
   // tensors over the communicator of the compute device (NCCL on GPUs).
-  std::unique_ptr<Communicator> host_comm = make_mpi_communicator();
+  std::unique_ptr<Communicator> host_comm = with_emulation(make_mpi_communicator(), loaded, ranks);
   std::unique_ptr<Communicator> device_comm = compute.is_cuda() ? make_nccl_communicator(compute.index) : nullptr;
   Communicator& comm = device_comm ? *device_comm : *host_comm;
   const pipeline::Position position = *layout.locate(mpi.rank());
@@ -222,6 +226,7 @@ int train_parallel(const config::LoadedConfig& loaded, const pipeline::ParallelL
   o.peak_flops = peak.item();
   runtime::Trainer trainer(engine, o);
   report(trainer.run(train, val.get(), &store));
+  if (const std::string emulation = emulation_report(*host_comm); !emulation.empty()) spdlog::info("{}", emulation);
   return 0;
 }
 
@@ -259,6 +264,7 @@ int run_train(const TrainOptions& options) {
     if (!line.empty()) spdlog::info("{}", line);
   }
   for (const std::string& warning : loaded.warnings) spdlog::warn("{}", warning);
+  for (const std::string& line : describe_emulation(loaded)) spdlog::info("{}", line);
   if (single_process_dry_run && needed != 1) {
     spdlog::info("dry run in one process: a real run needs {} ranks (mpirun -np {})", needed, needed);
   }
@@ -275,8 +281,16 @@ int run_train(const TrainOptions& options) {
   }
   runtime::install_stop_handlers();
   const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
+  limit_cpu_memory(loaded, device);
   if (needed == 1) return train_one_device(loaded, layout, device, options.stop_at_step);
-  return train_parallel(loaded, layout, device, mpi, options.stop_at_step);
+  try {
+    return train_parallel(loaded, layout, ranks, mpi, options.stop_at_step);
+  } catch (const Error& error) {
+    // The other ranks would wait for this one in their next collective: end them all.
+    std::fprintf(stderr, "hetu: error (rank %d): %s [%s]\n", mpi.rank(), error.message().c_str(), error.where().c_str());
+    mpi.abort(1);
+  }
+  return 1;
 }
 
 }  // namespace hetu::app
