@@ -23,6 +23,11 @@ struct TrainOptions : ConfigOptions {
   int64_t stop_at_step = 0;  // pause after this step (checkpoint, exit 0); resume continues
 };
 
+struct PlanOptions : ConfigOptions {
+  bool evaluate = false;  // predict the job's own layout (no search)
+  bool json = false;
+};
+
 struct BenchOptions {
   int threads = 0;             // 0: HETU_NUM_THREADS or every core
   bool quick = false;          // shorter timings (smoke test)
@@ -92,6 +97,8 @@ int run_bench_ops(const BenchOptions& options);
 // `hetu bench comm` under mpirun: nccl-tests style bandwidth table (app/cmd_bench_comm.cpp).
 int run_bench_comm(const BenchCommOptions& options);
 int run_train(const TrainOptions& options);
+// `hetu plan JOB --evaluate [--json]`: the job's layout priced by the cost model (app/cmd_plan.cpp).
+int run_plan(const PlanOptions& options);
 int run_env();
 
 // Loads options.config_path (or the embedded default job) with the overrides applied.

@@ -80,6 +80,14 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   train_cmd->callback([&] { selected = [&] { return run_train(train); }; });
 
+  PlanOptions plan;
+  CLI::App* plan_cmd = app.add_subcommand(
+      "plan", "Predict a job's step time and peak memory per device with the cost model (catalogue estimates)");
+  add_config_options(*plan_cmd, plan, /*config_required=*/true);
+  plan_cmd->add_flag("--evaluate", plan.evaluate, "Predict the job's own layout (no search)");
+  plan_cmd->add_flag("--json", plan.json, "Print the prediction as JSON (predicted_step_s, predicted_peak_gib per device)");
+  plan_cmd->callback([&] { selected = [&] { return run_plan(plan); }; });
+
   ConfigOptions check;
   CLI::App* config_cmd = app.add_subcommand("config", "Work with job files");
   config_cmd->require_subcommand(1);
