@@ -1,14 +1,19 @@
-// `hetu plan JOB --evaluate [--set k=v]... [--json]`: the job's own layout priced by the cost
-// model (app/layout_cost.h) from catalogue estimates: per stage its forward and backward time
-// per micro-batch, its peak memory per device against the device's memory and its bubble; the
-// step time, tokens/s and MFU. Searching layouts (without --evaluate) comes later.
+// `hetu plan JOB [--set k=v]... [--top K] [--out planned.toml] [--json]`: every layout of
+// the exhaustive search (layout_search.h) priced from catalogue estimates, a ranked table (the
+// best uniform layout always shown), the best written as a runnable job file. `--evaluate`:
+// the job's own layout only (app/layout_cost.h): per stage its forward and backward time per
+// micro-batch, its peak memory per device against the device's memory and its bubble; the
+// step time, tokens/s and MFU.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
 #include "app/layout_cost.h"
+#include "app/layout_search.h"
+#include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
 
 namespace hetu::app {
@@ -71,12 +76,65 @@ void print_table(const LayoutEstimate& e) {
               100 * e.flops_per_token * e.tokens_per_step / p.step_s / e.peak_flops);
 }
 
+double mfu(const LayoutEstimate& e) { return e.flops_per_token * e.tokens_per_step / e.prediction.step_s / e.peak_flops; }
+
+double max_bubble(const plan::LayoutPrediction& p) {
+  double most = 0;
+  for (const auto& replica : p.bubble)
+    for (double b : replica) most = std::max(most, b);
+  return most;
+}
+
+int run_search(const PlanOptions& options, const config::LoadedConfig& loaded) {
+  const std::vector<PlannedLayout> ranked = search_layouts(loaded);
+  HT_USAGE_CHECK(!ranked.empty(), "hetu plan: no valid layout of {} for this cluster", loaded.config.source);
+  if (options.json) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const PlannedLayout& l : ranked) {
+      nlohmann::json j = to_json(l.estimate);
+      j["layout"] = l.summary;
+      j["fits"] = l.fits;
+      j["uniform"] = l.uniform;
+      all.push_back(std::move(j));
+    }
+    std::printf("%s\n", nlohmann::json{{"candidates", all}, {"source", "catalogue estimate"}}.dump(2).c_str());
+  } else {
+    std::printf("hetu plan %s: %zu layouts searched exhaustively (catalogue estimates; see docs/config.md)\n",
+                loaded.config.source.c_str(), ranked.size());
+    std::printf("%4s  %10s  %10s  %6s  %8s  %9s  %s\n", "rank", "step s", "tokens/s", "MFU", "bubble", "peak GiB",
+                "layout");
+    auto row = [&](size_t i) {
+      const PlannedLayout& l = ranked[i];
+      const plan::LayoutPrediction& p = l.estimate.prediction;
+      double peak = 0;
+      for (const auto& replica : p.peak_bytes)
+        for (double b : replica) peak = std::max(peak, b);
+      std::printf("%4zu  %10.4f  %10.0f  %5.1f%%  %7.0f%%  %9.3f  %s%s%s\n", i + 1, p.step_s,
+                  l.estimate.tokens_per_step / p.step_s, 100 * mfu(l.estimate), 100 * max_bubble(p), peak / kGiB,
+                  l.summary.c_str(), l.uniform ? " [uniform]" : "", l.fits ? "" : " DOES NOT FIT");
+    };
+    const size_t top = std::min(ranked.size(), static_cast<size_t>(std::max<int64_t>(1, options.top)));
+    for (size_t i = 0; i < top; ++i) row(i);
+    for (size_t i = top; i < ranked.size(); ++i) {
+      if (ranked[i].uniform) {
+        std::printf("   ...\n");
+        row(i);
+        break;
+      }
+    }
+  }
+  if (!options.out.empty()) {
+    write_file_atomic(options.out, config::to_toml(ranked[0].job));
+    if (!options.json) std::printf("wrote the best layout to %s\n", options.out.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_plan(const PlanOptions& options) {
-  HT_USAGE_CHECK(options.evaluate, "hetu plan: searching layouts is not implemented yet; --evaluate predicts the "
-                                   "job's own layout");
   const config::LoadedConfig loaded = load_job(options);
+  if (!options.evaluate) return run_search(options, loaded);
   const LayoutEstimate estimate = estimate_layout(loaded);
   if (options.json) {
     std::printf("%s\n", to_json(estimate).dump(2).c_str());

@@ -26,6 +26,8 @@ struct TrainOptions : ConfigOptions {
 struct PlanOptions : ConfigOptions {
   bool evaluate = false;  // predict the job's own layout (no search)
   bool json = false;
+  int64_t top = 5;        // rows of the ranked table
+  std::string out;        // write the best layout here as a job file
 };
 
 struct BenchOptions {
@@ -97,7 +99,7 @@ int run_bench_ops(const BenchOptions& options);
 // `hetu bench comm` under mpirun: nccl-tests style bandwidth table (app/cmd_bench_comm.cpp).
 int run_bench_comm(const BenchCommOptions& options);
 int run_train(const TrainOptions& options);
-// `hetu plan JOB --evaluate [--json]`: the job's layout priced by the cost model (app/cmd_plan.cpp).
+// `hetu plan JOB [--evaluate] [--top K] [--out F] [--json]`: layouts priced by the cost model (app/cmd_plan.cpp).
 int run_plan(const PlanOptions& options);
 int run_env();
 

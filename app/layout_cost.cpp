@@ -4,6 +4,7 @@
 #include <set>
 
 #include "app/config/device_spec.h"
+#include "lib/hspmd/emulated_comm.h"
 #include "lib/plan/stage_estimate.h"
 #include "lib/util/error.h"
 #include "models/model_costs.h"
@@ -26,16 +27,16 @@ const config::NodeSection& node_of(const config::JobConfig& c, const std::string
 }
 
 // The link between devices of nodes a and b: the emulated one when either node emulates
-// (the slower side, as the emulation does), else the assumption.
+// (the slower side, as the emulation does: slower_link), else the assumption.
 plan::Link link_between(const config::JobConfig& c, const std::string& a, const std::string& b, bool gpu) {
   const config::NodeSection& na = node_of(c, a);
   const config::NodeSection& nb = node_of(c, b);
   const bool emulated = na.emulate_link_gbps > 0 || nb.emulate_link_gbps > 0 || na.emulate_link_latency_us > 0 ||
                         nb.emulate_link_latency_us > 0;
   if (a == b || !emulated) return assumed_link(gpu, a == b);
-  double gbps = std::max(na.emulate_link_gbps, nb.emulate_link_gbps);
-  if (na.emulate_link_gbps > 0 && nb.emulate_link_gbps > 0) gbps = std::min(na.emulate_link_gbps, nb.emulate_link_gbps);
-  return {gbps * 1e9 / 8, std::max(na.emulate_link_latency_us, nb.emulate_link_latency_us) * 1e-6};
+  const EmulatedLink link = slower_link({na.emulate_link_gbps, na.emulate_link_latency_us},
+                                        {nb.emulate_link_gbps, nb.emulate_link_latency_us});
+  return {link.gbps * 1e9 / 8, link.latency_us * 1e-6};
 }
 
 // The slowest link between any device of `from` and any of `to`.

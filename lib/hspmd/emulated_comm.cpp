@@ -54,18 +54,15 @@ EmulationClock EmulationClock::real() {
           [](double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }};
 }
 
+EmulatedLink slower_link(const EmulatedLink& a, const EmulatedLink& b) {
+  const double gbps = a.gbps > 0 && b.gbps > 0 ? std::min(a.gbps, b.gbps) : std::max(a.gbps, b.gbps);
+  return {gbps, std::max(a.latency_us, b.latency_us)};
+}
+
 double link_delay_s(const EmulationSpec& spec, int64_t node_a, int64_t node_b, double bytes) {
   if (node_a == node_b) return 0;
-  const EmulatedLink& a = spec.links.at(static_cast<size_t>(node_a));
-  const EmulatedLink& b = spec.links.at(static_cast<size_t>(node_b));
-  double gbps = 0;  // the slower emulated side; 0: neither side is emulated
-  if (a.gbps > 0 && b.gbps > 0) {
-    gbps = std::min(a.gbps, b.gbps);
-  } else {
-    gbps = std::max(a.gbps, b.gbps);
-  }
-  const double latency_s = std::max(a.latency_us, b.latency_us) * 1e-6;
-  return latency_s + (gbps > 0 ? bytes * 8 / (gbps * 1e9) : 0.0);
+  const EmulatedLink link = slower_link(spec.links.at(static_cast<size_t>(node_a)), spec.links.at(static_cast<size_t>(node_b)));
+  return link.latency_us * 1e-6 + (link.gbps > 0 ? bytes * 8 / (link.gbps * 1e9) : 0.0);
 }
 
 EmulatedCommunicator::EmulatedCommunicator(std::unique_ptr<Communicator> inner, EmulationSpec spec,

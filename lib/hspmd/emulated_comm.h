@@ -42,6 +42,10 @@ struct EmulationStats {
   double link_sleep_s = 0;     // slept for emulated links
 };
 
+// The link between two emulated nodes: the larger latency and the smaller bandwidth (a side
+// that does not emulate bandwidth does not limit it; 0: neither does).
+EmulatedLink slower_link(const EmulatedLink& a, const EmulatedLink& b);
+
 // The delay, in seconds, of one message of `bytes` between nodes a and b (0 on one node):
 // the larger latency plus bytes over the smaller bandwidth of the two nodes' links.
 double link_delay_s(const EmulationSpec& spec, int64_t node_a, int64_t node_b, double bytes);

@@ -1,12 +1,15 @@
-// `hetu plan --evaluate` end to end on the job files in configs/: the catalogue-only A100 +
-// H100 job and the emulated CPU job are priced; the JSON holds every stage with its
-// predicted peak memory; checks against facts of the job files and catalogues, not against
-// the cost model's own numbers.
+// `hetu plan` end to end on the job files in configs/: --evaluate prices the catalogue-only
+// A100 + H100 job and the emulated CPU job (checked against facts of the job files and
+// catalogues); the search returns the best of every layout of the emulated job listed by hand
+// here and priced one by one, and writes it as a runnable job file.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/app/run_hetu.h"
+#include "tests/temp_dir.h"
 
 using nlohmann::json;
 using hetu::test::run_hetu;
@@ -60,10 +63,58 @@ TEST_CASE("hetu plan --evaluate: the emulated slow CPU takes twice as long per m
   CHECK(p["replicas"][1]["micro_batches"] == 2);
 }
 
-TEST_CASE("hetu plan without --evaluate says the search is not there yet, exit 2", "[plan_cli]") {
-  const auto result = run_hetu("plan " + std::string(HETU_SOURCE_DIR) + "/configs/emulated-hetero-cpu.toml");
+TEST_CASE("hetu plan returns the best layout of an exhaustive enumeration written out here", "[plan_cli]") {
+  // Every layout of the 2-device emulated job (4 layers, 24 sequences = 6 micro-batches of 4),
+  // listed by hand: one tp-2 stage; two stages with 1+3, 2+2, 3+1 layers; two replicas with
+  // 1..5 of the 6 micro-batches; each with either schedule. Each is priced with --evaluate.
+  const std::string src = HETU_SOURCE_DIR;
+  std::ifstream in(src + "/configs/emulated-hetero-cpu.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string base = text.str().substr(0, text.str().find("[[parallel.replica]]"));
+  const std::string relative = "\"catalogs/emulated-cpus.toml\"";
+  base.replace(base.find(relative), relative.size(), "\"" + src + "/configs/catalogs/emulated-cpus.toml\"");
+  auto stage = [](const std::string& devices, const std::string& layers) {
+    return "  [[parallel.replica.stage]]\n  devices = \"" + devices + "\"\n  layers = \"" + layers + "\"\n";
+  };
+  std::vector<std::string> layouts;
+  for (const std::string schedule : {"1f1b", "gpipe"}) {
+    const std::string head = "[[parallel.replica]]\nschedule = \"" + schedule + "\"\n";
+    layouts.push_back(head + "  [[parallel.replica.stage]]\n  devices = \"fast:0; slow:0\"\n  layers = \"0-3\"\n");
+    for (const auto& [a, b] : {std::pair{"0-0", "1-3"}, {"0-1", "2-3"}, {"0-2", "3-3"}})
+      layouts.push_back(head + stage("fast:0", a) + stage("slow:0", b));
+    for (int share = 1; share <= 5; ++share) {
+      layouts.push_back(head + "batch_share = " + std::to_string(share) + "\n" + stage("fast:0", "0-3") + head +
+                        "batch_share = " + std::to_string(6 - share) + "\n" + stage("slow:0", "0-3"));
+    }
+  }
+  REQUIRE(layouts.size() == 18);
+  hetu::test::TempDir dir("plan_search");
+  double best = 1e30;
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    dir.write("job.toml", base + layouts[i]);
+    const auto result = run_hetu("plan --evaluate --json " + dir.file("job.toml"));
+    INFO(layouts[i] << result.output);
+    REQUIRE(result.exit_code == 0);
+    best = std::min(best, json::parse(result.output)["predicted_step_s"].get<double>());
+  }
+  const auto searched = run_hetu("plan --json --out " + dir.file("planned.toml") + " " + src +
+                                 "/configs/emulated-hetero-cpu.toml");
+  INFO(searched.output);
+  REQUIRE(searched.exit_code == 0);
+  const json candidates = json::parse(searched.output)["candidates"];
+  CHECK(candidates.size() == 18);
+  CHECK(candidates[0]["predicted_step_s"].get<double>() == Approx(best).epsilon(1e-9));
+  // The written job is the best layout, runnable as it is: --evaluate prices it the same.
+  const auto planned = run_hetu("plan --evaluate --json " + dir.file("planned.toml"));
+  REQUIRE(planned.exit_code == 0);
+  CHECK(json::parse(planned.output)["predicted_step_s"].get<double>() == Approx(best).epsilon(1e-9));
+}
+
+TEST_CASE("hetu plan: a cluster past the exhaustive limit is refused, exit 2", "[plan_cli]") {
+  const auto result = run_hetu("plan " + std::string(HETU_SOURCE_DIR) + "/configs/gpt2-124m-dp2-tp2-pp2.toml");
   CHECK(result.exit_code == 2);
-  CHECK_THAT(result.output, Catch::Matchers::Contains("--evaluate"));
+  CHECK_THAT(result.output, Catch::Matchers::Contains("exceed the exhaustive search's limit"));
   const auto text = run_hetu("plan --evaluate " + std::string(HETU_SOURCE_DIR) + "/configs/emulated-hetero-cpu.toml");
   CHECK(text.exit_code == 0);
   CHECK_THAT(text.output, Catch::Matchers::Contains("predicted step"));
