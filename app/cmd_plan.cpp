@@ -34,6 +34,7 @@ nlohmann::json to_json(const LayoutEstimate& e) {
       const StageEstimateInfo& info = e.stages[r][s];
       const plan::StageCost& cost = e.replicas[r].stages[s];
       stages.push_back({{"devices", info.devices}, {"device_type", info.device_type},
+                        {"compute", info.measured ? "measured" : "estimated"},
                         {"layers", fmt::format("{}-{}", info.first_layer, info.last_layer)}, {"tp", info.tp},
                         {"forward_s", cost.times.forward_s}, {"backward_s", cost.times.backward_s},
                         {"send_s", cost.times.send_s}, {"micro_batches_in_flight", p.in_flight[r][s]},
@@ -63,9 +64,9 @@ void print_table(const LayoutEstimate& e) {
       const StageEstimateInfo& info = e.stages[r][s];
       const plan::StageCost& cost = e.replicas[r].stages[s];
       const std::string memory = info.memory_bytes > 0 ? fmt::format("{:.2f}", info.memory_bytes / kGiB) : "-";
-      std::printf("  stage %zu  %-14s %-10s layers %lld-%lld  tp %lld  fwd %.2f ms  bwd %.2f ms  peak %.3f / %s GiB%s"
+      std::printf("  stage %zu  %-14s %-10s %-9s layers %lld-%lld  tp %lld  fwd %.2f ms  bwd %.2f ms  peak %.3f / %s GiB%s"
                   "  bubble %.0f%%\n",
-                  s, info.devices.c_str(), info.device_type.c_str(), static_cast<long long>(info.first_layer),
+                  s, info.devices.c_str(), info.device_type.c_str(), info.measured ? "measured" : "estimated", static_cast<long long>(info.first_layer),
                   static_cast<long long>(info.last_layer), static_cast<long long>(info.tp),
                   1e3 * cost.times.forward_s, 1e3 * cost.times.backward_s, p.peak_bytes[r][s] / kGiB, memory.c_str(),
                   fits(info, p.peak_bytes[r][s]) ? "" : " DOES NOT FIT", 100 * p.bubble[r][s]);
@@ -85,8 +86,9 @@ double max_bubble(const plan::LayoutPrediction& p) {
   return most;
 }
 
-int run_search(const PlanOptions& options, const config::LoadedConfig& loaded) {
-  const std::vector<PlannedLayout> ranked = search_layouts(loaded);
+int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
+               const std::vector<DeviceTypeProfile>& profiles) {
+  const std::vector<PlannedLayout> ranked = search_layouts(loaded, profiles);
   HT_USAGE_CHECK(!ranked.empty(), "hetu plan: no valid layout of {} for this cluster", loaded.config.source);
   if (options.json) {
     nlohmann::json all = nlohmann::json::array();
@@ -99,8 +101,10 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded) {
     }
     std::printf("%s\n", nlohmann::json{{"candidates", all}, {"source", "catalogue estimate"}}.dump(2).c_str());
   } else {
-    std::printf("hetu plan %s: %zu layouts searched exhaustively (catalogue estimates; see docs/config.md)\n",
-                loaded.config.source.c_str(), ranked.size());
+    std::printf("hetu plan %s: %zu layouts searched exhaustively (%s; see docs/config.md)\n",
+                loaded.config.source.c_str(), ranked.size(),
+                profiles.empty() ? "catalogue estimates" : "measured times of the profiled types, catalogue estimates "
+                                                           "for the rest");
     std::printf("%4s  %10s  %10s  %6s  %8s  %9s  %s\n", "rank", "step s", "tokens/s", "MFU", "bubble", "peak GiB",
                 "layout");
     auto row = [&](size_t i) {
@@ -134,8 +138,10 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded) {
 
 int run_plan(const PlanOptions& options) {
   const config::LoadedConfig loaded = load_job(options);
-  if (!options.evaluate) return run_search(options, loaded);
-  const LayoutEstimate estimate = estimate_layout(loaded);
+  const std::vector<DeviceTypeProfile> profiles =
+      options.profile.empty() ? std::vector<DeviceTypeProfile>{} : read_profile_file(options.profile);
+  if (!options.evaluate) return run_search(options, loaded, profiles);
+  const LayoutEstimate estimate = estimate_layout(loaded, profiles);
   if (options.json) {
     std::printf("%s\n", to_json(estimate).dump(2).c_str());
   } else {

@@ -28,6 +28,11 @@ struct PlanOptions : ConfigOptions {
   bool json = false;
   int64_t top = 5;        // rows of the ranked table
   std::string out;        // write the best layout here as a job file
+  std::string profile;    // hetu profile's file: measured device types
+};
+
+struct ProfileOptions : ConfigOptions {
+  std::string out = "profile.toml";
 };
 
 struct BenchOptions {
@@ -101,6 +106,8 @@ int run_bench_comm(const BenchCommOptions& options);
 int run_train(const TrainOptions& options);
 // `hetu plan JOB [--evaluate] [--top K] [--out F] [--json]`: layouts priced by the cost model (app/cmd_plan.cpp).
 int run_plan(const PlanOptions& options);
+// `hetu profile JOB [--out profile.toml]`: measured times of the job's model per CPU type (app/cmd_profile.cpp).
+int run_profile(const ProfileOptions& options);
 int run_env();
 
 // Loads options.config_path (or the embedded default job) with the overrides applied.

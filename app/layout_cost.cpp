@@ -59,9 +59,21 @@ double peak_flops(const DeviceProfile& type, config::Precision precision) {
   return 1e12 * tflops;
 }
 
+// The profile's times scaled from its micro-batch to `tokens` (linear in tokens).
+std::optional<plan::MeasuredTimes> measured_times(const std::vector<DeviceTypeProfile>& profiles,
+                                                  const std::string& type, double tokens) {
+  for (const DeviceTypeProfile& p : profiles) {
+    if (p.device_type != type) continue;
+    const double scale = tokens / static_cast<double>(p.micro_batch * p.seq_len);
+    return plan::MeasuredTimes{scale * p.layer_forward_s, scale * p.layer_backward_s, scale * p.embed_forward_s,
+                               scale * p.embed_backward_s, scale * p.head_forward_s, scale * p.head_backward_s};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-LayoutEstimate estimate_layout(const config::LoadedConfig& loaded) {
+LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles) {
   const config::JobConfig& c = loaded.config;
   const double activation_bytes = c.training.precision == config::Precision::bf16   ? 2.0
                                   : c.training.precision == config::Precision::fp64 ? 8.0
@@ -91,10 +103,11 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded) {
       for (const config::ReplicaSection& other : c.parallel.replicas)
         for (const config::StageSection& st : other.stages) everyone.insert(everyone.end(), st.devices.begin(), st.devices.end());
       rates.replicas = slowest_link(c, stage.devices, everyone, gpu);
+      rates.measured = measured_times(profiles, type.name, static_cast<double>(replica.micro_batch * c.training.seq_len));
       plan::StageShape shape{stage.layers.first, stage.layers.last, s == 0, s + 1 == replica.stages.size(),
                              stage.tp(), replica.micro_batch, c.training.seq_len, num_replicas};
       cost.stages.push_back(plan::estimate_stage(facts, shape, rates));
-      infos.push_back({format_device_list(stage.devices), type.name, type.memory_gib * double(1 << 30),
+      infos.push_back({rates.measured.has_value(), format_device_list(stage.devices), type.name, type.memory_gib * double(1 << 30),
                        stage.layers.first, stage.layers.last, stage.tp()});
       e.peak_flops += static_cast<double>(stage.tp()) * peak_flops(type, c.training.precision);
     }

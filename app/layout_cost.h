@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "app/config/config.h"
+#include "app/profile_file.h"
 #include "lib/plan/cost_model.h"
 
 namespace hetu::app {
@@ -21,6 +22,7 @@ inline constexpr double kGpuEfficiency = 0.45;  // sustained share of the catalo
 inline constexpr double kCpuEfficiency = 0.5;
 
 struct StageEstimateInfo {
+  bool measured = false;     // compute from the profile, not the catalogue
   std::string devices;       // "gpu-a:0-3"
   std::string device_type;   // the catalogue type of its first device
   double memory_bytes = 0;   // per device; 0: unbounded
@@ -36,6 +38,7 @@ struct LayoutEstimate {
   double peak_flops = 0;       // sum of every device's catalogue peak in the job's precision
 };
 
-LayoutEstimate estimate_layout(const config::LoadedConfig& loaded);
+// `profiles`: measured device types (hetu profile); the others are estimated from the catalogue.
+LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles = {});
 
 }  // namespace hetu::app

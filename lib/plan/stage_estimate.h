@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "lib/plan/cost_model.h"
 
@@ -35,6 +36,13 @@ struct Link {
   double transfer_s(double bytes) const { return latency_s + (bytes_per_s > 0 ? bytes / bytes_per_s : 0.0); }
 };
 
+// Measured compute of one micro-batch of the stage's size on one device (a profile).
+struct MeasuredTimes {
+  double layer_forward_s = 0, layer_backward_s = 0;   // one layer
+  double first_forward_s = 0, first_backward_s = 0;   // the embeddings
+  double last_forward_s = 0, last_backward_s = 0;     // the LM head and the loss
+};
+
 // One device type's rates as the estimate uses them.
 struct DeviceRates {
   double flops_per_s = 0;          // sustained: peak x efficiency (/ emulate_slowdown)
@@ -42,6 +50,7 @@ struct DeviceRates {
   Link tp;                         // between the stage's tp ranks
   Link next_stage;                 // to the next stage's devices
   Link replicas;                   // to the other replicas holding the same parameters
+  std::optional<MeasuredTimes> measured;  // when set, replaces the FLOP-based compute (split over tp)
 };
 
 struct StageShape {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -118,4 +119,42 @@ TEST_CASE("hetu plan: a cluster past the exhaustive limit is refused, exit 2", "
   const auto text = run_hetu("plan --evaluate " + std::string(HETU_SOURCE_DIR) + "/configs/emulated-hetero-cpu.toml");
   CHECK(text.exit_code == 0);
   CHECK_THAT(text.output, Catch::Matchers::Contains("predicted step"));
+}
+
+TEST_CASE("hetu profile measures each CPU type with its emulation, and hetu plan --profile uses it", "[plan_cli]") {
+  hetu::test::TempDir dir("profile");
+  const std::string job = std::string(HETU_SOURCE_DIR) + "/configs/emulated-hetero-cpu.toml";
+  const auto profiled = run_hetu("profile " + job + " --set training.threads=1 --out " + dir.file("profile.toml"));
+  INFO(profiled.output);
+  REQUIRE(profiled.exit_code == 0);
+  // Read the file as plain text: one [[profile]] table per type, in node order.
+  std::ifstream in(dir.file("profile.toml"));
+  std::map<std::string, std::map<std::string, double>> times;
+  std::string type;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("device_type = ", 0) == 0) type = line.substr(15, line.size() - 16);
+    const size_t eq = line.find(" = ");
+    if (eq != std::string::npos && line.find("_s = ") != std::string::npos) {
+      times[type][line.substr(0, eq)] = std::stod(line.substr(eq + 3));
+    }
+  }
+  REQUIRE(times.size() == 2);
+  for (const char* key : {"layer_forward_s", "layer_backward_s", "embed_forward_s", "head_forward_s"}) {
+    INFO(key);
+    CHECK(times["cpu"][key] > 0);
+    CHECK(times["cpu-slow"][key] == Approx(2 * times["cpu"][key]).epsilon(1e-6));  // emulate_slowdown = 2
+  }
+  // The fast replica holds the whole model on one device: embedding + 4 layers + head, per micro-batch.
+  const auto planned = run_hetu("plan --evaluate --json --profile " + dir.file("profile.toml") + " " + job);
+  INFO(planned.output);
+  REQUIRE(planned.exit_code == 0);
+  const json fast = json::parse(planned.output)["replicas"][0]["stages"][0];
+  CHECK(fast["compute"] == "measured");
+  CHECK(fast["forward_s"].get<double>() ==
+        Approx(times["cpu"]["embed_forward_s"] + 4 * times["cpu"]["layer_forward_s"] + times["cpu"]["head_forward_s"]));
+  // A bad profile file is a usage error naming the key.
+  dir.write("bad.toml", "[[profile]]\ndevice_type = \"cpu\"\nlayer_forward_s = -1\n");
+  const auto bad = run_hetu("plan --evaluate --profile " + dir.file("bad.toml") + " " + job);
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.output, Catch::Matchers::Contains("profile[0].layer_forward_s: expected seconds >= 0"));
 }

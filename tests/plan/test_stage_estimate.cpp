@@ -73,3 +73,17 @@ TEST_CASE("stage estimate: bad shapes are refused", "[stage_estimate]") {
   CHECK_THROWS_AS(estimate_stage(small_facts(), {0, 1, true, false, 0, 1, 1, 1}, rates()), UsageError);
   CHECK(ring_all_reduce_s(1e9, 1, {1, 1}) == 0);
 }
+
+TEST_CASE("stage estimate: measured times replace the FLOP-based compute, split over tp", "[stage_estimate]") {
+  DeviceRates measured = rates();
+  measured.measured = MeasuredTimes{3, 5, 1, 2, 7, 11};
+  // The last stage of the first case: 2 layers + head, tp 2, tp all_reduces 20 s as before.
+  const StageCost c = estimate_stage(small_facts(), {2, 3, false, true, 2, 2, 3, 3}, measured);
+  CHECK(c.times.forward_s == Approx((2 * 3 + 7) / 2.0 + 20));
+  CHECK(c.times.backward_s == Approx((2 * 5 + 11) / 2.0 + 20));
+  // A whole model on one device: embedding + 4 layers + head.
+  const StageCost whole = estimate_stage(small_facts(), {0, 3, true, true, 1, 2, 3, 1}, measured);
+  CHECK(whole.times.forward_s == Approx(1 + 4 * 3 + 7));
+  CHECK(whole.times.backward_s == Approx(2 + 4 * 5 + 11));
+  CHECK(whole.param_bytes == Approx(4 * 480));  // memory stays estimated
+}
