@@ -16,14 +16,7 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--steps N] [--rounds R]"; exit 2 ;;
   esac
 done
-hetu=build/bin/hetu
-work=$(mktemp -d /tmp/hetu-benefit-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-cat docs/*.md README.md configs/*.toml > "$work/text.txt"
-"$hetu" data prepare --tokenizer byte --out "$work/data" --val-tokens 4000 "$work/text.txt" > /dev/null
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
-common=(--set "data.train=$work/data/train_*.bin" --set training.eval_every=0 --set "training.steps=$steps"
-        --set lr_schedule.warmup_steps=1 --set checkpoint.every=0 --set training.threads=1 --set training.log_every=1)
+source scripts/bench/emulated_job_lib.sh
 run() {  # run NAME SHARE_FAST: the median step time (s) after the first two steps
   mpirun -np 2 --bind-to none "$hetu" train configs/emulated-hetero-cpu.toml "${common[@]}" \
     --set "parallel.replica[0].batch_share=$2" --set job.out_dir="$work/$1" > "$work/$1.log" 2>&1 \

@@ -11,15 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 steps=10
 [ "${1:-}" = "--steps" ] && steps=$2
-hetu=$PWD/build/bin/hetu
+source scripts/bench/emulated_job_lib.sh
 src=$PWD
-work=$(mktemp -d /tmp/hetu-accuracy-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-cat docs/*.md README.md configs/*.toml > "$work/text.txt"
-"$hetu" data prepare --tokenizer byte --out "$work/data" --val-tokens 4000 "$work/text.txt" > /dev/null
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
-common=(--set "data.train=$work/data/train_*.bin" --set training.eval_every=0 --set "training.steps=$steps"
-        --set lr_schedule.warmup_steps=1 --set checkpoint.every=0 --set training.threads=1 --set training.log_every=1)
 # The job without its [parallel] groups, its catalogue by absolute path.
 sed -e '/^\[\[parallel.replica\]\]/,$d' -e "s|\"catalogs/emulated-cpus.toml\"|\"$src/configs/catalogs/emulated-cpus.toml\"|" \
   configs/emulated-hetero-cpu.toml > "$work/base.toml"
