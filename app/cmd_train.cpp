@@ -5,10 +5,12 @@
 // store and runs the Trainer with a ParallelEngine (any layout; one device is a world of
 // one), writing out_dir/{config.resolved.toml,
 // metrics.jsonl, logs/, checkpoints/}. SIGTERM/SIGUSR1 end the run after the current step
-// with a checkpoint (stop_request.h).
+// with a checkpoint (stop_request.h). Emulated devices and links (device_emulation.h) wrap
+// the MPI communicator and cap the CPU allocator.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +23,7 @@
 #include "app/compute_device.h"
 #include "app/config/device_spec.h"
 #include "app/out_dir_lock.h"
+#include "app/device_emulation.h"
 #include "app/rank_map.h"
 #include "lib/hspmd/mpi_session.h"
 #include "lib/io/checkpoint.h"
@@ -147,14 +150,15 @@ void report(const runtime::TrainResult& result) {
 }
 
 // Every layout, one device included (a world of one: make_local_communicator).
-int train(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& layout, const config::DeviceId& device,
+int train(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& layout, const RankMap& ranks,
           const MpiSession& mpi, int64_t stop_at_step) {
+  const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
   const config::JobConfig& c = loaded.config;
   const Device compute = compute_device(loaded, device);
   // Host-side traffic (checkpoint token passing, the MFU peak) goes over MPI; the training
   // tensors over the communicator of the compute device (NCCL on GPUs).
   const bool alone = mpi.world_size() == 1;
-  std::unique_ptr<Communicator> host_comm = alone ? make_local_communicator() : make_mpi_communicator();
+  std::unique_ptr<Communicator> host_comm = alone ? make_local_communicator() : with_emulation(make_mpi_communicator(), loaded, ranks);
   std::unique_ptr<Communicator> device_comm;
   if (compute.is_cuda()) device_comm = alone ? make_local_communicator(compute) : make_nccl_communicator(compute.index);
   Communicator& comm = device_comm ? *device_comm : *host_comm;
@@ -191,6 +195,7 @@ int train(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& la
                                        position.stage, position.tp_index);
   runtime::Trainer trainer(engine, o);
   report(trainer.run(train, val.get(), &store));
+  if (const std::string emulation = emulation_report(*host_comm); !emulation.empty()) spdlog::info("{}", emulation);
   return 0;
 }
 
@@ -230,6 +235,7 @@ int run_train(const TrainOptions& options) {
     if (!line.empty()) spdlog::info("{}", line);
   }
   for (const std::string& warning : loaded.warnings) spdlog::warn("{}", warning);
+  for (const std::string& line : describe_emulation(loaded)) spdlog::info("{}", line);
   if (single_process_dry_run && needed != 1) {
     spdlog::info("dry run in one process: a real run needs {} ranks (mpirun -np {})", needed, needed);
   }
@@ -246,7 +252,16 @@ int run_train(const TrainOptions& options) {
   }
   runtime::install_stop_handlers();
   const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
-  return train(loaded, layout, device, mpi, options.stop_at_step);
+  limit_cpu_memory(loaded, device);
+  if (mpi.world_size() == 1) return train(loaded, layout, ranks, mpi, options.stop_at_step);
+  try {
+    return train(loaded, layout, ranks, mpi, options.stop_at_step);
+  } catch (const Error& error) {
+    // The other ranks would wait for this one in their next collective: end them all.
+    std::fprintf(stderr, "hetu: error (rank %d): %s [%s]\n", mpi.rank(), error.message().c_str(), error.where().c_str());
+    mpi.abort(1);
+  }
+  return 1;
 }
 
 }  // namespace hetu::app

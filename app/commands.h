@@ -23,6 +23,18 @@ struct TrainOptions : ConfigOptions {
   int64_t stop_at_step = 0;  // pause after this step (checkpoint, exit 0); resume continues
 };
 
+struct PlanOptions : ConfigOptions {
+  bool evaluate = false;  // predict the job's own layout (no search)
+  bool json = false;
+  int64_t top = 5;        // rows of the ranked table
+  std::string out;        // write the best layout here as a job file
+  std::string profile;    // hetu profile's file: measured device types
+};
+
+struct ProfileOptions : ConfigOptions {
+  std::string out = "profile.toml";
+};
+
 struct BenchOptions {
   int threads = 0;             // 0: HETU_NUM_THREADS or every core
   bool quick = false;          // shorter timings (smoke test)
@@ -100,6 +112,10 @@ int run_bench_ops(const BenchOptions& options);
 // `hetu bench comm` under mpirun: nccl-tests style bandwidth table (app/cmd_bench_comm.cpp).
 int run_bench_comm(const BenchCommOptions& options);
 int run_train(const TrainOptions& options);
+// `hetu plan JOB [--evaluate] [--top K] [--out F] [--json]`: layouts priced by the cost model (app/cmd_plan.cpp).
+int run_plan(const PlanOptions& options);
+// `hetu profile JOB [--out profile.toml]`: measured times of the job's model per CPU type (app/cmd_profile.cpp).
+int run_profile(const ProfileOptions& options);
 int run_env();
 
 // Loads options.config_path (or the embedded default job) with the overrides applied.

@@ -80,6 +80,24 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   train_cmd->callback([&] { selected = [&] { return run_train(train); }; });
 
+  PlanOptions plan;
+  CLI::App* plan_cmd = app.add_subcommand(
+      "plan", "Search layouts for the job's cluster with the cost model (catalogue estimates); --evaluate: the job's own");
+  add_config_options(*plan_cmd, plan, /*config_required=*/true);
+  plan_cmd->add_flag("--evaluate", plan.evaluate, "Predict the job's own layout (no search)");
+  plan_cmd->add_flag("--json", plan.json, "Print the prediction as JSON (predicted_step_s, predicted_peak_gib per device)");
+  plan_cmd->add_option("--top", plan.top, "Rows of the ranked table")->check(CLI::PositiveNumber)->capture_default_str();
+  plan_cmd->add_option("--out", plan.out, "Write the best layout as a runnable job file");
+  plan_cmd->add_option("--profile", plan.profile, "A hetu profile file: measured times for its device types");
+  plan_cmd->callback([&] { selected = [&] { return run_plan(plan); }; });
+
+  ProfileOptions profile;
+  CLI::App* profile_cmd = app.add_subcommand(
+      "profile", "Measure the job's model per micro-batch on each CPU device type of its cluster (emulation applied)");
+  add_config_options(*profile_cmd, profile, /*config_required=*/true);
+  profile_cmd->add_option("--out", profile.out, "The profile file to write")->capture_default_str();
+  profile_cmd->callback([&] { selected = [&] { return run_profile(profile); }; });
+
   ConfigOptions check;
   CLI::App* config_cmd = app.add_subcommand("config", "Work with job files");
   config_cmd->require_subcommand(1);

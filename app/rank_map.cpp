@@ -12,43 +12,72 @@ namespace {
 
 std::string short_name(const std::string& host) { return host.substr(0, host.find('.')); }
 
-}  // namespace
+// Where each rank runs: (machine, local index) -> rank, the machine each node's host names,
+// and how many ranks run on each machine.
+struct Placement {
+  std::map<std::pair<std::string, int64_t>, int> rank_at;
+  std::map<std::string, std::string> machine_of_node;
+  std::map<std::string, int64_t> count_on;
+};
 
-RankMap map_ranks(const config::JobConfig& c, const std::vector<std::string>& rank_hosts) {
+// Rank r is the i-th rank (in rank order) on the machine it runs on.
+Placement machine_placement(const config::JobConfig& c, const std::vector<std::string>& rank_hosts) {
+  Placement p;
   std::set<std::string> machines;
   for (const std::string& h : rank_hosts) machines.insert(short_name(h));
-  // The machine each [[cluster.node]] names, as a short host name.
-  std::map<std::string, std::string> machine_of_node;
   for (const config::NodeSection& node : c.cluster.nodes) {
     if (node.host == "localhost") {
       if (machines.size() > 1) {
         HT_USAGE_ERROR("[[cluster.node]] host \"localhost\" is ambiguous: the ranks run on {} hosts ({}); name the "
                        "hosts in the job file", machines.size(), fmt::format("{}", fmt::join(machines, ", ")));
       }
-      machine_of_node[node.host] = *machines.begin();
+      p.machine_of_node[node.host] = *machines.begin();
     } else {
-      machine_of_node[node.host] = short_name(node.host);
+      p.machine_of_node[node.host] = short_name(node.host);
     }
   }
-  // Rank r's local index on its machine.
-  std::map<std::pair<std::string, int64_t>, int> rank_at;
-  std::map<std::string, int64_t> count_on;
   for (size_t r = 0; r < rank_hosts.size(); ++r) {
     const std::string machine = short_name(rank_hosts[r]);
-    rank_at[{machine, count_on[machine]++}] = static_cast<int>(r);
+    p.rank_at[{machine, p.count_on[machine]++}] = static_cast<int>(r);
   }
+  return p;
+}
+
+// [cluster] rehearse: rank r drives the r-th device of the cluster in node order, wherever
+// it runs (the node's host stands for itself).
+Placement rehearsal_placement(const config::JobConfig& c, size_t num_ranks) {
+  Placement p;
+  size_t r = 0;
+  for (const config::NodeSection& node : c.cluster.nodes) {
+    p.machine_of_node[node.host] = node.host;
+    for (int64_t i = 0; i < node.count && r < num_ranks; ++i, ++r) {
+      p.rank_at[{node.host, i}] = static_cast<int>(r);
+      ++p.count_on[node.host];
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+RankMap map_ranks(const config::JobConfig& c, const std::vector<std::string>& rank_hosts) {
+  const Placement placement =
+      c.cluster.rehearse ? rehearsal_placement(c, rank_hosts.size()) : machine_placement(c, rank_hosts);
   RankMap map;
   map.device_of_rank.resize(rank_hosts.size());
   std::vector<bool> used(rank_hosts.size(), false);
   for (const config::ReplicaSection& replica : c.parallel.replicas) {
     for (const config::StageSection& stage : replica.stages) {
       for (const config::DeviceId& device : stage.devices) {
-        const std::string& machine = machine_of_node.at(device.host);
-        auto it = rank_at.find({machine, device.index});
-        if (it == rank_at.end()) {
-          HT_USAGE_ERROR("device {} of the [parallel] groups has no rank: {} rank(s) were launched on host {}; start "
-                         "one rank per device on each host (mpirun/srun), local index = device index",
-                         device.str(), count_on[machine], machine);
+        const std::string& machine = placement.machine_of_node.at(device.host);
+        auto it = placement.rank_at.find({machine, device.index});
+        if (it == placement.rank_at.end()) {
+          const auto count = placement.count_on.find(machine);
+          HT_USAGE_ERROR("device {} of the [parallel] groups has no rank: {} rank(s) {} {}; start one rank per "
+                         "device{}", device.str(), count == placement.count_on.end() ? 0 : count->second,
+                         c.cluster.rehearse ? "drive the devices of node" : "were launched on host", machine,
+                         c.cluster.rehearse ? " of the cluster (cluster.rehearse: rank r drives its r-th device)"
+                                            : " on each host (mpirun/srun), local index = device index");
         }
         map.device_of_rank[static_cast<size_t>(it->second)] = device;
         map.rank_of_device[device] = it->second;

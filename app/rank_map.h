@@ -3,7 +3,9 @@
 // order): device "gpu-b:3" is the fourth rank started on host gpu-b. `host = "localhost"`
 // is the machine the ranks run on (valid when they all run on one machine), so
 // single-machine jobs (`mpirun -np 4 hetu train ...`) work anywhere. Host names compare on
-// their first label, so Slurm's short node names match fully qualified ones.
+// their first label, so Slurm's short node names match fully qualified ones. With
+// `[cluster] rehearse = true`, rank r drives the r-th device of the cluster in node order
+// whatever machine it runs on, so made-up hosts rehearse a multi-node cluster on one machine.
 //
 // Every mismatch is a UsageError before compute: a device of the groups with no rank, a rank
 // with no device, ranks on a host the cluster does not list.

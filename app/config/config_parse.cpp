@@ -177,10 +177,14 @@ void read_checkpoint(TableReader& t, CheckpointSection& ckpt) {
 void read_cluster(TableReader& t, ClusterSection& cluster, DeviceCatalog& catalog,
                   const std::string& job_file) {
   if (auto v = t.get_string("device_catalog")) cluster.device_catalog = *v;
+  if (auto v = t.get_bool("rehearse")) cluster.rehearse = *v;
   if (cluster.device_catalog != "builtin") {
     std::filesystem::path path(cluster.device_catalog);
     if (path.is_relative()) path = std::filesystem::path(job_file).parent_path() / path;
     with_key(t, "device_catalog", [&] { read_device_catalog_file(path.string(), catalog); return 0; });
+    // Resolved as an absolute path, so the resolved job (out_dir/config.resolved.toml, a
+    // checkpoint's config) finds the same catalogue from any folder.
+    cluster.device_catalog = std::filesystem::absolute(path).lexically_normal().string();
   }
   std::vector<TableReader> nodes = t.get_table_array("node");
   if (nodes.empty()) t.fail("node", "required: at least one [[cluster.node]] with host and devices");
@@ -194,6 +198,8 @@ void read_cluster(TableReader& t, ClusterSection& cluster, DeviceCatalog& catalo
     // Checked here, not with the other rules: the dp/tp/pp shorthand expands over it.
     if (node.count < 1) devices->fail("count", "must be >= 1, got " + std::to_string(node.count));
     devices->finish();
+    if (auto v = n.get_number("emulate_link_gbps")) node.emulate_link_gbps = *v;
+    if (auto v = n.get_number("emulate_link_latency_us")) node.emulate_link_latency_us = *v;
     n.finish();
     cluster.nodes.push_back(std::move(node));
   }

@@ -187,9 +187,20 @@ class Rules {
       const std::string key = "cluster.node[" + to_string(i) + "]";
       if (node.host.empty()) fail(key + ".host", "must not be empty");
       if (!hosts.insert(node.host).second) fail(key + ".host", "host \"" + node.host + "\" is listed twice");
-      if (catalog_.find(node.device_type) == nullptr) {
+      const DeviceProfile* type = catalog_.find(node.device_type);
+      if (type == nullptr) {
         fail(key + ".devices.type", "unknown device type \"" + node.device_type + "\" (known: " +
                                         join(catalog_.names(), ", ") + "; add others with cluster.device_catalog)");
+      }
+      for (const auto& [name, value] : {std::pair{"emulate_link_gbps", node.emulate_link_gbps},
+                                        std::pair{"emulate_link_latency_us", node.emulate_link_latency_us}}) {
+        if (!(value >= 0) || !std::isfinite(value)) {
+          fail(key + "." + name, fmt::format("must be a number >= 0 (0: not emulated), got {}", value));
+        }
+        if (value > 0 && type->kind != DeviceKind::cpu) {
+          fail(key + "." + name, "only CPU nodes emulate links (their ranks talk over MPI); node " + node.host +
+                                     " has " + node.device_type + " devices");
+        }
       }
     }
   }

@@ -127,10 +127,13 @@ std::string to_toml(const JobConfig& c) {
 
   out += "\n[cluster]\n";
   line("device_catalog", str(c.cluster.device_catalog));
+  line("rehearse", c.cluster.rehearse ? "true" : "false");
   for (const NodeSection& node : c.cluster.nodes) {
     out += "\n[[cluster.node]]\n";
     line("host", str(node.host));
     line("devices", "{ type = " + str(node.device_type) + ", count = " + num(node.count) + " }");
+    if (node.emulate_link_gbps > 0) line("emulate_link_gbps", toml_number(node.emulate_link_gbps));
+    if (node.emulate_link_latency_us > 0) line("emulate_link_latency_us", toml_number(node.emulate_link_latency_us));
   }
 
   out += "\n";

@@ -1,8 +1,12 @@
 // Reads a device catalogue file ([cluster] device_catalog = "my_devices.toml"):
 //   [[device]]
 //   name = "MI250X"        kind = "gpu"      memory_gib = 64
-//   peak_tflops_bf16 = 383  peak_tflops_fp32 = 47.9
+//   peak_tflops_bf16 = 383  peak_tflops_fp32 = 47.9  memory_bandwidth_gbs = 3277
+//   emulate_slowdown = 2.0 (CPU kinds only: rehearse a device F times slower on this machine)
 // Entries add to the builtin catalogue or replace a builtin entry of the same name.
+#include <fmt/core.h>
+
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -29,6 +33,18 @@ void read_device_catalog_file(const std::string& path, DeviceCatalog& catalog) {
     if (auto v = d.get_number("peak_tflops_bf16")) type.peak_tflops_bf16 = *v;
     if (auto v = d.get_number("peak_tflops_fp32")) type.peak_tflops_fp32 = *v;
     if (auto v = d.get_number("memory_gib")) type.memory_gib = *v;
+    if (!(type.memory_gib >= 0)) d.fail("memory_gib", fmt::format("must be >= 0, got {}", type.memory_gib));
+    if (auto v = d.get_number("memory_bandwidth_gbs")) type.memory_bandwidth_gbs = *v;
+    if (!(type.memory_bandwidth_gbs >= 0)) {
+      d.fail("memory_bandwidth_gbs", fmt::format("must be >= 0, got {}", type.memory_bandwidth_gbs));
+    }
+    if (auto v = d.get_number("emulate_slowdown")) {
+      if (!(*v >= 1) || !std::isfinite(*v)) d.fail("emulate_slowdown", fmt::format("must be a number >= 1, got {}", *v));
+      if (type.kind != DeviceKind::cpu) {
+        d.fail("emulate_slowdown", "only CPU kinds can emulate a slowdown (device \"" + type.name + "\" is a gpu)");
+      }
+      type.emulate_slowdown = *v;
+    }
     if (type.peak_tflops_bf16 < 0 || type.peak_tflops_fp32 <= 0) {
       d.fail("peak_tflops_fp32", "peaks must be >= 0 and peak_tflops_fp32 > 0 (needed for MFU)");
     }

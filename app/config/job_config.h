@@ -102,11 +102,18 @@ struct NodeSection {
   std::string host;
   std::string device_type;            // a name in the device catalogue
   int64_t count = 0;
+  // Rehearsal of a slow network (CPU nodes): messages between ranks of this node and another
+  // node are delayed by latency + bytes / bandwidth. 0: not emulated (no delay from this node).
+  double emulate_link_gbps = 0;
+  double emulate_link_latency_us = 0;
   bool operator==(const NodeSection&) const = default;
 };
 
 struct ClusterSection {
   std::string device_catalog = "builtin";  // or a TOML file extending the builtin one
+  // true: rank r drives the r-th device of the cluster in node order, whatever machine it runs
+  // on (made-up hosts rehearse a multi-node cluster under mpirun on one machine).
+  bool rehearse = false;
   std::vector<NodeSection> nodes;
   int64_t num_devices() const;
   bool operator==(const ClusterSection&) const = default;

@@ -1,7 +1,11 @@
-// Storage and the CPU allocator (64-byte aligned so SIMD loads never split cache lines).
+// Storage and the CPU allocator (64-byte aligned so SIMD loads never split cache lines;
+// counts its tensor memory and refuses allocations past an optional limit).
 #include "lib/core/storage.h"
 
+#include <fmt/core.h>
+
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -29,6 +33,7 @@ class CpuAllocator final : public Allocator {
 
   void* allocate(size_t nbytes, Device) override {
     const size_t rounded = round_up(nbytes);
+    reserve(nbytes, rounded);
     if (rounded >= kCacheMin) {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = free_.find(rounded);
@@ -40,12 +45,16 @@ class CpuAllocator final : public Allocator {
       }
     }
     void* ptr = std::aligned_alloc(kCpuAlignment, rounded);
-    HT_CHECK(ptr != nullptr, "out of host memory allocating {} bytes", nbytes);
+    if (ptr == nullptr) {
+      in_use_ -= rounded;
+      HT_THROW("out of host memory allocating {} bytes", nbytes);
+    }
     return ptr;
   }
 
   void deallocate(void* ptr, size_t nbytes, Device) override {
     const size_t rounded = round_up(nbytes);
+    in_use_ -= rounded;
     if (rounded >= kCacheMin) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (cached_bytes_ + rounded <= kCacheMaxBytes) {
@@ -57,6 +66,15 @@ class CpuAllocator final : public Allocator {
     std::free(ptr);
   }
 
+  void set_limit(size_t limit, const std::string& device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    limit_ = limit;
+    device_ = device;
+    peak_ = in_use_.load();
+  }
+
+  CpuMemoryUsage usage() const { return {in_use_.load(), peak_.load(), limit_.load()}; }
+
   ~CpuAllocator() override {
     for (auto& [size, blocks] : free_) {
       for (void* ptr : blocks) std::free(ptr);
@@ -67,15 +85,43 @@ class CpuAllocator final : public Allocator {
   static size_t round_up(size_t nbytes) {
     return (std::max<size_t>(nbytes, 1) + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
   }
+  // Counts `rounded` bytes in use, or throws when that passes the limit.
+  void reserve(size_t nbytes, size_t rounded) {
+    const size_t now = in_use_.fetch_add(rounded) + rounded;
+    const size_t limit = limit_.load();
+    if (limit != 0 && now > limit) {
+      in_use_ -= rounded;
+      std::string device;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        device = device_;
+      }
+      HT_THROW("out of memory on {}: allocating {} with {} in use would pass its {} limit", device, gib(nbytes),
+               gib(now - rounded), gib(limit));
+    }
+    size_t peak = peak_.load();
+    while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+    }
+  }
+  static std::string gib(size_t bytes) { return fmt::format("{:.3f} GiB", static_cast<double>(bytes) / (1 << 30)); }
+
   std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   size_t cached_bytes_ = 0;
+  std::atomic<size_t> in_use_{0};
+  std::atomic<size_t> peak_{0};
+  std::atomic<size_t> limit_{0};
+  std::string device_;  // guarded by mutex_
 };
 
-std::array<Allocator*, 2>& allocators() {
+CpuAllocator& cpu_allocator() {
   static CpuAllocator cpu;
+  return cpu;
+}
+
+std::array<Allocator*, 2>& allocators() {
   static std::array<Allocator*, 2> table = [] {
-    std::array<Allocator*, 2> t = {&cpu, nullptr};
+    std::array<Allocator*, 2> t = {&cpu_allocator(), nullptr};
     if constexpr (cuda::kBuilt) t[1] = cuda::cuda_allocator();
     return t;
   }();
@@ -89,6 +135,10 @@ Allocator* allocator_for(Device device) {
   HT_CHECK(allocator != nullptr, "no allocator for device {} (built without that backend?)", device.str());
   return allocator;
 }
+
+void set_cpu_memory_limit(size_t limit, const std::string& device) { cpu_allocator().set_limit(limit, device); }
+
+CpuMemoryUsage cpu_memory_usage() { return cpu_allocator().usage(); }
 
 void register_allocator(DeviceType type, Allocator* allocator) { allocators()[static_cast<size_t>(type)] = allocator; }
 

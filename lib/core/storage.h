@@ -1,11 +1,12 @@
 // Storage: reference-counted bytes on one device, from an Allocator (64-byte aligned on
-// CPU) or wrapped around memory the caller owns (from_blob). Tensors and their views share
+// CPU, optionally capped: set_cpu_memory_limit) or wrapped around memory the caller owns (from_blob). Tensors and their views share
 // one Storage through std::shared_ptr.
 #pragma once
 
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "lib/core/device.h"
 
@@ -25,6 +26,19 @@ Allocator* allocator_for(Device device);
 void register_allocator(DeviceType type, Allocator* allocator);
 
 inline constexpr size_t kCpuAlignment = 64;
+
+// Tensor memory of the CPU allocator: bytes in live CPU storages (rounded to the alignment),
+// their peak since the limit was last set, and the limit (0: none).
+struct CpuMemoryUsage {
+  size_t in_use = 0;
+  size_t peak = 0;
+  size_t limit = 0;
+};
+// Caps the CPU allocator's tensor memory at `limit` bytes (0: no cap) and restarts the peak: an
+// allocation past it throws "out of memory on <device>: ..." (a device's catalogue memory_gib,
+// enforced on CPUs so that memory limits can be rehearsed). `device` names the device in it.
+void set_cpu_memory_limit(size_t limit, const std::string& device);
+CpuMemoryUsage cpu_memory_usage();
 
 class Storage {
  public:

@@ -1,5 +1,5 @@
 // The device catalogue: peak throughput and memory per device type, used for MFU, for
-// checking that a layout fits, and (later) by the strategy planner. Builtin entries cover
+// checking that a layout fits, for emulating slower devices, and (later) by the strategy planner. Builtin entries cover
 // common GPUs; a job may extend or override them from a TOML file ([cluster] device_catalog).
 //
 //   DeviceCatalog catalog = DeviceCatalog::builtin();
@@ -21,7 +21,11 @@ struct DeviceProfile {
   DeviceKind kind = DeviceKind::gpu;
   double peak_tflops_bf16 = 0;   // dense tensor-core peak; 0 when the type has no bf16 path
   double peak_tflops_fp32 = 0;   // dense fp32 (non-TF32) peak
-  double memory_gib = 0;         // device memory; 0 for host CPUs (bounded by the node)
+  double memory_gib = 0;         // device memory; 0 for host CPUs (bounded by the node); enforced on CPUs
+  double memory_bandwidth_gbs = 0;  // device memory bandwidth, GB/s (the cost model's optimizer step)
+  // CPU kinds only, >= 1: a rank driving this type sleeps (F - 1) x each piece of its compute,
+  // so one machine can rehearse a slower device (see Note [Emulated devices], emulated_comm.h).
+  double emulate_slowdown = 1;
 };
 
 class DeviceCatalog {

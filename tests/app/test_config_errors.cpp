@@ -10,6 +10,7 @@
 
 #include "app/config/config.h"
 #include "lib/util/error.h"
+#include "tests/temp_dir.h"
 
 namespace {
 
@@ -371,6 +372,14 @@ std::vector<BadCase> bad_cases() {
       {"tp*pp does not divide the devices", edit(B, 40, "tp = 4"), {},
        "job.toml:40: parallel.tp: tp*pp = 4 does not divide the 2 devices of [cluster]"},
 
+      // ---- emulated links ----------------------------------------------------------------------
+      {"negative emulated bandwidth", edit(B, 37, "devices = { type = \"cpu\", count = 2 }\nemulate_link_gbps = -1"), {},
+       "job.toml:38: cluster.node[0].emulate_link_gbps: must be a number >= 0 (0: not emulated), got -1"},
+      {"emulated link on a GPU node",
+       edit(B, 37, "devices = { type = \"A100-80G\", count = 2 }\nemulate_link_latency_us = 5"), {},
+       "job.toml:38: cluster.node[0].emulate_link_latency_us: only CPU nodes emulate links"},
+      {"rehearse is a bool", edit(B, 34, "[cluster]\nrehearse = 1"), {}, "job.toml:35: cluster.rehearse"},
+
       // ---- --set syntax ---------------------------------------------------------------------------
       {"--set without '='", B, {"training.steps"},
        "--set training.steps: expected table.key=value (e.g. --set training.steps=100)"},
@@ -464,4 +473,28 @@ TEST_CASE("advisory rules give warnings, not errors", "[config_errors]") {
     CHECK_THAT(loaded.warnings[0],
                Catch::Matchers::StartsWith("--set parallel.replica[0].micro_batch=4: parallel.replica[0].micro_batch:"));
   }
+}
+
+TEST_CASE("a device catalogue file may emulate slower CPUs, and its keys are checked", "[config_errors]") {
+  hetu::test::TempDir dir("catalog_emulation");
+  auto job_with = [&](const std::string& device) {
+    dir.write("catalog.toml", "[[device]]\nname = \"cpu-slow\"\n" + device + "peak_tflops_fp32 = 0.05\n");
+    return edit(kBase, {{34, "[cluster]\ndevice_catalog = \"" + dir.file("catalog.toml") + "\""},
+                        {37, "devices = { type = \"cpu-slow\", count = 2 }"}});
+  };
+  const auto loaded = load_job_config_text(job_with("kind = \"cpu\"\nmemory_gib = 4\nemulate_slowdown = 2.5\n"),
+                                           "job.toml", {});
+  const hetu::DeviceProfile* slow = loaded.catalog.find("cpu-slow");
+  REQUIRE(slow != nullptr);
+  CHECK(slow->emulate_slowdown == 2.5);
+  CHECK(slow->memory_gib == 4);
+  CHECK(loaded.catalog.find("cpu")->emulate_slowdown == 1);
+  CHECK(loaded.config.cluster.device_catalog == dir.file("catalog.toml"));  // absolute: the resolved job finds it
+  CHECK_THAT(load_error(job_with("kind = \"cpu\"\nemulate_slowdown = 0.5\n"), {}),
+             Catch::Matchers::Contains("catalog.toml:4: device[0].emulate_slowdown: must be a number >= 1, got 0.5"));
+  CHECK_THAT(load_error(job_with("kind = \"gpu\"\nemulate_slowdown = 2\n"), {}),
+             Catch::Matchers::Contains("emulate_slowdown: only CPU kinds can emulate a slowdown (device \"cpu-slow\" "
+                                       "is a gpu)"));
+  CHECK_THAT(load_error(job_with("kind = \"cpu\"\nmemory_gib = -1\n"), {}),
+             Catch::Matchers::Contains("memory_gib: must be >= 0, got -1"));
 }

@@ -106,3 +106,39 @@ TEST_CASE("launched ranks that do not match the groups are named", "[rank_map]")
   CHECK_THROWS_WITH(map_ranks(c, {"gpu-b", "gpu-a", "gpu-b", "gpu-a", "gpu-c"}),
                     Catch::Contains("rank 4 on host gpu-c drives no device"));
 }
+
+TEST_CASE("rehearse: rank r drives the r-th device of the cluster in node order, wherever it runs", "[rank_map]") {
+  // Made-up hosts "fast" (2 devices) and "slow" (1 device); every rank runs on this machine.
+  const std::string cluster = R"(
+[cluster]
+rehearse = true
+[[cluster.node]]
+host = "fast"
+devices = { type = "cpu", count = 2 }
+[[cluster.node]]
+host = "slow"
+devices = { type = "cpu", count = 1 }
+[[parallel.replica]]
+  [[parallel.replica.stage]]
+  devices = "slow:0"
+[[parallel.replica]]
+  [[parallel.replica.stage]]
+  devices = "fast:0-1"
+)";
+  const config::JobConfig c = job(cluster);
+  const RankMap map = map_ranks(c, {"box7", "box7", "box7"});
+  CHECK(map.device_of_rank[0] == config::DeviceId{"fast", 0});
+  CHECK(map.device_of_rank[1] == config::DeviceId{"fast", 1});
+  CHECK(map.device_of_rank[2] == config::DeviceId{"slow", 0});
+  CHECK(map.rank_of_device.at({"slow", 0}) == 2);
+  // The machines the ranks run on do not matter.
+  CHECK(map_ranks(c, {"a", "b", "c"}).device_of_rank == map.device_of_rank);
+  // Too few ranks: the device without one is named.
+  CHECK_THROWS_WITH(map_ranks(c, {"box7", "box7"}), Catch::Contains("device slow:0 of the [parallel] groups has no rank"));
+  // Without rehearse the same job needs machines named fast and slow.
+  config::JobConfig real = c;
+  real.cluster.rehearse = false;
+  CHECK_THROWS_WITH(map_ranks(real, {"box7", "box7", "box7"}), Catch::Contains("has no rank"));
+  CHECK(map_ranks(real, {"slow", "fast", "fast"}).device_of_rank[0] == config::DeviceId{"slow", 0});
+}
+

@@ -1,0 +1,154 @@
+// `hetu plan JOB [--set k=v]... [--top K] [--out planned.toml] [--json]`: every layout of
+// the exhaustive search (layout_search.h) priced from catalogue estimates, a ranked table (the
+// best uniform layout always shown), the best written as a runnable job file. `--evaluate`:
+// the job's own layout only (app/layout_cost.h): per stage its forward and backward time per
+// micro-batch, its peak memory per device against the device's memory and its bubble; the
+// step time, tokens/s and MFU.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "app/commands.h"
+#include "app/layout_cost.h"
+#include "app/layout_search.h"
+#include "lib/util/atomic_file.h"
+#include "lib/util/error.h"
+
+namespace hetu::app {
+namespace {
+
+constexpr double kGiB = double(1 << 30);
+
+bool fits(const StageEstimateInfo& info, double peak_bytes) {
+  return info.memory_bytes <= 0 || peak_bytes <= info.memory_bytes;
+}
+
+nlohmann::json to_json(const LayoutEstimate& e) {
+  const plan::LayoutPrediction& p = e.prediction;
+  nlohmann::json replicas = nlohmann::json::array();
+  for (size_t r = 0; r < e.replicas.size(); ++r) {
+    nlohmann::json stages = nlohmann::json::array();
+    for (size_t s = 0; s < e.stages[r].size(); ++s) {
+      const StageEstimateInfo& info = e.stages[r][s];
+      const plan::StageCost& cost = e.replicas[r].stages[s];
+      stages.push_back({{"devices", info.devices}, {"device_type", info.device_type},
+                        {"compute", info.measured ? "measured" : "estimated"},
+                        {"layers", fmt::format("{}-{}", info.first_layer, info.last_layer)}, {"tp", info.tp},
+                        {"forward_s", cost.times.forward_s}, {"backward_s", cost.times.backward_s},
+                        {"send_s", cost.times.send_s}, {"micro_batches_in_flight", p.in_flight[r][s]},
+                        {"predicted_peak_gib", p.peak_bytes[r][s] / kGiB}, {"memory_gib", info.memory_bytes / kGiB},
+                        {"fits", fits(info, p.peak_bytes[r][s])}, {"bubble", p.bubble[r][s]}});
+    }
+    replicas.push_back({{"schedule", pipeline::to_string(e.replicas[r].schedule)},
+                        {"micro_batches", e.replicas[r].micro_batches}, {"pipeline_s", p.replica_pipeline_s[r]},
+                        {"stages", stages}});
+  }
+  return {{"predicted_step_s", p.step_s}, {"pipeline_s", p.pipeline_s}, {"grad_sync_s", p.grad_sync_s},
+          {"optimizer_s", p.optimizer_s}, {"tokens_per_s", e.tokens_per_step / p.step_s},
+          {"mfu", e.flops_per_token * e.tokens_per_step / p.step_s / e.peak_flops}, {"source", "catalogue estimate"},
+          {"replicas", replicas}};
+}
+
+void print_table(const LayoutEstimate& e) {
+  const plan::LayoutPrediction& p = e.prediction;
+  std::printf("catalogue estimate: compute at %.0f%% of a GPU's and %.0f%% of a CPU's catalogue peak, AdamW "
+              "at the memory bandwidth, links as emulated or assumed (see docs/config.md, hetu plan)\n",
+              100 * kGpuEfficiency, 100 * kCpuEfficiency);
+  for (size_t r = 0; r < e.replicas.size(); ++r) {
+    std::printf("replica %zu: %s, %lld micro-batches, pipeline %.4f s\n", r,
+                pipeline::to_string(e.replicas[r].schedule).c_str(),
+                static_cast<long long>(e.replicas[r].micro_batches), p.replica_pipeline_s[r]);
+    for (size_t s = 0; s < e.stages[r].size(); ++s) {
+      const StageEstimateInfo& info = e.stages[r][s];
+      const plan::StageCost& cost = e.replicas[r].stages[s];
+      const std::string memory = info.memory_bytes > 0 ? fmt::format("{:.2f}", info.memory_bytes / kGiB) : "-";
+      std::printf("  stage %zu  %-14s %-10s %-9s layers %lld-%lld  tp %lld  fwd %.2f ms  bwd %.2f ms  peak %.3f / %s GiB%s"
+                  "  bubble %.0f%%\n",
+                  s, info.devices.c_str(), info.device_type.c_str(), info.measured ? "measured" : "estimated", static_cast<long long>(info.first_layer),
+                  static_cast<long long>(info.last_layer), static_cast<long long>(info.tp),
+                  1e3 * cost.times.forward_s, 1e3 * cost.times.backward_s, p.peak_bytes[r][s] / kGiB, memory.c_str(),
+                  fits(info, p.peak_bytes[r][s]) ? "" : " DOES NOT FIT", 100 * p.bubble[r][s]);
+    }
+  }
+  std::printf("predicted step %.4f s (pipeline %.4f, gradient sync %.4f, optimizer %.4f) | %.0f tokens/s | MFU %.1f%%\n",
+              p.step_s, p.pipeline_s, p.grad_sync_s, p.optimizer_s, e.tokens_per_step / p.step_s,
+              100 * e.flops_per_token * e.tokens_per_step / p.step_s / e.peak_flops);
+}
+
+double mfu(const LayoutEstimate& e) { return e.flops_per_token * e.tokens_per_step / e.prediction.step_s / e.peak_flops; }
+
+double max_bubble(const plan::LayoutPrediction& p) {
+  double most = 0;
+  for (const auto& replica : p.bubble)
+    for (double b : replica) most = std::max(most, b);
+  return most;
+}
+
+int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
+               const std::vector<DeviceTypeProfile>& profiles) {
+  const std::vector<PlannedLayout> ranked = search_layouts(loaded, profiles);
+  HT_USAGE_CHECK(!ranked.empty(), "hetu plan: no valid layout of {} for this cluster", loaded.config.source);
+  if (options.json) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const PlannedLayout& l : ranked) {
+      nlohmann::json j = to_json(l.estimate);
+      j["layout"] = l.summary;
+      j["fits"] = l.fits;
+      j["uniform"] = l.uniform;
+      all.push_back(std::move(j));
+    }
+    std::printf("%s\n", nlohmann::json{{"candidates", all}, {"source", "catalogue estimate"}}.dump(2).c_str());
+  } else {
+    std::printf("hetu plan %s: %zu layouts searched exhaustively (%s; see docs/config.md)\n",
+                loaded.config.source.c_str(), ranked.size(),
+                profiles.empty() ? "catalogue estimates" : "measured times of the profiled types, catalogue estimates "
+                                                           "for the rest");
+    std::printf("%4s  %10s  %10s  %6s  %8s  %9s  %s\n", "rank", "step s", "tokens/s", "MFU", "bubble", "peak GiB",
+                "layout");
+    auto row = [&](size_t i) {
+      const PlannedLayout& l = ranked[i];
+      const plan::LayoutPrediction& p = l.estimate.prediction;
+      double peak = 0;
+      for (const auto& replica : p.peak_bytes)
+        for (double b : replica) peak = std::max(peak, b);
+      std::printf("%4zu  %10.4f  %10.0f  %5.1f%%  %7.0f%%  %9.3f  %s%s%s\n", i + 1, p.step_s,
+                  l.estimate.tokens_per_step / p.step_s, 100 * mfu(l.estimate), 100 * max_bubble(p), peak / kGiB,
+                  l.summary.c_str(), l.uniform ? " [uniform]" : "", l.fits ? "" : " DOES NOT FIT");
+    };
+    const size_t top = std::min(ranked.size(), static_cast<size_t>(std::max<int64_t>(1, options.top)));
+    for (size_t i = 0; i < top; ++i) row(i);
+    for (size_t i = top; i < ranked.size(); ++i) {
+      if (ranked[i].uniform) {
+        std::printf("   ...\n");
+        row(i);
+        break;
+      }
+    }
+  }
+  if (!options.out.empty()) {
+    write_file_atomic(options.out, config::to_toml(ranked[0].job));
+    if (!options.json) std::printf("wrote the best layout to %s\n", options.out.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_plan(const PlanOptions& options) {
+  const config::LoadedConfig loaded = load_job(options);
+  const std::vector<DeviceTypeProfile> profiles =
+      options.profile.empty() ? std::vector<DeviceTypeProfile>{} : read_profile_file(options.profile);
+  if (!options.evaluate) return run_search(options, loaded, profiles);
+  const LayoutEstimate estimate = estimate_layout(loaded, profiles);
+  if (options.json) {
+    std::printf("%s\n", to_json(estimate).dump(2).c_str());
+  } else {
+    std::printf("hetu plan --evaluate %s\n", loaded.config.source.c_str());
+    print_table(estimate);
+  }
+  return 0;
+}
+
+}  // namespace hetu::app

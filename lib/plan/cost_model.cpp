@@ -1,0 +1,51 @@
+// Step time and peak memory of a layout from its stage costs. See Note [Step composition].
+#include "lib/plan/cost_model.h"
+
+#include <algorithm>
+
+#include "lib/util/error.h"
+
+namespace hetu::plan {
+
+// Note [Step composition]: the replicas run their pipelines side by side; the gradient sync
+// cannot finish before the slowest replica's last backward (a split collective needs every
+// holder of a block), and each device steps its optimizer after its sync. So the step is the
+// slowest pipeline, then the slowest sync, then the slowest optimizer step: an upper bound
+// when a fast replica's sync or optimizer could overlap a slow replica's pipeline, exact when
+// the slowest replica also has the slowest sync and optimizer (the usual case: it holds the
+// most parameters per device).
+LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas) {
+  HT_USAGE_CHECK(!replicas.empty(), "cost model: no replicas");
+  LayoutPrediction p;
+  for (size_t r = 0; r < replicas.size(); ++r) {
+    const ReplicaCost& replica = replicas[r];
+    HT_USAGE_CHECK(!replica.stages.empty(), "cost model: replica {} has no stages", r);
+    HT_USAGE_CHECK(replica.micro_batches >= 1, "cost model: replica {} runs {} micro-batches", r,
+                   replica.micro_batches);
+    std::vector<StageTimes> times;
+    for (const StageCost& stage : replica.stages) times.push_back(stage.times);
+    const PipelineTime pipe = pipeline_time(replica.schedule, replica.micro_batches, times);
+    p.replica_pipeline_s.push_back(pipe.makespan_s);
+    p.pipeline_s = std::max(p.pipeline_s, pipe.makespan_s);
+    const int64_t num_stages = static_cast<int64_t>(replica.stages.size());
+    std::vector<double> peaks, bubbles;
+    std::vector<int64_t> held;
+    for (int64_t s = 0; s < num_stages; ++s) {
+      const StageCost& stage = replica.stages[static_cast<size_t>(s)];
+      const int64_t in_flight = micro_batches_in_flight(replica.schedule, num_stages, replica.micro_batches, s);
+      peaks.push_back(kTrainingBytesPerParamByte * stage.param_bytes +
+                      static_cast<double>(in_flight) * stage.activation_bytes + stage.workspace_bytes);
+      bubbles.push_back(pipe.bubble(s));
+      held.push_back(in_flight);
+      p.grad_sync_s = std::max(p.grad_sync_s, stage.grad_sync_s);
+      p.optimizer_s = std::max(p.optimizer_s, stage.optimizer_s);
+    }
+    p.peak_bytes.push_back(std::move(peaks));
+    p.bubble.push_back(std::move(bubbles));
+    p.in_flight.push_back(std::move(held));
+  }
+  p.step_s = p.pipeline_s + p.grad_sync_s + p.optimizer_s;
+  return p;
+}
+
+}  // namespace hetu::plan

@@ -1,0 +1,54 @@
+// The cost of a layout: predicted step time and peak memory per device, from the cost of each
+// stage of each replica (per device of its tp group, per micro-batch). Where the stage costs
+// come from (a profile, or the catalogue's peaks) is the caller's business; this file composes
+// them the way a training step runs (see Note [Step composition]):
+//   step = max over replicas of the pipeline's critical path (pipeline_time.h)
+//        + the slowest gradient sync across replicas + the slowest optimizer step;
+//   peak memory of a device = parameters + gradients (as big) + AdamW's two moments (twice as
+//        big) + activations of the micro-batches it holds at once (GPipe: all of them; 1F1B:
+//        up to its stage depth) + workspace.
+//
+//   LayoutPrediction p = predict_layout({{one_f_one_b, 4, {stage0, stage1}}});
+//   p.step_s; p.peak_bytes[0][1];   // replica 0, stage 1, per device
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lib/plan/pipeline_time.h"
+
+namespace hetu::plan {
+
+struct StageCost {
+  StageTimes times;              // per micro-batch
+  double param_bytes = 0;        // the f32 parameters one device of the stage holds (its tp shard)
+  double activation_bytes = 0;   // what one micro-batch leaves for the backward, per device
+  double workspace_bytes = 0;    // temporaries beyond that (the largest op's), per device
+  double grad_sync_s = 0;        // its gradients summed across the replicas (0 with one replica)
+  double optimizer_s = 0;        // AdamW over its shard
+};
+
+struct ReplicaCost {
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
+  int64_t micro_batches = 1;
+  std::vector<StageCost> stages;
+};
+
+struct LayoutPrediction {
+  double step_s = 0;
+  double pipeline_s = 0;                        // the slowest replica's pipeline
+  double grad_sync_s = 0;
+  double optimizer_s = 0;
+  std::vector<double> replica_pipeline_s;       // per replica
+  std::vector<std::vector<double>> peak_bytes;  // [replica][stage], per device
+  std::vector<std::vector<double>> bubble;      // [replica][stage], idle share of the replica's pipeline
+  std::vector<std::vector<int64_t>> in_flight;  // [replica][stage], micro-batches held at once
+};
+
+// Bytes per parameter a device holds for training with AdamW: f32 weight, gradient, m and v.
+inline constexpr double kTrainingBytesPerParamByte = 4;
+
+// Throws hetu::UsageError on no replicas, a replica without stages or micro_batches < 1.
+LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas);
+
+}  // namespace hetu::plan

@@ -1,0 +1,75 @@
+// Stage costs estimated from a model's facts and a device's rates, for device types the
+// planner has no profile of (see Note [Catalogue estimates]): compute at a stated share of
+// the catalogue's peak, AdamW at its memory bandwidth, messages at a link's bandwidth and
+// latency. The result feeds predict_layout (cost_model.h).
+//
+//   StageCost c = estimate_stage(facts, {0, 13, true, false, 4, 1, 4096, 2}, rates);
+//   // layers 0-13 with the embedding, tp 4, micro-batch 1 x 4096 tokens, 2 replicas to sync
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "lib/plan/cost_model.h"
+
+namespace hetu::plan {
+
+// What a model family says about its cost (models/model_costs.h fills it from the model).
+struct ModelFacts {
+  int64_t layers = 0;
+  double layer_params = 0;                    // one transformer layer
+  double first_params = 0;                    // embeddings, on the first stage
+  double last_params = 0;                     // the LM head, on the last stage
+  bool head_shares_embedding = false;         // tied: one stage that is first and last holds it once
+  double layer_forward_flops_per_token = 0;   // at the job's sequence length
+  double head_forward_flops_per_token = 0;    // the LM head, on the last stage
+  double layer_activation_bytes_per_token = 0;  // kept for the backward, per layer
+  double head_activation_bytes_per_token = 0;   // logits and their softmax, on the last stage
+  double hidden_bytes_per_token = 0;          // the activation crossing a stage edge
+  int64_t tp_all_reduces_per_layer = 2;       // forward (the same count again in the backward)
+};
+
+// A network path: bandwidth in bytes/s (0: free) and latency in seconds.
+struct Link {
+  double bytes_per_s = 0;
+  double latency_s = 0;
+  double transfer_s(double bytes) const { return latency_s + (bytes_per_s > 0 ? bytes / bytes_per_s : 0.0); }
+};
+
+// Measured compute of one micro-batch of the stage's size on one device (a profile).
+struct MeasuredTimes {
+  double layer_forward_s = 0, layer_backward_s = 0;   // one layer
+  double first_forward_s = 0, first_backward_s = 0;   // the embeddings
+  double last_forward_s = 0, last_backward_s = 0;     // the LM head and the loss
+};
+
+// One device type's rates as the estimate uses them.
+struct DeviceRates {
+  double flops_per_s = 0;          // sustained: peak x efficiency (/ emulate_slowdown)
+  double memory_bytes_per_s = 0;   // for the optimizer step
+  Link tp;                         // between the stage's tp ranks
+  Link next_stage;                 // to the next stage's devices
+  Link replicas;                   // to the other replicas holding the same parameters
+  std::optional<MeasuredTimes> measured;  // when set, replaces the FLOP-based compute (split over tp)
+};
+
+struct StageShape {
+  int64_t first_layer = 0;
+  int64_t last_layer = 0;
+  bool first = false;              // holds the embeddings
+  bool last = false;               // holds the LM head and the loss
+  int64_t tp = 1;
+  int64_t micro_batch = 1;         // sequences
+  int64_t seq_len = 1;
+  int64_t replicas = 1;            // replicas its gradients are summed across
+};
+
+// Bytes AdamW moves per parameter: reads weight, gradient, m, v; writes weight, m, v (f32).
+inline constexpr double kAdamBytesPerParam = 7 * 4;
+
+StageCost estimate_stage(const ModelFacts& facts, const StageShape& shape, const DeviceRates& rates);
+
+// A ring all_reduce of `bytes` over `members` on `link`: 2(p-1) steps of bytes/p.
+double ring_all_reduce_s(double bytes, int64_t members, const Link& link);
+
+}  // namespace hetu::plan

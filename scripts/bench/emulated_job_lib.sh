@@ -1,0 +1,12 @@
+# Shared by the benchmarks of the emulated job (source it from the repository root with
+# $steps set): $hetu, a work folder $work removed on exit, byte-level data from the docs, the
+# mpirun environment and the training overrides `common` (one thread per rank, a progress
+# line and metrics every step).
+hetu=$PWD/build/bin/hetu
+work=$(mktemp -d /tmp/hetu-emulated-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cat docs/*.md README.md configs/*.toml > "$work/text.txt"
+"$hetu" data prepare --tokenizer byte --out "$work/data" --val-tokens 4000 "$work/text.txt" > /dev/null
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
+common=(--set "data.train=$work/data/train_*.bin" --set training.eval_every=0 --set "training.steps=$steps"
+        --set lr_schedule.warmup_steps=1 --set checkpoint.every=0 --set training.threads=1 --set training.log_every=1)

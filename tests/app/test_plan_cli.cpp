@@ -1,0 +1,160 @@
+// `hetu plan` end to end on the job files in configs/: --evaluate prices the catalogue-only
+// A100 + H100 job and the emulated CPU job (checked against facts of the job files and
+// catalogues); the search returns the best of every layout of the emulated job listed by hand
+// here and priced one by one, and writes it as a runnable job file.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/app/run_hetu.h"
+#include "tests/temp_dir.h"
+
+using nlohmann::json;
+using hetu::test::run_hetu;
+
+namespace {
+
+json plan_json(const std::string& job) {
+  const auto result = run_hetu("plan --evaluate --json " + std::string(HETU_SOURCE_DIR) + "/configs/" + job);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  return json::parse(result.output);
+}
+
+}  // namespace
+
+TEST_CASE("hetu plan --evaluate prices the A100 + H100 job from the catalogue", "[plan_cli]") {
+  const json p = plan_json("llama-7b-hetero-a100-h100.toml");
+  REQUIRE(p["replicas"].size() == 2);
+  // The job file: 3 stages on A100s (tp 4, 2, 2), 2 on H100s; batch shares 2:3 of 80
+  // sequences in micro-batches of 1 and 2.
+  CHECK(p["replicas"][0]["stages"].size() == 3);
+  CHECK(p["replicas"][1]["stages"].size() == 2);
+  CHECK(p["replicas"][0]["stages"][0]["device_type"] == "A100-80G");
+  CHECK(p["replicas"][1]["stages"][0]["device_type"] == "H100-80G");
+  CHECK(p["replicas"][0]["stages"][0]["tp"] == 4);
+  CHECK(p["replicas"][0]["micro_batches"] == 32);
+  CHECK(p["replicas"][1]["micro_batches"] == 24);
+  const double step = p["predicted_step_s"], pipeline = p["pipeline_s"], sync = p["grad_sync_s"],
+               optimizer = p["optimizer_s"];
+  CHECK(step == Approx(pipeline + sync + optimizer));
+  for (const json& replica : p["replicas"]) CHECK(replica["pipeline_s"].get<double>() <= pipeline + 1e-12);
+  // LLaMA-2 7B layer: 4 x 4096^2 + 3 x 4096 x 11008 + 2 x 4096 parameters; stage 0 holds 14 of them
+  // and the 32000 x 4096 embedding on tp 4: weights, gradients and AdamW moments at least.
+  const double layer = 4.0 * 4096 * 4096 + 3.0 * 4096 * 11008 + 2 * 4096;
+  const double lower_gib = 16 * (14 * layer + 32000.0 * 4096) / 4 / (1 << 30);
+  const double stage0 = p["replicas"][0]["stages"][0]["predicted_peak_gib"];
+  CHECK(stage0 >= lower_gib);
+  CHECK(stage0 <= 80);
+  CHECK(p["replicas"][0]["stages"][0]["fits"] == true);
+  CHECK(p["replicas"][0]["stages"][0]["memory_gib"] == 80.0);
+}
+
+TEST_CASE("hetu plan --evaluate: the emulated slow CPU takes twice as long per micro-batch", "[plan_cli]") {
+  const json p = plan_json("emulated-hetero-cpu.toml");
+  // Same layers and micro-batch on both; catalogue peaks 0.2 (cpu) and 0.1 (cpu-slow) TFLOP/s.
+  const double fast = p["replicas"][0]["stages"][0]["forward_s"], slow = p["replicas"][1]["stages"][0]["forward_s"];
+  CHECK(slow == Approx(2 * fast));
+  CHECK(p["replicas"][1]["stages"][0]["memory_gib"] == 2.0);
+  // Batch shares 2:1 of 24 sequences in micro-batches of 4.
+  CHECK(p["replicas"][0]["micro_batches"] == 4);
+  CHECK(p["replicas"][1]["micro_batches"] == 2);
+}
+
+TEST_CASE("hetu plan returns the best layout of an exhaustive enumeration written out here", "[plan_cli]") {
+  // Every layout of the 2-device emulated job (4 layers, 24 sequences = 6 micro-batches of 4),
+  // listed by hand: one tp-2 stage; two stages with 1+3, 2+2, 3+1 layers; two replicas with
+  // 1..5 of the 6 micro-batches; each with either schedule. Each is priced with --evaluate.
+  const std::string src = HETU_SOURCE_DIR;
+  std::ifstream in(src + "/configs/emulated-hetero-cpu.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string base = text.str().substr(0, text.str().find("[[parallel.replica]]"));
+  const std::string relative = "\"catalogs/emulated-cpus.toml\"";
+  base.replace(base.find(relative), relative.size(), "\"" + src + "/configs/catalogs/emulated-cpus.toml\"");
+  auto stage = [](const std::string& devices, const std::string& layers) {
+    return "  [[parallel.replica.stage]]\n  devices = \"" + devices + "\"\n  layers = \"" + layers + "\"\n";
+  };
+  std::vector<std::string> layouts;
+  for (const std::string schedule : {"1f1b", "gpipe"}) {
+    const std::string head = "[[parallel.replica]]\nschedule = \"" + schedule + "\"\n";
+    layouts.push_back(head + "  [[parallel.replica.stage]]\n  devices = \"fast:0; slow:0\"\n  layers = \"0-3\"\n");
+    for (const auto& [a, b] : {std::pair{"0-0", "1-3"}, {"0-1", "2-3"}, {"0-2", "3-3"}})
+      layouts.push_back(head + stage("fast:0", a) + stage("slow:0", b));
+    for (int share = 1; share <= 5; ++share) {
+      layouts.push_back(head + "batch_share = " + std::to_string(share) + "\n" + stage("fast:0", "0-3") + head +
+                        "batch_share = " + std::to_string(6 - share) + "\n" + stage("slow:0", "0-3"));
+    }
+  }
+  REQUIRE(layouts.size() == 18);
+  hetu::test::TempDir dir("plan_search");
+  double best = 1e30;
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    dir.write("job.toml", base + layouts[i]);
+    const auto result = run_hetu("plan --evaluate --json " + dir.file("job.toml"));
+    INFO(layouts[i] << result.output);
+    REQUIRE(result.exit_code == 0);
+    best = std::min(best, json::parse(result.output)["predicted_step_s"].get<double>());
+  }
+  const auto searched = run_hetu("plan --json --out " + dir.file("planned.toml") + " " + src +
+                                 "/configs/emulated-hetero-cpu.toml");
+  INFO(searched.output);
+  REQUIRE(searched.exit_code == 0);
+  const json candidates = json::parse(searched.output)["candidates"];
+  CHECK(candidates.size() == 18);
+  CHECK(candidates[0]["predicted_step_s"].get<double>() == Approx(best).epsilon(1e-9));
+  // The written job is the best layout, runnable as it is: --evaluate prices it the same.
+  const auto planned = run_hetu("plan --evaluate --json " + dir.file("planned.toml"));
+  REQUIRE(planned.exit_code == 0);
+  CHECK(json::parse(planned.output)["predicted_step_s"].get<double>() == Approx(best).epsilon(1e-9));
+}
+
+TEST_CASE("hetu plan: a cluster past the exhaustive limit is refused, exit 2", "[plan_cli]") {
+  const auto result = run_hetu("plan " + std::string(HETU_SOURCE_DIR) + "/configs/gpt2-124m-dp2-tp2-pp2.toml");
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Catch::Matchers::Contains("exceed the exhaustive search's limit"));
+  const auto text = run_hetu("plan --evaluate " + std::string(HETU_SOURCE_DIR) + "/configs/emulated-hetero-cpu.toml");
+  CHECK(text.exit_code == 0);
+  CHECK_THAT(text.output, Catch::Matchers::Contains("predicted step"));
+}
+
+TEST_CASE("hetu profile measures each CPU type with its emulation, and hetu plan --profile uses it", "[plan_cli]") {
+  hetu::test::TempDir dir("profile");
+  const std::string job = std::string(HETU_SOURCE_DIR) + "/configs/emulated-hetero-cpu.toml";
+  const auto profiled = run_hetu("profile " + job + " --set training.threads=1 --out " + dir.file("profile.toml"));
+  INFO(profiled.output);
+  REQUIRE(profiled.exit_code == 0);
+  // Read the file as plain text: one [[profile]] table per type, in node order.
+  std::ifstream in(dir.file("profile.toml"));
+  std::map<std::string, std::map<std::string, double>> times;
+  std::string type;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("device_type = ", 0) == 0) type = line.substr(15, line.size() - 16);
+    const size_t eq = line.find(" = ");
+    if (eq != std::string::npos && line.find("_s = ") != std::string::npos) {
+      times[type][line.substr(0, eq)] = std::stod(line.substr(eq + 3));
+    }
+  }
+  REQUIRE(times.size() == 2);
+  for (const char* key : {"layer_forward_s", "layer_backward_s", "embed_forward_s", "head_forward_s"}) {
+    INFO(key);
+    CHECK(times["cpu"][key] > 0);
+    CHECK(times["cpu-slow"][key] == Approx(2 * times["cpu"][key]).epsilon(1e-6));  // emulate_slowdown = 2
+  }
+  // The fast replica holds the whole model on one device: embedding + 4 layers + head, per micro-batch.
+  const auto planned = run_hetu("plan --evaluate --json --profile " + dir.file("profile.toml") + " " + job);
+  INFO(planned.output);
+  REQUIRE(planned.exit_code == 0);
+  const json fast = json::parse(planned.output)["replicas"][0]["stages"][0];
+  CHECK(fast["compute"] == "measured");
+  CHECK(fast["forward_s"].get<double>() ==
+        Approx(times["cpu"]["embed_forward_s"] + 4 * times["cpu"]["layer_forward_s"] + times["cpu"]["head_forward_s"]));
+  // A bad profile file is a usage error naming the key.
+  dir.write("bad.toml", "[[profile]]\ndevice_type = \"cpu\"\nlayer_forward_s = -1\n");
+  const auto bad = run_hetu("plan --evaluate --profile " + dir.file("bad.toml") + " " + job);
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.output, Catch::Matchers::Contains("profile[0].layer_forward_s: expected seconds >= 0"));
+}

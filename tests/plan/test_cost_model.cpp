@@ -1,0 +1,107 @@
+// The cost model (lib/plan) against schedules timed by hand in the comments below: the
+// pipeline critical path of GPipe and 1F1B with uneven stages and sends, the textbook
+// (m + S - 1)(F + B) of uniform stages, activations in flight per stage, and the step and
+// peak memory of a layout of two unlike replicas.
+#include <catch2/catch.hpp>
+
+#include "lib/plan/cost_model.h"
+#include "lib/util/error.h"
+
+using namespace hetu;
+using namespace hetu::plan;
+using pipeline::ScheduleKind;
+
+namespace {
+
+// Stage times of the hand-timed cases: forwards 1, 2, 1; backwards 2, 4, 2; the 0->1 edge
+// costs 0.5, the 1->2 edge 0.25 (each way).
+std::vector<StageTimes> uneven() { return {{1, 2, 0.5}, {2, 4, 0.25}, {1, 2, 0}}; }
+
+double end_of(const PipelineTime& t, int64_t stage, pipeline::PipeOp op, int64_t mb) {
+  for (const ActionSpan& span : t.spans[static_cast<size_t>(stage)]) {
+    if (span.action.op == op && span.action.micro_batch == mb) return span.end_s;
+  }
+  FAIL("no action");
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("pipeline time: 1F1B on 3 uneven stages, timed by hand", "[cost_model]") {
+  // Lists (2 micro-batches): s0 F0 F1 B0 B1 | s1 F0 F1 B0 B1 | s2 F0 B0 F1 B1.
+  // s0: F0 [0,1]  F1 [1,2]
+  // s1: F0 [1.5,3.5] (1 + 0.5)  F1 [3.5,5.5]
+  // s2: F0 [3.75,4.75] (3.5 + 0.25)  B0 [4.75,6.75]  F1 [6.75,7.75]  B1 [7.75,9.75]
+  // s1: B0 [7,11] (6.75 + 0.25)  B1 [11,15]
+  // s0: B0 [11.5,13.5] (11 + 0.5)  B1 [15.5,17.5] (15 + 0.5)
+  const PipelineTime t = pipeline_time(ScheduleKind::one_f_one_b, 2, uneven());
+  CHECK(t.makespan_s == Approx(17.5));
+  CHECK(end_of(t, 2, pipeline::PipeOp::forward, 0) == Approx(4.75));
+  CHECK(end_of(t, 1, pipeline::PipeOp::backward, 0) == Approx(11));
+  CHECK(end_of(t, 0, pipeline::PipeOp::backward, 0) == Approx(13.5));
+  CHECK(t.busy_s == std::vector<double>{6, 12, 6});
+  CHECK(t.bubble(0) == Approx(1 - 6 / 17.5));
+  CHECK(t.bubble(1) == Approx(1 - 12 / 17.5));
+}
+
+TEST_CASE("pipeline time: GPipe on 3 uneven stages, timed by hand", "[cost_model]") {
+  // Every list F0 F1 B0 B1.
+  // s0: F0 [0,1]  F1 [1,2];  s1: F0 [1.5,3.5]  F1 [3.5,5.5]
+  // s2: F0 [3.75,4.75]  F1 [5.75,6.75]  B0 [6.75,8.75]  B1 [8.75,10.75]
+  // s1: B0 [9,13]  B1 [13,17];  s0: B0 [13.5,15.5]  B1 [17.5,19.5]
+  const PipelineTime t = pipeline_time(ScheduleKind::gpipe, 2, uneven());
+  CHECK(t.makespan_s == Approx(19.5));
+  CHECK(end_of(t, 2, pipeline::PipeOp::forward, 1) == Approx(6.75));
+  CHECK(end_of(t, 1, pipeline::PipeOp::backward, 1) == Approx(17));
+}
+
+TEST_CASE("pipeline time: uniform stages take (m + S - 1)(F + B) in both schedules", "[cost_model]") {
+  const std::vector<StageTimes> uniform(3, StageTimes{1, 2, 0});
+  for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b}) {
+    INFO(pipeline::to_string(kind));
+    CHECK(pipeline_time(kind, 4, uniform).makespan_s == Approx((4 + 3 - 1) * (1 + 2)));
+    CHECK(pipeline_time(kind, 1, uniform).makespan_s == Approx(3 * (1 + 2)));
+  }
+  // One stage: just the sum.
+  CHECK(pipeline_time(ScheduleKind::one_f_one_b, 5, {StageTimes{1, 2, 9}}).makespan_s == Approx(15));
+}
+
+TEST_CASE("activations in flight: GPipe holds every micro-batch, 1F1B up to the stage depth", "[cost_model]") {
+  for (int64_t s = 0; s < 3; ++s) {
+    CHECK(micro_batches_in_flight(ScheduleKind::gpipe, 3, 4, s) == 4);
+    CHECK(micro_batches_in_flight(ScheduleKind::one_f_one_b, 3, 4, s) == 3 - s);
+    CHECK(micro_batches_in_flight(ScheduleKind::one_f_one_b, 3, 2, s) == std::min<int64_t>(2, 3 - s));
+  }
+}
+
+TEST_CASE("layout cost: the slowest pipeline, then the slowest sync and optimizer, and memory per stage",
+          "[cost_model]") {
+  // Replica 0: one stage, 2 micro-batches of F 1 + B 2 -> 6 s. Replica 1: the uneven GPipe
+  // pipeline above -> 19.5 s. Syncs 0.3 / 0.5 / 0.4 / 0.2, optimizers 0.1 / 0.2 / 0.05 / 0.05.
+  ReplicaCost a{ScheduleKind::one_f_one_b, 2, {StageCost{{1, 2, 0}, 100, 10, 5, 0.3, 0.1}}};
+  ReplicaCost b{ScheduleKind::gpipe, 2, {}};
+  const std::vector<StageTimes> times = uneven();
+  const double sync[] = {0.5, 0.4, 0.2}, opt[] = {0.2, 0.05, 0.05};
+  for (size_t s = 0; s < 3; ++s) b.stages.push_back(StageCost{times[s], 40, 8, 1, sync[s], opt[s]});
+  const LayoutPrediction p = predict_layout({a, b});
+  REQUIRE(p.replica_pipeline_s.size() == 2);
+  CHECK(p.replica_pipeline_s[0] == Approx(6));
+  CHECK(p.replica_pipeline_s[1] == Approx(19.5));
+  CHECK(p.step_s == Approx(19.5 + 0.5 + 0.2));
+  // Memory: weights, gradients, m and v (4 x params) + activations in flight + workspace.
+  CHECK(p.peak_bytes[0][0] == Approx(4 * 100 + 1 * 10 + 5));   // 1F1B, one stage: one micro-batch at a time
+  CHECK(p.peak_bytes[1][2] == Approx(4 * 40 + 2 * 8 + 1));     // GPipe: both micro-batches
+  CHECK(p.in_flight[1] == std::vector<int64_t>{2, 2, 2});
+  b.schedule = ScheduleKind::one_f_one_b;
+  const LayoutPrediction q = predict_layout({a, b});
+  CHECK(q.in_flight[1] == std::vector<int64_t>{2, 2, 1});
+  CHECK(q.peak_bytes[1][2] == Approx(4 * 40 + 1 * 8 + 1));
+  CHECK(q.step_s == Approx(17.5 + 0.5 + 0.2));
+  CHECK(q.bubble[1][0] == Approx(1 - 6 / 17.5));
+}
+
+TEST_CASE("layout cost: bad input is refused", "[cost_model]") {
+  CHECK_THROWS_AS(predict_layout({}), UsageError);
+  CHECK_THROWS_AS(predict_layout({ReplicaCost{ScheduleKind::gpipe, 0, {StageCost{}}}}), UsageError);
+  CHECK_THROWS_AS(pipeline_time(ScheduleKind::gpipe, 1, {StageTimes{-1, 0, 0}}), UsageError);
+}

@@ -1,0 +1,89 @@
+// Catalogue estimates of a stage's cost (lib/plan/stage_estimate.h) against values worked
+// out by hand from Note [Catalogue estimates], and a model's facts (models/model_costs.h)
+// against GPT-2 124M's published per-layer parameter count.
+#include <catch2/catch.hpp>
+
+#include "lib/plan/stage_estimate.h"
+#include "lib/util/error.h"
+
+using namespace hetu;
+using namespace hetu::plan;
+
+namespace {
+
+ModelFacts small_facts() {
+  ModelFacts f;
+  f.layers = 4;
+  f.layer_params = 100;
+  f.first_params = 50;
+  f.last_params = 30;
+  f.layer_forward_flops_per_token = 1000;
+  f.head_forward_flops_per_token = 400;
+  f.layer_activation_bytes_per_token = 8;
+  f.head_activation_bytes_per_token = 16;
+  f.hidden_bytes_per_token = 2;
+  f.tp_all_reduces_per_layer = 2;
+  return f;
+}
+
+DeviceRates rates() {
+  DeviceRates r;
+  r.flops_per_s = 600;
+  r.memory_bytes_per_s = 1400;
+  r.tp = {3, 0.5};
+  r.next_stage = {6, 0.25};
+  r.replicas = {46, 1};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("stage estimate: the last stage of a tp 2 pipeline, by hand", "[stage_estimate]") {
+  // Layers 2-3 + LM head, tp 2, micro-batch 2 x 3 tokens, 3 replicas.
+  const StageCost c = estimate_stage(small_facts(), {2, 3, false, true, 2, 2, 3, 3}, rates());
+  // FLOPs: 2 layers x 1000 x 6 + 400 x 6 = 14400, / tp 2 / 600 = 12 s. tp all_reduce of
+  // 12 bytes over 2: 2 x (0.5 + 6 / 3) = 5 s, x 2 per layer x 2 layers = 20 s.
+  CHECK(c.times.forward_s == Approx(12 + 20));
+  CHECK(c.times.backward_s == Approx(24 + 20));
+  CHECK(c.times.send_s == 0);
+  // Parameters 2 x 100 + 30 = 230 -> 4 x 230 / 2 = 460 bytes; activations 2 x 8 x 6 / 2; logits 16 x 6 / 2.
+  CHECK(c.param_bytes == Approx(460));
+  CHECK(c.activation_bytes == Approx(48));
+  CHECK(c.workspace_bytes == Approx(48));
+  // Sync: ring over 3 of 460 bytes: 4 x (1 + 460 / 3 / 46); AdamW: 28 x 115 / 1400.
+  CHECK(c.grad_sync_s == Approx(4 * (1 + 460.0 / 3 / 46)));
+  CHECK(c.optimizer_s == Approx(28.0 * 115 / 1400));
+}
+
+TEST_CASE("stage estimate: a first stage sends its activation, and a tied one-stage model holds the head once",
+          "[stage_estimate]") {
+  const StageCost first = estimate_stage(small_facts(), {0, 1, true, false, 1, 2, 3, 1}, rates());
+  CHECK(first.times.send_s == Approx(0.25 + 12.0 / 6));
+  CHECK(first.times.forward_s == Approx(2 * 1000.0 * 6 / 600));  // tp 1: no all_reduce
+  CHECK(first.param_bytes == Approx(4 * 250));
+  CHECK(first.grad_sync_s == 0);                                   // one replica
+  ModelFacts tied = small_facts();
+  tied.head_shares_embedding = true;
+  CHECK(estimate_stage(tied, {0, 3, true, true, 1, 1, 1, 1}, rates()).param_bytes == Approx(4 * 450));
+  CHECK(estimate_stage(small_facts(), {0, 3, true, true, 1, 1, 1, 1}, rates()).param_bytes == Approx(4 * 480));
+}
+
+TEST_CASE("stage estimate: bad shapes are refused", "[stage_estimate]") {
+  CHECK_THROWS_AS(estimate_stage(small_facts(), {2, 4, false, true, 1, 1, 1, 1}, rates()), UsageError);
+  CHECK_THROWS_AS(estimate_stage(small_facts(), {0, 1, true, false, 0, 1, 1, 1}, rates()), UsageError);
+  CHECK(ring_all_reduce_s(1e9, 1, {1, 1}) == 0);
+}
+
+TEST_CASE("stage estimate: measured times replace the FLOP-based compute, split over tp", "[stage_estimate]") {
+  DeviceRates measured = rates();
+  measured.measured = MeasuredTimes{3, 5, 1, 2, 7, 11};
+  // The last stage of the first case: 2 layers + head, tp 2, tp all_reduces 20 s as before.
+  const StageCost c = estimate_stage(small_facts(), {2, 3, false, true, 2, 2, 3, 3}, measured);
+  CHECK(c.times.forward_s == Approx((2 * 3 + 7) / 2.0 + 20));
+  CHECK(c.times.backward_s == Approx((2 * 5 + 11) / 2.0 + 20));
+  // A whole model on one device: embedding + 4 layers + head.
+  const StageCost whole = estimate_stage(small_facts(), {0, 3, true, true, 1, 2, 3, 1}, measured);
+  CHECK(whole.times.forward_s == Approx(1 + 4 * 3 + 7));
+  CHECK(whole.times.backward_s == Approx(2 + 4 * 5 + 11));
+  CHECK(whole.param_bytes == Approx(4 * 480));  // memory stays estimated
+}
