@@ -73,7 +73,7 @@ TEST_CASE("cuda: parallel_linear_cross_entropy over threads sharing one GPU matc
       dh[static_cast<size_t>(r)] = hl.grad().to(Device::cpu()).to(DType::f64);
       dw[static_cast<size_t>(r)] = wl.grad().to(Device::cpu()).to(DType::f64);
     });
-    const std::string what = to_string(dt);
+    const std::string what(to_string(dt));
     for (int64_t r = 0; r < tp; ++r) {
       check_close(tensor_from(std::vector<double>{loss[static_cast<size_t>(r)]}, {1}),
                   tensor_from(std::vector<double>{ref.item()}, {1}), tolerance(DType::f32), "loss " + what);
