@@ -2,6 +2,7 @@
 #include "lib/core/storage.h"
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -29,6 +30,7 @@ class CpuAllocator final : public Allocator {
 
   void* allocate(size_t nbytes, Device) override {
     const size_t rounded = round_up(nbytes);
+    count_allocated(rounded);
     if (rounded >= kCacheMin) {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = free_.find(rounded);
@@ -46,6 +48,7 @@ class CpuAllocator final : public Allocator {
 
   void deallocate(void* ptr, size_t nbytes, Device) override {
     const size_t rounded = round_up(nbytes);
+    allocated_.fetch_sub(rounded, std::memory_order_relaxed);
     if (rounded >= kCacheMin) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (cached_bytes_ + rounded <= kCacheMaxBytes) {
@@ -63,19 +66,33 @@ class CpuAllocator final : public Allocator {
     }
   }
 
+ HostMemoryStats stats() const { return {allocated_.load(), peak_.load()}; }
+  void reset_peak() { peak_.store(allocated_.load()); }
+
  private:
+  void count_allocated(size_t bytes) {
+    const size_t now = allocated_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    size_t peak = peak_.load(std::memory_order_relaxed);
+    while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+  }
   static size_t round_up(size_t nbytes) {
     return (std::max<size_t>(nbytes, 1) + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
   }
   std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   size_t cached_bytes_ = 0;
+  std::atomic<size_t> allocated_{0}, peak_{0};
 };
 
-std::array<Allocator*, 2>& allocators() {
+CpuAllocator& cpu_allocator() {
   static CpuAllocator cpu;
+  return cpu;
+}
+
+std::array<Allocator*, 2>& allocators() {
   static std::array<Allocator*, 2> table = [] {
-    std::array<Allocator*, 2> t = {&cpu, nullptr};
+    std::array<Allocator*, 2> t = {&cpu_allocator(), nullptr};
     if constexpr (cuda::kBuilt) t[1] = cuda::cuda_allocator();
     return t;
   }();
@@ -83,6 +100,9 @@ std::array<Allocator*, 2>& allocators() {
 }
 
 }  // namespace
+
+HostMemoryStats host_memory_stats() { return cpu_allocator().stats(); }
+void reset_host_peak_memory() { cpu_allocator().reset_peak(); }
 
 Allocator* allocator_for(Device device) {
   Allocator* allocator = allocators()[static_cast<size_t>(device.type)];

@@ -26,6 +26,16 @@ void register_allocator(DeviceType type, Allocator* allocator);
 
 inline constexpr size_t kCpuAlignment = 64;
 
+// Host tensor memory of this process (the CPU allocator; bytes rounded to kCpuAlignment):
+// held by live storages now, and the most held at once since the last reset. The CPU
+// counterpart of cuda::memory_stats; wrapped (from_blob) memory is not counted.
+struct HostMemoryStats {
+  size_t allocated = 0;
+  size_t peak_allocated = 0;
+};
+HostMemoryStats host_memory_stats();
+void reset_host_peak_memory();
+
 class Storage {
  public:
   static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);

@@ -19,7 +19,7 @@ struct StepMetrics {
   double step_seconds = 0;
   double eta_seconds = 0;
   std::optional<double> val_loss;
-  std::optional<double> peak_memory_gib;  // GPU runs: the caching allocator's peak so far
+  std::optional<double> peak_memory_gib;  // peak tensor memory so far: the CPU allocator or the GPU caching allocator
 };
 
 // "step   40/200 | loss 2.4512 | lr 1.00e-03 | norm 0.812 | 10.2k tok/s | MFU 31.2% | ETA 1m05s"

@@ -151,8 +151,9 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
       m.tokens_per_s = step_tokens / m.step_seconds;
       m.mfu = options_.peak_flops > 0 ? m.tokens_per_s * options_.flops_per_token / options_.peak_flops : 0;
       m.eta_seconds = run_s / static_cast<double>(step - run_first) * static_cast<double>(options_.steps - step);
+      const Device device = params_.empty() ? Device::cpu() : params_.front().tensor.device();
+      if (device.is_cpu()) m.peak_memory_gib = static_cast<double>(host_memory_stats().peak_allocated) / (1 << 30);
       if constexpr (cuda::kBuilt) {
-        const Device device = params_.empty() ? Device::cpu() : params_.front().tensor.device();
         if (device.is_cuda()) m.peak_memory_gib = static_cast<double>(cuda::memory_stats(device.index).peak_allocated) / (1 << 30);
       }
       if (options_.progress_bar) std::fputs("\n", stdout);
