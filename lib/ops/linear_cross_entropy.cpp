@@ -140,6 +140,9 @@ int64_t linear_cross_entropy_chunk_rows(int64_t rows, int64_t local_vocab, DType
       const int64_t in_cap = static_cast<int64_t>(static_cast<double>(kCpuTileCapBytes) / row_bytes);
       chunk = std::clamp<int64_t>(in_cache, kCpuMinTileRows, std::max(kCpuMinTileRows, in_cap));
     }
+    // Equal chunks (1024 rows at most 333 a chunk: 4 of 256, not 3 of 333 and one of 25).
+    const int64_t chunks = (std::max<int64_t>(rows, 1) + chunk - 1) / chunk;
+    chunk = (std::max<int64_t>(rows, 1) + chunks - 1) / chunks;
   }
   return std::clamp<int64_t>(chunk, 1, std::max<int64_t>(rows, 1));
 }

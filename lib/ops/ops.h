@@ -182,7 +182,7 @@ LinearCrossEntropyResult linear_cross_entropy(const Tensor& hidden, const Tensor
 // Rows per chunk: HETU_LM_HEAD_CHUNK_ROWS when set; else on the CPU as many rows as keep the
 // tile in half the last-level cache, at least 256 and, past that, at most a 64 MiB tile (Note
 // [CPU tile rows]); on a GPU as many as fit in an eighth of the free memory (at most a 1 GiB
-// tile, at least 128 rows); never more than `rows`.
+// tile, at least 128 rows), then evened out over the chunks; never more than `rows`.
 int64_t linear_cross_entropy_chunk_rows(int64_t rows, int64_t local_vocab, DType dtype, Device device);
 
 // ---- shape (lib/ops/shape_ops.cpp) ----
