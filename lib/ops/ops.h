@@ -199,8 +199,10 @@ void fill_(const Tensor& x, double value);
 struct AdamWStep {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
   int64_t step = 1;  // 1-based, for bias correction
+  double grad_scale = 1.0;  // the update uses grad_scale·g: global-norm clipping without a pass of its own
 };
-// In place, decoupled weight decay: p -= lr·(m̂/(√v̂ + eps) + wd·p). param, m, v contiguous f32/f64.
+// In place, decoupled weight decay: p -= lr·(m̂/(√v̂ + eps) + wd·p), m and v from g = grad_scale·grad.
+// param, m, v contiguous f32/f64.
 void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamWStep& step);
 // √(Σ over tensors of Σ x²), accumulated in double.
 double global_norm(const std::vector<Tensor>& tensors);

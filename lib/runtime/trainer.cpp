@@ -121,12 +121,13 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
     const double lr = options_.schedule.at(step);
     const double loss_sum = engine_.forward_backward(train);  // See Note [Loss normalisation]
     const double norm = engine_.grad_norm();
-    if (options_.grad_clip > 0 && norm > options_.grad_clip) optim::scale_grads(params_, options_.grad_clip / (norm + 1e-6));
+    // Clipping is folded into the update (AdamW::step's grad_scale): no pass of its own.
+    const double clip = options_.grad_clip > 0 && norm > options_.grad_clip ? options_.grad_clip / (norm + 1e-6) : 1.0;
     if (!std::isfinite(loss_sum) || !std::isfinite(norm)) {
       HT_THROW("step {}: the loss is {} and the gradient norm {}; stopping before the optimizer step (the last good "
                "checkpoint is untouched; lower training.lr or check the data)", step + 1, loss_sum, norm);
     }
-    optimizer_.step(lr);
+    optimizer_.step(lr, clip);
     ++step;
     ++window_steps;
     result.losses.push_back(loss_sum);
