@@ -2,7 +2,9 @@
 // the ratios mean something on a shared, noisy machine. On the CPU (--device cpu, f32):
 //  - matmul GFLOP/s at model-like shapes vs raw single-thread OpenBLAS sgemm (the peak);
 //  - fused causal attention forward/backward GFLOP/s (B=4, H=4, T=256, D=64) vs that peak;
-//  - layer_norm forward and the vocabulary-shard cross-entropy passes GB/s vs memcpy.
+//  - layer_norm forward and the vocabulary-shard cross-entropy passes GB/s vs memcpy;
+//  - the fused LM head + loss (forward and both gradients) vs the unfused ops: time and
+//    peak tensor bytes (the allocator's peak counter).
 // On a GPU (--device cuda:N; --dtype f32 or bf16, both in turn without it) the same rows at
 // GPT-2-124M-like sizes; the compute peer is hetu's matmul (cuBLAS) of a square 4096³ in the
 // same dtype, the memory peer a device-to-device copy of the same bytes. Each timing is the
@@ -99,6 +101,51 @@ void cross_entropy_rows(const Bench& b, int64_t rows, int64_t vocab, double copy
       fmt::format("{:.2f}x {}", 2 * bytes / bwd_s / 1e9 / copy_gbps, peer));
 }
 
+// Peak tensor bytes one call of fn adds on the bench's device (the allocator's peak counter).
+size_t peak_bytes(const Bench& b, const std::function<void()>& fn) {
+  b.sync();
+  if (b.device.is_cuda()) {
+    if constexpr (cuda::kBuilt) {
+      const size_t before = cuda::memory_stats(b.device.index).allocated;
+      cuda::reset_peak_memory_stats(b.device.index);
+      fn();
+      b.sync();
+      return cuda::memory_stats(b.device.index).peak_allocated - before;
+    }
+  }
+  const size_t before = cpu_memory_usage().in_use;
+  reset_cpu_peak_memory();
+  fn();
+  return cpu_memory_usage().peak - before;
+}
+
+// The LM head and its loss, forward and both gradients (6·N·C·V FLOPs): the fused op
+// (ops::linear_cross_entropy, one tile of logits at a time) against the unfused reference
+// (matmul to the (N, V) logits, cross-entropy, its gradient, two matmuls); time and peak bytes.
+void lm_head_rows(const Bench& b, int64_t N, int64_t C, int64_t V) {
+  const Tensor h = b.random({N, C}, 13), w = b.random({V, C}, 14);
+  const Tensor targets = bench_targets(N, V, b.device);
+  auto unfused = [&] {
+    const Tensor logits = ops::matmul(h, w, false, true);
+    int64_t count = 0;
+    ops::cross_entropy_sum(logits, targets, -100, &count);
+    const Tensor dlogits = ops::cross_entropy_backward(logits, targets, 1.0 / static_cast<double>(count));
+    ops::matmul(dlogits, w);
+    ops::matmul(dlogits, h, true, false);
+  };
+  auto fused = [&] { ops::linear_cross_entropy(h, w, targets, {}); };
+  const double flops = 6.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(V);
+  const double unfused_s = b.time(unfused), fused_s = b.time(fused);
+  const double unfused_mib = static_cast<double>(peak_bytes(b, unfused)) / (1 << 20);
+  const double fused_mib = static_cast<double>(peak_bytes(b, fused)) / (1 << 20);
+  const std::string shape = fmt::format("(N {} C {} V {})", N, C, V);
+  row("lm head + loss unfused " + shape, fmt::format("{}, {:.0f} MiB", gflops_text(flops / unfused_s / 1e9), unfused_mib),
+      "1.00x (peer)");
+  row(fmt::format("lm head + loss fused, {}-row tiles", ops::linear_cross_entropy_chunk_rows(N, V, b.dtype, b.device)),
+      fmt::format("{}, {:.0f} MiB", gflops_text(flops / fused_s / 1e9), fused_mib),
+      fmt::format("{:.2f}x speed, {:.3f}x peak", unfused_s / fused_s, fused_mib / unfused_mib));
+}
+
 // Causal attention forward and backward at (B, H, T, D): the forward does 2·B·H·T²·D useful
 // FLOPs (QKᵀ and PV over the lower triangle); the backward does 2.5x that.
 void attention_rows(const Bench& b, int64_t B, int64_t H, int64_t T, int64_t D,
@@ -176,6 +223,7 @@ int run_cpu(const BenchOptions& options) {
   row("layer_norm fwd (8192x768)", fmt::format("{:.1f} GB/s", bytes / ln_s / 1e9),
       fmt::format("{:.2f}x memcpy", memcpy_s / ln_s));
   cross_entropy_rows(b, options.quick ? 64 : 256, 50304, bytes / memcpy_s / 1e9, "memcpy");
+  lm_head_rows(b, options.quick ? 256 : 1024, 256, 50257);  // scripts/bench/cpu_train.sh's GPT-2 head
   return 0;
 }
 
@@ -218,6 +266,7 @@ int run_cuda(const BenchOptions& options, Device device, DType dtype) {
   row("layer_norm fwd (32768x768)", fmt::format("{:.1f} GB/s", bytes / ln_s / 1e9),
       fmt::format("{:.2f}x copy", copy_s / ln_s));
   cross_entropy_rows(b, options.quick ? 1024 : 8192, 50304, copy_gbps, "copy");
+  lm_head_rows(b, options.quick ? 1024 : 8192, 768, 50304);  // GPT-2 124M's head
   return 0;
 }
 

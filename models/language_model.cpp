@@ -2,6 +2,8 @@
 #include "models/language_model.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
 #include "lib/autograd/functions.h"
 #include "lib/nn/parallel_cross_entropy.h"
@@ -21,8 +23,27 @@ Tensor LanguageModel::stage_forward(const Tensor& input) const {
   return x;
 }
 
+Tensor LanguageModel::head(const Tensor& x) const {
+  const Tensor n = head_input(x);
+  return autograd::matmul(n, head_weight(n), false, true);
+}
+
+namespace {
+// HETU_FUSED_LM_HEAD=0: the unfused reference LM head (logits, then the loss).
+bool fused_lm_head() {
+  const char* env = std::getenv("HETU_FUSED_LM_HEAD");
+  return env == nullptr || std::string_view(env) != "0";
+}
+}  // namespace
+
 Tensor LanguageModel::head_loss(const Tensor& hidden, const Tensor& targets, double normalizer) const {
   HT_CHECK(part().head, "head_loss: this model part (layers {}..{}) has no head", part().first_layer, part().last(config_));
+  if (fused_lm_head()) {
+    const Tensor n = head_input(hidden);
+    return nn::parallel_linear_cross_entropy(autograd::reshape(n, {-1, n.size(-1)}), head_weight(n),
+                                             targets.reshape({-1}), vocab_offset(), config_.vocab, tensor_parallel(),
+                                             normalizer);
+  }
   const Tensor logits = head(hidden);
   const int64_t local_vocab = logits.size(-1);
   return nn::parallel_cross_entropy(autograd::reshape(logits, {-1, local_vocab}), targets.reshape({-1}),

@@ -63,17 +63,23 @@ class LanguageModel : public nn::Module {
   // from position_offset. block: one transformer layer (a global layer index this part
   // holds); with a cache it attends to the cached positions too and appends to them.
   // head: final norm and LM head -> logits (B, T, V_local): this rank's columns of the
-  // padded vocabulary, starting at vocab_offset().
+  // padded vocabulary, starting at vocab_offset(); it is head_input(x) head_weightᵀ, where
+  // head_input is the final norm and head_weight the (V_local, C) LM head weight (the tied
+  // embedding's rows, or lm_head's) in like's compute dtype.
   virtual Tensor embed(const Tensor& ids, int64_t position_offset) const = 0;
   virtual Tensor block(int64_t layer, const Tensor& x, KVCache* cache) const = 0;
-  virtual Tensor head(const Tensor& x) const = 0;
+  virtual Tensor head_input(const Tensor& x) const = 0;
+  virtual Tensor head_weight(const Tensor& like) const = 0;
   virtual int64_t vocab_offset() const = 0;
+  Tensor head(const Tensor& x) const;
 
   // This part's layers over `input`: ids when the part holds the embedding, else hidden.
   Tensor stage_forward(const Tensor& input) const;
   // Σ cross-entropy of head(hidden) against targets (B, T) / normalizer (0: the number of
   // targets); vocab parallel under tensor parallelism. The loss is the same on every rank of
-  // the group: seed its backward on one of them (parallel_cross_entropy.h).
+  // the group: seed its backward on one of them (parallel_cross_entropy.h). The LM head is
+  // fused into the loss (nn::parallel_linear_cross_entropy: no (B·T, V) logits);
+  // HETU_FUSED_LM_HEAD=0 selects the unfused reference (logits, then the loss).
   Tensor head_loss(const Tensor& hidden, const Tensor& targets, double normalizer = 0) const;
 
   // The whole model on one device: ids (B, T) i32/i64 -> logits (B, T, vocab). With a cache,

@@ -118,6 +118,12 @@ Grads attention_rule(const SavedContext& c, const Tensor& g) {
 Grads cross_entropy_rule(const SavedContext& c, const Tensor& g) {
   return {cross_entropy_backward(c.tensors[0], c.tensors[1], g.item() * c.reals[0], c.ints[0])};
 }
+// linear_cross_entropy: tensors {dhidden, dweight}, computed with the loss for a gradient of 1.
+Grads linear_cross_entropy_rule(const SavedContext& c, const Tensor& g) {
+  const double scale = g.item();
+  if (scale == 1.0) return {c.tensors[0], c.tensors[1]};  // the usual seed: no pass over dweight
+  return {mul_scalar(c.tensors[0], scale), mul_scalar(c.tensors[1], scale)};
+}
 // concat: ints {dim, size of input 0, size of input 1, ...}.
 Grads concat_rule(const SavedContext& c, const Tensor& g) {
   Grads grads;
@@ -185,6 +191,7 @@ constexpr auto kRules = std::to_array<BackwardRule>({
     {"rotary", rotary_rule},
     {"attention", attention_rule},
     {"cross_entropy", cross_entropy_rule},
+    {"linear_cross_entropy", linear_cross_entropy_rule},
     {"concat", concat_rule},
     {"split", narrow_rule},
     {"index_select", index_select_rule},

@@ -76,8 +76,11 @@ bool grad_enabled() { return t_grad_enabled; }
 NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
 
-Tensor record(std::string_view name, std::span<const Tensor* const> inputs, Tensor out, SavedContext ctx) {
-  if (!grad_enabled()) return out;
+namespace {
+
+// A node of `rule` on `out` with an edge per input (empty for inputs that need no gradient);
+// none when no input requires grad.
+void record_edges(Tensor& out, const BackwardRule* rule, SavedContext ctx, std::span<const Tensor* const> inputs) {
   std::vector<Edge> edges;
   bool any = false;
   for (const Tensor* input : inputs) {
@@ -92,9 +95,16 @@ Tensor record(std::string_view name, std::span<const Tensor* const> inputs, Tens
     }
     edges.push_back(std::move(edge));
   }
-  if (!any) return out;
+  if (!any) return;
   out.set_requires_grad(true);
-  out.set_grad_fn(std::make_shared<AutogradNode>(&find_rule(name), std::move(ctx), std::move(edges)));
+  out.set_grad_fn(std::make_shared<AutogradNode>(rule, std::move(ctx), std::move(edges)));
+}
+
+}  // namespace
+
+Tensor record(std::string_view name, std::span<const Tensor* const> inputs, Tensor out, SavedContext ctx) {
+  if (!grad_enabled()) return out;
+  record_edges(out, &find_rule(name), std::move(ctx), inputs);
   return out;
 }
 
@@ -161,6 +171,10 @@ void record_node(Tensor& out, const BackwardRule* rule, SavedContext ctx, const 
   }
   out.set_requires_grad(true);
   out.set_grad_fn(std::make_shared<AutogradNode>(rule, std::move(ctx), std::vector<Edge>{edge}));
+}
+
+void record_node(Tensor& out, const BackwardRule* rule, SavedContext ctx, std::initializer_list<const Tensor*> inputs) {
+  record_edges(out, rule, std::move(ctx), std::span<const Tensor* const>(inputs.begin(), inputs.size()));
 }
 
 }  // namespace autograd

@@ -148,6 +148,19 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
   return record("cross_entropy", {&logits}, out, {{logits.detach(), targets}, {ignore_index}, {scale}, {}});
 }
 
+Tensor linear_cross_entropy(const Tensor& hidden, const Tensor& weight, const Tensor& targets, int64_t vocab,
+                            int64_t ignore_index, double normalizer) {
+  const bool grads = needs_tape({&hidden, &weight});
+  ops::LinearCrossEntropyOptions options;
+  options.vocab = vocab;
+  options.ignore_index = ignore_index;
+  options.normalizer = normalizer;
+  options.grads = grads;
+  ops::LinearCrossEntropyResult r = ops::linear_cross_entropy(hidden, weight, targets, options);
+  if (!grads) return r.loss;
+  return record("linear_cross_entropy", {&hidden, &weight}, r.loss, {{r.dhidden, r.dweight}, {}, {}, {}});
+}
+
 Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) {
   Tensor out = ops::concat(tensors, dim);
   bool any = false;

@@ -44,6 +44,11 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale
 // Σ cross-entropy over non-ignored tokens divided by `normalizer` (> 0); normalizer 0
 // means "the number of non-ignored tokens here" (a plain mean).
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100, double normalizer = 0);
+// cross_entropy(hidden weightᵀ, targets) over the first `vocab` rows of weight (-1: all; the
+// rest are padding) without the logits: ops::linear_cross_entropy, which computes both
+// gradients with the loss; hidden (N, C), weight (V, C). The fused LM head.
+Tensor linear_cross_entropy(const Tensor& hidden, const Tensor& weight, const Tensor& targets, int64_t vocab = -1,
+                            int64_t ignore_index = -100, double normalizer = 0);
 Tensor concat(const std::vector<Tensor>& tensors, int64_t dim);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim);
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim);

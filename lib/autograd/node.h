@@ -5,6 +5,7 @@
 // node's backward has run.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,9 @@ struct Edge {
 // Records a node of `rule` (one defined above autograd, e.g. dist's redistribute) on `out`,
 // with one edge to `input` (its node, or the leaf itself), and marks `out` as requiring grad.
 void record_node(Tensor& out, const BackwardRule* rule, SavedContext ctx, const Tensor& input);
+// The same with an edge per input (the rule returns one gradient per input); inputs that do
+// not require grad get none. Records nothing when no input requires grad.
+void record_node(Tensor& out, const BackwardRule* rule, SavedContext ctx, std::initializer_list<const Tensor*> inputs);
 
 }  // namespace hetu::autograd
 

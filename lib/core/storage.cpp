@@ -81,6 +81,8 @@ class CpuAllocator final : public Allocator {
     }
   }
 
+  void reset_peak() { peak_ = in_use_.load(); }
+
  private:
   static size_t round_up(size_t nbytes) {
     return (std::max<size_t>(nbytes, 1) + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
@@ -129,6 +131,8 @@ std::array<Allocator*, 2>& allocators() {
 }
 
 }  // namespace
+
+void reset_cpu_peak_memory() { cpu_allocator().reset_peak(); }
 
 Allocator* allocator_for(Device device) {
   Allocator* allocator = allocators()[static_cast<size_t>(device.type)];

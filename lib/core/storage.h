@@ -39,6 +39,8 @@ struct CpuMemoryUsage {
 // enforced on CPUs so that memory limits can be rehearsed). `device` names the device in it.
 void set_cpu_memory_limit(size_t limit, const std::string& device);
 CpuMemoryUsage cpu_memory_usage();
+// Restarts the peak at what is in use now (to measure the peak of one piece of work).
+void reset_cpu_peak_memory();
 
 class Storage {
  public:

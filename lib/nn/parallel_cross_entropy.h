@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "lib/core/tensor.h"
+#include "lib/ops/ops.h"
 
 namespace hetu::nn {
 
@@ -28,5 +29,19 @@ class TensorParallel;
 // logits (N, V_local), targets (N) i32/i64 global ids (ignore_index skipped).
 Tensor parallel_cross_entropy(const Tensor& logits, const Tensor& targets, int64_t vocab_offset, int64_t vocab,
                               const TensorParallel* tp, double normalizer = 0, int64_t ignore_index = -100);
+
+// The same loss with the LM head fused in (ops::linear_cross_entropy): logits = hidden
+// weightᵀ are never held, only one tile of rows at a time; the tiles' statistics are
+// combined over the group chunk by chunk, and both gradients are computed with the loss.
+// hidden (N, C) duplicated over the group, weight (V_local, C) this rank's vocabulary rows;
+// hidden's gradient is this rank's partial share, as the unfused matmul's.
+Tensor parallel_linear_cross_entropy(const Tensor& hidden, const Tensor& weight, const Tensor& targets,
+                                     int64_t vocab_offset, int64_t vocab, const TensorParallel* tp,
+                                     double normalizer = 0, int64_t ignore_index = -100);
+
+// The row statistics over the whole vocabulary from each rank's (a collective over tp's
+// group): M = max_r m_r, S = Σ_r s_r · exp(m_r - M), T = Σ_r t_r. The fused LM head
+// (parallel_linear_cross_entropy.h) combines its tiles with it too.
+ops::VocabRowStats combine_vocab_shards(const ops::CrossEntropyShardStats& local, const TensorParallel& tp);
 
 }  // namespace hetu::nn

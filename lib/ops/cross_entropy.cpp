@@ -122,8 +122,9 @@ void check_row_stat(std::string_view op, std::string_view name, const Tensor& st
            to_string(stat.dtype()), to_string(stat_dtype(logits)), to_string(logits.dtype()), logits.device().str());
 }
 
-// Validates the targets against the whole vocabulary; returns the kept rows.
-int64_t check_shard_targets(std::string_view op, const Tensor& tc, int64_t N, int64_t vocab, int64_t ignore_index) {
+}  // namespace
+
+int64_t check_class_targets(std::string_view op, const Tensor& tc, int64_t N, int64_t vocab, int64_t ignore_index) {
   if constexpr (hetu::cuda::kBuilt) {
     if (tc.device().is_cuda()) return check_cuda_targets(op, tc, N, vocab, ignore_index);
   }
@@ -133,8 +134,6 @@ int64_t check_shard_targets(std::string_view op, const Tensor& tc, int64_t N, in
   });
   return kept;
 }
-
-}  // namespace
 
 CrossEntropyShardStats cross_entropy_shard_stats(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
                                                  int64_t vocab, int64_t ignore_index, int64_t* count) {
@@ -147,7 +146,7 @@ CrossEntropyShardStats cross_entropy_shard_stats(const Tensor& logits, const Ten
   if constexpr (hetu::cuda::kBuilt) {
     if (logits.device().is_cuda()) {
       hetu::cuda::DeviceGuard guard(logits.device());
-      const int64_t kept = check_shard_targets(op, tc, a.N, vocab, ignore_index);
+      const int64_t kept = check_class_targets(op, tc, a.N, vocab, ignore_index);
       cuda::cross_entropy_shard_stats(logits.dtype(), tc.dtype(), s.max.data<float>(), s.sum_exp.data<float>(),
                                       s.target_logit.data<float>(), s.kept.data<float>(), lc.raw_data(), tc.raw_data(),
                                       a.N, a.C, a.real, vocab_offset, ignore_index);
@@ -155,7 +154,7 @@ CrossEntropyShardStats cross_entropy_shard_stats(const Tensor& logits, const Ten
       return s;
     }
   }
-  const int64_t kept = check_shard_targets(op, tc, a.N, vocab, ignore_index);
+  const int64_t kept = check_class_targets(op, tc, a.N, vocab, ignore_index);
   HT_DISPATCH_FLOAT(logits.dtype(), op, logits.device(), [&] {
     using logit_t = scalar_t;
     HT_DISPATCH_INDEX(targets.dtype(), op, targets.device(), [&] {
@@ -182,14 +181,14 @@ Tensor cross_entropy_shard_backward(const Tensor& grad, const Tensor& logits, co
   if constexpr (hetu::cuda::kBuilt) {
     if (logits.device().is_cuda()) {
       hetu::cuda::DeviceGuard guard(logits.device());
-      check_shard_targets(op, tc, a.N, vocab, ignore_index);
+      check_class_targets(op, tc, a.N, vocab, ignore_index);
       cuda::cross_entropy_shard_backward(logits.dtype(), tc.dtype(), dlogits.raw_data(), gc.data<float>(),
                                          lc.raw_data(), tc.raw_data(), mc.data<float>(), sc.data<float>(), a.N, a.C,
                                          a.real, vocab_offset, ignore_index);
       return dlogits;
     }
   }
-  check_shard_targets(op, tc, a.N, vocab, ignore_index);
+  check_class_targets(op, tc, a.N, vocab, ignore_index);
   HT_DISPATCH_FLOAT(logits.dtype(), op, logits.device(), [&] {
     using logit_t = scalar_t;
     HT_DISPATCH_INDEX(targets.dtype(), op, targets.device(), [&] {

@@ -52,5 +52,10 @@ inline void check_index_dtype(std::string_view op, const Tensor& index) {
   if (index.dtype() != DType::i32 && index.dtype() != DType::i64) op_not_implemented(op, index.device(), index.dtype());
 }
 
+// Class targets (N) contiguous, on their device: each is ignore_index or in [0, V), else
+// "<op>: target T at row n is outside [0, V) ..." (lib/ops/cross_entropy.cpp). Returns the
+// rows not ignored.
+int64_t check_class_targets(std::string_view op, const Tensor& targets, int64_t N, int64_t V, int64_t ignore_index);
+
 
 }  // namespace hetu::ops

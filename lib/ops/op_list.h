@@ -40,6 +40,7 @@
   X(attention, true)             \
   X(cross_entropy, true)         \
   X(cross_entropy_shard, false)  \
+  X(linear_cross_entropy, true)  \
   X(concat, true)                \
   X(split, true)                 \
   X(index_select, true)          \

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -150,6 +151,44 @@ Tensor cross_entropy_shard_backward(const Tensor& grad, const Tensor& logits, co
                                     const Tensor& sum_exp, int64_t vocab_offset, int64_t vocab,
                                     int64_t ignore_index = -100);
 
+// ---- fused LM head + cross-entropy (lib/ops/linear_cross_entropy.cpp) ----
+// The LM head's GEMM and the cross-entropy in one op that never holds the (N, V) logits:
+// hidden (N, C), weight (V_local, C) (this rank's rows of the padded vocabulary, classes
+// [vocab_offset, vocab_offset + V_local); classes at or past `vocab` are padding), targets
+// (N) global ids or ignore_index. Rows run in chunks of R (chunk_rows; 0: the default of
+// linear_cross_entropy_chunk_rows): per chunk one GEMM writes an (R, V_local) logits tile, one
+// pass takes each row's max, Σ exp and target logit, `combine` (tensor parallelism: the
+// statistics over every rank's classes; none: these are the whole vocabulary's) makes them
+// global, and the tile becomes scale · (softmax - onehot) in place and feeds the two gradient
+// GEMMs: dhidden rows = tile · weight, dweight += tileᵀ · hidden rows. scale = 1 / normalizer
+// (0: the rows not ignored). Peak memory: one tile, whatever N.
+//   auto r = linear_cross_entropy(h, w, y, {.vocab = 50257});  // r.loss = mean loss, r.dhidden, r.dweight
+struct VocabRowStats {
+  Tensor max, sum_exp, target_logit;  // (R), stat_dtype: over the whole vocabulary
+};
+using VocabStatsCombine = std::function<VocabRowStats(const CrossEntropyShardStats& local)>;
+struct LinearCrossEntropyOptions {
+  int64_t vocab_offset = 0;
+  int64_t vocab = -1;  // -1: every row of weight is a class
+  int64_t ignore_index = -100;
+  double normalizer = 0;
+  bool grads = true;  // false: the loss only (one GEMM per chunk)
+  int64_t chunk_rows = 0;
+  VocabStatsCombine combine;  // empty: one shard holds the whole vocabulary
+};
+struct LinearCrossEntropyResult {
+  Tensor loss;              // 0-d, stat_dtype: Σ over kept rows of the row loss · scale
+  Tensor dhidden, dweight;  // d loss / d hidden (N, C), / d weight (V_local, C); undefined without grads
+  int64_t count = 0;        // rows not ignored
+};
+LinearCrossEntropyResult linear_cross_entropy(const Tensor& hidden, const Tensor& weight, const Tensor& targets,
+                                              const LinearCrossEntropyOptions& options);
+// Rows per chunk: HETU_LM_HEAD_CHUNK_ROWS when set; else on the CPU as many rows as keep the
+// tile in half the last-level cache, at least 256 and, past that, at most a 64 MiB tile (Note
+// [CPU tile rows]); on a GPU as many as fit in an eighth of the free memory (at most a 1 GiB
+// tile, at least 128 rows), then evened out over the chunks; never more than `rows`.
+int64_t linear_cross_entropy_chunk_rows(int64_t rows, int64_t local_vocab, DType dtype, Device device);
+
 // ---- shape (lib/ops/shape_ops.cpp) ----
 Tensor concat(const std::vector<Tensor>& tensors, int64_t dim);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim);  // views
@@ -164,8 +203,10 @@ void fill_(const Tensor& x, double value);
 struct AdamWStep {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
   int64_t step = 1;  // 1-based, for bias correction
+  double grad_scale = 1.0;  // the update uses grad_scale·g: global-norm clipping without a pass of its own
 };
-// In place, decoupled weight decay: p -= lr·(m̂/(√v̂ + eps) + wd·p). param, m, v contiguous f32/f64.
+// In place, decoupled weight decay: p -= lr·(m̂/(√v̂ + eps) + wd·p), m and v from g = grad_scale·grad.
+// param, m, v contiguous f32/f64.
 void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamWStep& step);
 // √(Σ over tensors of Σ x²), accumulated in double.
 double global_norm(const std::vector<Tensor>& tensors);

@@ -34,7 +34,8 @@ void adamw_update(const Tensor& param, const Tensor& grad_in, const Tensor& m, c
                             step.eps,
                             step.weight_decay,
                             1 - std::pow(step.beta1, static_cast<double>(step.step)),
-                            1 - std::pow(step.beta2, static_cast<double>(step.step))};
+                            1 - std::pow(step.beta2, static_cast<double>(step.step)),
+                            step.grad_scale};
   if constexpr (hetu::cuda::kBuilt) {
     if (param.device().is_cuda()) {
       hetu::cuda::DeviceGuard guard(param.device());

@@ -17,7 +17,7 @@ AdamW::AdamW(std::vector<nn::NamedParameter> params, AdamWConfig config) : confi
   }
 }
 
-void AdamW::step(double lr) {
+void AdamW::step(double lr, double grad_scale) {
   ++step_;
   for (Slot& slot : slots_) {
     const Tensor grad = slot.param.tensor.grad();
@@ -29,6 +29,7 @@ void AdamW::step(double lr) {
     s.eps = config_.eps;
     s.weight_decay = slot.decay ? config_.weight_decay : 0.0;
     s.step = step_;
+    s.grad_scale = grad_scale;
     ops::adamw_update(slot.param.tensor, grad, slot.m, slot.v, s);
   }
 }

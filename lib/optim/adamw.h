@@ -24,7 +24,9 @@ class AdamW {
  public:
   AdamW(std::vector<nn::NamedParameter> params, AdamWConfig config);
 
-  void step(double lr);
+  // grad_scale: the update uses grad_scale · grad (the clipping factor, folded into the
+  // update instead of a pass over every gradient).
+  void step(double lr, double grad_scale = 1.0);
   int64_t steps_taken() const { return step_; }
 
   // Checkpoint state: "optim.m/<param>", "optim.v/<param>" tensors and the step count.

@@ -19,7 +19,7 @@ struct StepMetrics {
   double step_seconds = 0;
   double eta_seconds = 0;
   std::optional<double> val_loss;
-  std::optional<double> peak_memory_gib;  // GPU runs: the caching allocator's peak so far
+  std::optional<double> peak_memory_gib;  // peak tensor memory so far: the CPU allocator or the GPU caching allocator
   std::string time_json;                  // per-rank timings (step_telemetry.h), a JSON object; "" if none
 };
 

@@ -117,12 +117,13 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
     const double loss_sum = engine_.forward_backward(train);  // See Note [Loss normalisation]
     timing::Scope optimizer_scope(timing::Phase::optimizer, "optimizer");
     const double norm = engine_.grad_norm();
-    if (options_.grad_clip > 0 && norm > options_.grad_clip) optim::scale_grads(params_, options_.grad_clip / (norm + 1e-6));
+    // Clipping is folded into the update (AdamW::step's grad_scale): no pass of its own.
+    const double clip = options_.grad_clip > 0 && norm > options_.grad_clip ? options_.grad_clip / (norm + 1e-6) : 1.0;
     if (!std::isfinite(loss_sum) || !std::isfinite(norm)) {
       HT_THROW("step {}: the loss is {} and the gradient norm {}; stopping before the optimizer step (the last good "
                "checkpoint is untouched; lower training.lr or check the data)", step + 1, loss_sum, norm);
     }
-    optimizer_.step(lr);
+    optimizer_.step(lr, clip);
     optimizer_scope.end();
     ++step;
     ++window_steps;
@@ -148,8 +149,9 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
       m.tokens_per_s = step_tokens / m.step_seconds;
       m.mfu = shown_mfu(options_.peak_flops > 0 ? m.tokens_per_s * options_.flops_per_token / options_.peak_flops : 0);
       m.eta_seconds = run_s / static_cast<double>(step - run_first) * static_cast<double>(options_.steps - step);
+      const Device device = params_.empty() ? Device::cpu() : params_.front().tensor.device();
+      if (device.is_cpu()) m.peak_memory_gib = static_cast<double>(cpu_memory_usage().peak) / (1 << 30);
       if constexpr (cuda::kBuilt) {
-        const Device device = params_.empty() ? Device::cpu() : params_.front().tensor.device();
         if (device.is_cuda()) m.peak_memory_gib = static_cast<double>(cuda::memory_stats(device.index).peak_allocated) / (1 << 30);
       }
       m.time_json = telemetry.collect(window_steps);

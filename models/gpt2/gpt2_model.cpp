@@ -90,10 +90,13 @@ Tensor Gpt2Model::block(int64_t layer, const Tensor& x, KVCache* cache) const {
   return h[static_cast<size_t>(layer)]->forward(x, cache, static_cast<size_t>(layer));
 }
 
-Tensor Gpt2Model::head(const Tensor& x) const {
+Tensor Gpt2Model::head_input(const Tensor& x) const {
   HT_CHECK(ln_f, "gpt2: this part has no head");
-  const Tensor n = ln_f->forward(x);
-  return ag::matmul(n, nn::compute_copy(wte->weight, n), false, true);  // tied head: (B, T, this rank's vocab rows)
+  return ln_f->forward(x);
+}
+
+Tensor Gpt2Model::head_weight(const Tensor& like) const {
+  return nn::compute_copy(wte->weight, like);  // tied head: this rank's vocab rows of wte
 }
 
 }  // namespace hetu

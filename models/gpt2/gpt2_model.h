@@ -42,7 +42,8 @@ class Gpt2Model final : public LanguageModel {
   Gpt2Model(const ModelConfig& config, ModelBuild build);
   Tensor embed(const Tensor& ids, int64_t position_offset) const override;
   Tensor block(int64_t layer, const Tensor& x, KVCache* cache) const override;
-  Tensor head(const Tensor& x) const override;
+  Tensor head_input(const Tensor& x) const override;
+  Tensor head_weight(const Tensor& like) const override;
   int64_t vocab_offset() const override { return wte ? wte->row_offset() : 0; }
 
  private:

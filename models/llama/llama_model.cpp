@@ -106,10 +106,13 @@ Tensor LlamaModel::block(int64_t layer, const Tensor& x, KVCache* cache) const {
   return model.layers[static_cast<size_t>(layer)]->forward(x, cache, static_cast<size_t>(layer));
 }
 
-Tensor LlamaModel::head(const Tensor& x) const {
+Tensor LlamaModel::head_input(const Tensor& x) const {
   HT_CHECK(model.norm, "llama: this part has no head");
-  const Tensor n = model.norm->forward(x);
-  return lm_head ? lm_head->forward(n) : ag::matmul(n, nn::compute_copy(model.embed_tokens->weight, n), false, true);
+  return model.norm->forward(x);
+}
+
+Tensor LlamaModel::head_weight(const Tensor& like) const {
+  return nn::compute_copy(lm_head ? lm_head->weight : model.embed_tokens->weight, like);  // lm_head has no bias
 }
 
 int64_t LlamaModel::vocab_offset() const {

@@ -21,6 +21,11 @@
 # one whole step: batch, forward, backward, clip, AdamW; logging and the final checkpoint fall
 # outside it); the PyTorch script times the same span with time.perf_counter.
 #
+# Peak: every hetu run measures single-thread sgemm FLOP/s when it starts (the MFU probe of
+# `hetu train`, 0.3 s; HOME points into the run folder so no cached value from another run is
+# used), and the table gives hetu's model FLOP/s (6·params + 12·L·T·C per token) as a fraction
+# of it: the "sgemm peak" column, the median over the timed steps of metrics.jsonl's "mfu".
+#
 #   scripts/bench/cpu_train.sh [--steps N] [--rows LIST] [--scratch DIR] [--keep] [--malloc-thp] [--hetu PATH]
 #
 # --steps N     timed steps per run (default 30; each run takes N + 1)
@@ -184,7 +189,8 @@ host = "localhost"
 devices = { type = "cpu", count = 1 }
 EOF
   echo "== T=$T vocab=$V: hetu"
-  "$hetu" train "$job" --set data.sampling='"sequential"' --set training.log_every=1 --set training.threads=1 \
+  mkdir -p "$runs/home-$tag"
+  HOME="$runs/home-$tag" "$hetu" train "$job" --set data.sampling='"sequential"' --set training.log_every=1 --set training.threads=1 \
     --set training.eval_every=0 --set checkpoint.every=0 > "$runs/hetu-$tag.log" 2>&1 ||
     { tail -20 "$runs/hetu-$tag.log" >&2; echo "cpu_train.sh: hetu failed (log: $runs/hetu-$tag.log)" >&2; exit 1; }
   [ "$keep" = 1 ] || rm -rf "$runs/hetu-$tag/checkpoints"
@@ -194,34 +200,40 @@ EOF
     --betas 0.9 0.95 --eps 1e-8 --weight-decay 0.1 --grad-clip 1.0 --threads 1 \
     --metrics "$runs/torch-$tag.jsonl" > "$runs/torch-$tag.log" 2>&1 ||
     { tail -20 "$runs/torch-$tag.log" >&2; echo "cpu_train.sh: PyTorch failed (log: $runs/torch-$tag.log)" >&2; exit 1; }
-  rows+=("$T"$'\t'"$V"$'\t'"$runs/hetu-$tag/metrics.jsonl"$'\t'"$runs/torch-$tag.jsonl")
+  rows+=("$T"$'\t'"$V"$'\t'"$runs/hetu-$tag/metrics.jsonl"$'\t'"$runs/torch-$tag.jsonl"$'\t'"$runs/hetu-$tag.log")
 done
 
 echo
 "$py" - "$B" "$steps" "${rows[@]}" <<'EOF'
-import json, statistics, sys
+import json, re, statistics, sys
 
 B, steps = int(sys.argv[1]), int(sys.argv[2])
 
 def read(path, T):
-    """tok/s over steps 2..N+1 (median, fastest step), first- and last-step loss, from a metrics.jsonl."""
+    """tok/s over steps 2..N+1 (median, fastest step), first- and last-step loss, median MFU, from a metrics.jsonl."""
     by_step = {}
     for line in open(path):
         if line.strip():
             r = json.loads(line)
             by_step[r["step"]] = r
     timed = [B * T / by_step[s]["step_s"] for s in range(2, steps + 2)]  # step 1 (the warm-up) dropped
-    return statistics.median(timed), max(timed), by_step[1]["loss"], by_step[steps + 1]["loss"]
+    mfu = statistics.median([by_step[s].get("mfu", 0.0) for s in range(2, steps + 2)])
+    return statistics.median(timed), max(timed), by_step[1]["loss"], by_step[steps + 1]["loss"], mfu
+
+def sgemm_peak(log):
+    """The GFLOP/s of the sgemm probe hetu ran at start ("CPU peak for MFU: X GFLOP/s")."""
+    m = re.search(r"CPU peak for MFU: ([0-9.]+) GFLOP/s", open(log, errors="replace").read())
+    return float(m.group(1)) if m else float("nan")
 
 results = []
 for row in sys.argv[3:]:
-    T, V, hetu_path, torch_path = row.split("\t")
-    results.append((int(T), V, read(hetu_path, int(T)), read(torch_path, int(T))))
+    T, V, hetu_path, torch_path, hetu_log = row.split("\t")
+    results.append((int(T), V, read(hetu_path, int(T)), read(torch_path, int(T)), sgemm_peak(hetu_log)))
 
-print(f"| T | vocab | hetu tok/s | PyTorch tok/s | ratio | loss step 1 (hetu / PyTorch) | loss step {steps + 1} (hetu / PyTorch) |")
-print("|---:|---:|---:|---:|---:|---|---|")
-for T, V, h, t in results:
-    print(f"| {T} | {V} | {h[0]:,.0f} | {t[0]:,.0f} | {h[0] / t[0]:.2f} | {h[2]:.3f} / {t[2]:.3f} | {h[3]:.3f} / {t[3]:.3f} |")
+print(f"| T | vocab | hetu tok/s | PyTorch tok/s | ratio | hetu / sgemm peak (GFLOP/s) | loss step 1 (hetu / PyTorch) | loss step {steps + 1} (hetu / PyTorch) |")
+print("|---:|---:|---:|---:|---:|---:|---|---|")
+for T, V, h, t, peak in results:
+    print(f"| {T} | {V} | {h[0]:,.0f} | {t[0]:,.0f} | {h[0] / t[0]:.2f} | {100 * h[4]:.0f}% ({peak:.1f}) | {h[2]:.3f} / {t[2]:.3f} | {h[3]:.3f} / {t[3]:.3f} |")
 print()
 print(f"B = {B}; tok/s = median over {steps} steps (the first of {steps + 1} dropped) of B*T / step time; ratio = hetu / PyTorch.")
 print("Losses: both models start from different random initialisations (same scheme, different RNGs) and see the")
@@ -231,6 +243,6 @@ print("Fastest single step (less sensitive to other load on a shared machine):")
 print()
 print("| T | vocab | hetu tok/s | PyTorch tok/s | ratio |")
 print("|---:|---:|---:|---:|---:|")
-for T, V, h, t in results:
+for T, V, h, t, peak in results:
     print(f"| {T} | {V} | {h[1]:,.0f} | {t[1]:,.0f} | {h[1] / t[1]:.2f} |")
 EOF

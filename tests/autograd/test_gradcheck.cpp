@@ -90,6 +90,11 @@ std::vector<GradCase> cases() {
                [](const V& x) { return ag::attention(x[0], x[1], x[2], 0.5); }});
   c.push_back({"cross_entropy", "mean with an ignored row", [] { return V{leaf({4, 6}, 13, -2, 2)}; },
                [](const V& x) { return ag::cross_entropy(x[0], ids({2, -100, 5, 0}, {4})); }});
+  c.push_back({"linear_cross_entropy", "padding rows of the weight, an ignored row",
+               [] { return V{leaf({5, 3}, 15), leaf({7, 3}, 16, -2, 2)}; },
+               [](const V& x) { return ag::linear_cross_entropy(x[0], x[1], ids({4, -100, 0, 5, 2}, {5}), 6); }});
+  c.push_back({"linear_cross_entropy", "global normalizer", [] { return V{leaf({3, 4}, 17), leaf({5, 4}, 18)}; },
+               [](const V& x) { return ag::linear_cross_entropy(x[0], x[1], ids({1, 4, 0}, {3}), -1, -100, 10.0); }});
   c.push_back({"cross_entropy", "global normalizer", [] { return V{leaf({3, 5}, 14, -2, 2)}; },
                [](const V& x) { return ag::cross_entropy(x[0], ids({1, 4, 0}, {3}), -100, 10.0); }});
   c.push_back({"concat", "dim 1", [] { return V{leaf({2, 3}, 15), leaf({2, 2}, 16)}; },

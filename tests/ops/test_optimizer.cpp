@@ -26,8 +26,9 @@ struct NaiveAdamW {
     const double bc1 = 1 - std::pow(s.beta1, static_cast<double>(s.step));
     const double bc2 = 1 - std::pow(s.beta2, static_cast<double>(s.step));
     for (size_t i = 0; i < p.size(); ++i) {
-      m[i] = s.beta1 * m[i] + (1 - s.beta1) * g[i];
-      v[i] = s.beta2 * v[i] + (1 - s.beta2) * g[i] * g[i];
+      const double gi = s.grad_scale * g[i];
+      m[i] = s.beta1 * m[i] + (1 - s.beta1) * gi;
+      v[i] = s.beta2 * v[i] + (1 - s.beta2) * gi * gi;
       const double m_hat = m[i] / bc1, v_hat = v[i] / bc2;
       p[i] -= s.lr * (m_hat / (std::sqrt(v_hat) + s.eps) + s.weight_decay * p[i]);
     }
@@ -45,18 +46,20 @@ TEST_CASE("adamw_update matches a naive loop over several steps", "[optimizer]")
   decayed.beta2 = 0.95;
   decayed.eps = 1e-6;
   decayed.weight_decay = 0.1;
+  ops::AdamWStep clipped = decayed;  // a clipping factor folded into the update
+  clipped.grad_scale = 0.3;
   uint64_t seed = 1;
   for (DType dtype : {DType::f32, DType::f64}) {
     // The last shape is past the kernel's threading grain.
     for (const Shape& shape : {Shape{1}, Shape{7}, Shape{33, 7}, Shape{3, 129}, Shape{129, 257}}) {
       for (Layout layout : kLayouts) {
-        for (const ops::AdamWStep* hyper : {&plain, &decayed}) {
+        for (const ops::AdamWStep* hyper : {&plain, &decayed, &clipped}) {
           const Tensor param = random_tensor(shape, dtype, seed++, -2.0, 2.0);
           const Tensor m = zeros(shape, dtype), v = zeros(shape, dtype);
           NaiveAdamW ref{to_vector(param), to_vector(m), to_vector(v)};
           ops::AdamWStep s = *hyper;
           INFO(shape_str(shape) << " grad " << to_string(layout) << " " << to_string(dtype) << " wd "
-                                << s.weight_decay);
+                                << s.weight_decay << " grad_scale " << s.grad_scale);
           for (s.step = 1; s.step <= 5; ++s.step) {
             const Tensor grad = with_layout(random_tensor(shape, dtype, seed++), layout);
             ops::adamw_update(param, grad, m, v, s);

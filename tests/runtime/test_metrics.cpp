@@ -1,5 +1,5 @@
 // The progress line and metrics.jsonl record: the keys users and scripts rely on (step, loss,
-// lr, grad_norm, tokens_per_s, mfu, step_s; val_loss when evaluated; peak_mem_gib on GPUs),
+// lr, grad_norm, tokens_per_s, mfu, step_s; val_loss when evaluated; peak_mem_gib),
 // checked field by field against values set by hand; a resumed run's file keeps exactly the
 // lines up to the resumed step.
 #include <catch2/catch.hpp>

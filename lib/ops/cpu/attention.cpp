@@ -13,8 +13,6 @@
 // softmax loops use fast_exp and run at the CPU's widest vectors (run_isa; fast_math.h).
 #include "lib/ops/cpu/attention.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -23,26 +21,13 @@
 
 #include "lib/ops/cpu/fast_math.h"
 #include "lib/ops/cpu/isa.h"
+#include "lib/ops/cpu/matmul.h"
 
 namespace hetu::ops::cpu {
 namespace {
 
 constexpr int64_t kKeyBlock = 64;    // keys per score tile
 constexpr int64_t kQueryBlock = 64;  // query rows per score tile
-
-// C (m×n, ldc) = alpha · op(A) op(B) + beta · C, row-major.
-template <typename T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb,
-          T beta, T* c, int64_t ldc) {
-  const auto opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, opa, opb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
-                static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-  } else {
-    cblas_dgemm(CblasRowMajor, opa, opb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
-                static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-  }
-}
 
 template <typename T> T dot(const T* a, const T* b, int64_t n) {
   T acc = 0;

@@ -9,23 +9,23 @@
 #include "lib/core/strided_loop.h"
 
 namespace hetu::ops::cpu {
-namespace {
-
 template <typename T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
-          int64_t ldc) {
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb,
+          T beta, T* c, int64_t ldc) {
   const CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE opb = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, opa, opb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
-                static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
+    cblas_sgemm(CblasRowMajor, opa, opb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+                static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
   } else {
-    cblas_dgemm(CblasRowMajor, opa, opb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a,
-                static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c, static_cast<int>(ldc));
+    cblas_dgemm(CblasRowMajor, opa, opb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+                static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
   }
 }
-
-}  // namespace
+template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                          float, float*, int64_t);
+template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
+                           int64_t, double, double*, int64_t);
 
 std::optional<MatrixLayout> blas_layout(const Tensor& t) {
   const int64_t rows = t.size(-2), cols = t.size(-1);
@@ -68,7 +68,8 @@ void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const 
     sb.push_back(0);
     sc.push_back(0);
     for_each_row<3>(walk, {sa, sb, sc}, {a.offset(), b.offset(), out.offset()}, [&](auto off, int64_t, auto) {
-      gemm<scalar_t>(blas_ta, blas_tb, m, n, k, pa + off[0], la.ld, pb + off[1], lb.ld, pc + off[2], n);
+      gemm<scalar_t>(blas_ta, blas_tb, m, n, k, scalar_t(1), pa + off[0], la.ld, pb + off[1], lb.ld, scalar_t(0),
+                     pc + off[2], n);
     });
   });
 }

@@ -19,4 +19,9 @@ std::optional<MatrixLayout> blas_layout(const Tensor& t);
 // strides); each operand's last two dims must have unit stride on one of them.
 void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const Tensor& out);
 
+// Row-major BLAS GEMM (f32 sgemm, f64 dgemm): c (m×n, ldc) = alpha · op(a) op(b) + beta · c.
+template <typename T>
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc);
+
 }  // namespace hetu::ops::cpu

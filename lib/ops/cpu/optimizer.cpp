@@ -25,10 +25,10 @@ struct AdamWRange {
     const scalar_t one_minus_beta2 = static_cast<scalar_t>(1 - s->beta2);
     const scalar_t inv_bc1 = static_cast<scalar_t>(1 / s->bc1), inv_bc2 = static_cast<scalar_t>(1 / s->bc2);
     const scalar_t lr = static_cast<scalar_t>(s->lr), eps = static_cast<scalar_t>(s->eps);
-    const scalar_t wd = static_cast<scalar_t>(s->weight_decay);
+    const scalar_t wd = static_cast<scalar_t>(s->weight_decay), grad_scale = static_cast<scalar_t>(s->grad_scale);
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
-      const scalar_t g = grad[i];
+      const scalar_t g = grad[i] * grad_scale;
       const scalar_t mi = beta1 * m[i] + one_minus_beta1 * g;
       const scalar_t vi = beta2 * v[i] + one_minus_beta2 * g * g;
       m[i] = mi;

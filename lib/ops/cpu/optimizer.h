@@ -8,10 +8,10 @@ namespace hetu::ops::cpu {
 
 // Scalars of one AdamW step, bias corrections already computed: bc1 = 1 − β1^t, bc2 = 1 − β2^t.
 struct AdamWScalars {
-  double lr, beta1, beta2, eps, weight_decay, bc1, bc2;
+  double lr, beta1, beta2, eps, weight_decay, bc1, bc2, grad_scale;
 };
 
-// m = β1·m + (1−β1)·g;  v = β2·v + (1−β2)·g²;  p -= lr·((m/bc1) / (√(v/bc2) + eps) + wd·p)
+// g = grad_scale·grad; m = β1·m + (1−β1)·g;  v = β2·v + (1−β2)·g²;  p -= lr·((m/bc1) / (√(v/bc2) + eps) + wd·p)
 template <typename scalar_t>
 void adamw_update(scalar_t* param, const scalar_t* grad, scalar_t* m, scalar_t* v, int64_t n, const AdamWScalars& s);
 

@@ -1,6 +1,6 @@
 // CUDA AdamW (decoupled weight decay, as cpu/optimizer.cpp) and the sum of squares for
 // global_norm.
-//   m = β1 m + (1-β1) g;  v = β2 v + (1-β2) g²;  p -= lr ((m/bc1) / (√(v/bc2) + eps) + wd p)
+//   g = grad_scale · grad;  m = β1 m + (1-β1) g;  v = β2 v + (1-β2) g²;  p -= lr ((m/bc1) / (√(v/bc2) + eps) + wd p)
 // Launch: AdamW one thread per element, 256 threads, grid-stride. Sum of squares: at most
 // 1024 blocks of 256 threads, each summing a fixed grid-stride share in f32 into a partial;
 // one block then adds the partials in f64 in a fixed tree and adds them to the accumulator.
@@ -11,13 +11,13 @@ namespace hetu::ops::cuda {
 namespace {
 
 struct AdamWF {
-  float lr, beta1, beta2, one_minus_beta1, one_minus_beta2, inv_bc1, inv_bc2, eps, wd;
+  float lr, beta1, beta2, one_minus_beta1, one_minus_beta2, inv_bc1, inv_bc2, eps, wd, grad_scale;
 };
 
 template <typename T> __global__ void adamw_kernel(T* param, const T* grad, T* m, T* v, int64_t n, AdamWF s) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float g = to_float(grad[i]);
+    const float g = to_float(grad[i]) * s.grad_scale;
     const float mi = s.beta1 * to_float(m[i]) + s.one_minus_beta1 * g;
     const float vi = s.beta2 * to_float(v[i]) + s.one_minus_beta2 * g * g;
     m[i] = from_float<T>(mi);
@@ -59,7 +59,8 @@ void adamw_update(DType dtype, void* param, const void* grad, void* m, void* v, 
   if (n == 0) return;
   const AdamWF f{static_cast<float>(s.lr),          static_cast<float>(s.beta1),       static_cast<float>(s.beta2),
                  static_cast<float>(1 - s.beta1),   static_cast<float>(1 - s.beta2),   static_cast<float>(1 / s.bc1),
-                 static_cast<float>(1 / s.bc2),     static_cast<float>(s.eps),         static_cast<float>(s.weight_decay)};
+                 static_cast<float>(1 / s.bc2),     static_cast<float>(s.eps),         static_cast<float>(s.weight_decay),
+                 static_cast<float>(s.grad_scale)};
   dispatch_float(dtype, "adamw_update", [&](auto tag) {
     using T = decltype(tag);
     adamw_kernel<<<grid_for(n), kThreads, 0, stream()>>>(static_cast<T*>(param), static_cast<const T*>(grad),
