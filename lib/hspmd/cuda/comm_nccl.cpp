@@ -15,6 +15,7 @@
 
 #include "lib/core/cuda/cuda_check.h"
 #include "lib/core/cuda_runtime.h"
+#include "lib/hspmd/comm_trace.h"
 #include "lib/util/error.h"
 
 namespace hetu {
@@ -102,6 +103,7 @@ class NcclCommunicator final : public Communicator {
 
   void all_reduce(const Tensor& buffer, const DeviceGroup& group) override {
     const char* op = "all_reduce";
+    timing::Scope scope(timing::Phase::comm, op, timing::Track::comm, {{"bytes", tensor_bytes(buffer)}, {"ranks", group.size()}});
     check(op, buffer);
     ncclComm_t comm = comm_for(op, group);
     check_nccl(op, ncclAllReduce(buffer.raw_data(), buffer.raw_data(), count(buffer), nccl_type(buffer.dtype()),
@@ -111,6 +113,7 @@ class NcclCommunicator final : public Communicator {
   void all_gather(const Tensor& in, const Tensor& out, const DeviceGroup& group,
                   std::span<const int64_t> counts) override {
     const char* op = "all_gather";
+    timing::Scope scope(timing::Phase::comm, op, timing::Track::comm, {{"bytes", tensor_bytes(in)}, {"ranks", group.size()}});
     check_pair(op, in, out);
     ncclComm_t comm = comm_for(op, group);
     const std::vector<int64_t> c = counts_of(op, counts, group.size(), in.numel(), out.numel(), "counts");
@@ -134,6 +137,7 @@ class NcclCommunicator final : public Communicator {
   void reduce_scatter(const Tensor& in, const Tensor& out, const DeviceGroup& group,
                       std::span<const int64_t> counts) override {
     const char* op = "reduce_scatter";
+    timing::Scope scope(timing::Phase::comm, op, timing::Track::comm, {{"bytes", tensor_bytes(in)}, {"ranks", group.size()}});
     check_pair(op, in, out);
     ncclComm_t comm = comm_for(op, group);
     const std::vector<int64_t> c = counts_of(op, counts, group.size(), out.numel(), in.numel(), "counts");
@@ -157,6 +161,7 @@ class NcclCommunicator final : public Communicator {
   void all_to_all(const Tensor& in, const Tensor& out, const DeviceGroup& group, std::span<const int64_t> send_counts,
                   std::span<const int64_t> recv_counts) override {
     const char* op = "all_to_all";
+    timing::Scope scope(timing::Phase::comm, op, timing::Track::comm, {{"bytes", tensor_bytes(in)}, {"ranks", group.size()}});
     check_pair(op, in, out);
     ncclComm_t comm = comm_for(op, group);
     const int64_t n = group.size();
@@ -181,6 +186,7 @@ class NcclCommunicator final : public Communicator {
 
   void broadcast(const Tensor& buffer, DeviceId root, const DeviceGroup& group) override {
     const char* op = "broadcast";
+    timing::Scope scope(timing::Phase::comm, op, timing::Track::comm, {{"bytes", tensor_bytes(buffer)}, {"ranks", group.size()}});
     check(op, buffer);
     ncclComm_t comm = comm_for(op, group);
     const std::optional<int64_t> root_index = group.index_of(root);
@@ -201,6 +207,8 @@ class NcclCommunicator final : public Communicator {
 
   void batch_send_recv(std::span<const P2POp> ops) override {
     const char* op = "batch_send_recv";
+    timing::Scope scope(timing::Phase::comm, "send_recv", timing::Track::comm);
+    if (scope.traced()) scope.set_args(p2p_trace_args(ops));
     for (const P2POp& p : ops) {
       check(op, p.tensor);
       HT_CHECK(p.peer >= 0 && p.peer < size_ && p.peer != rank_,
@@ -220,6 +228,7 @@ class NcclCommunicator final : public Communicator {
 
   void barrier(const DeviceGroup& group) override {
     const char* op = "barrier";
+    timing::Scope scope(timing::Phase::comm, op, timing::Track::comm);
     ncclComm_t comm = comm_for(op, group);
     if (!flag_.defined()) flag_ = zeros({1}, DType::f32, Device::cuda(device_));
     check_nccl(op, ncclAllReduce(flag_.raw_data(), flag_.raw_data(), 1, ncclFloat32, ncclSum, comm, stream()));
