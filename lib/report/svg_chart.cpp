@@ -94,9 +94,11 @@ std::string legend_entry(int index, std::string_view color, const std::string& l
 }
 
 std::string_view color_of_name(const std::string& name) {
-  static const std::map<std::string, int> fixed = {{"forward", 0}, {"backward", 2}, {"optimizer", 4},
-                                                    {"checkpoint", 5}, {"eval", 6}, {"data", 7},
-                                                    {"grad_sync", 3}, {"send_recv", 9}, {"all_reduce", 1}};
+  // One colour per phase of the step timer, the same in the per-rank bars and the timeline;
+  // waiting in a pipeline exchange shares send_recv's colour, tp collectives all_reduce's.
+  static const std::map<std::string, int> fixed = {
+      {"forward", 0},   {"backward", 2}, {"pipe_wait", 9}, {"tp_comm", 1},    {"grad_sync", 3},  {"optimizer", 4},
+      {"checkpoint", 5}, {"eval", 6},    {"data", 7},      {"other", 8},      {"send_recv", 9},  {"all_reduce", 1}};
   auto it = fixed.find(name);
   if (it != fixed.end()) return palette_color(it->second);
   int h = 0;
@@ -183,7 +185,7 @@ std::string svg_stacked_bars(const StackedBars& c) {
       const double py1 = y.to_px(base + v), py0 = y.to_px(base);
       out += fmt::format(R"(<rect class="segment" data-bar="{}" data-segment="{}" data-value="{}" x="{:.2f}" y="{:.2f}" width="{:.2f}" height="{:.2f}" fill="{}"><title>{} {}: {:.4g} s</title></rect>)",
                          xml_escape(b.label), xml_escape(c.segments[k]), v, left, py1, width, py0 - py1,
-                         palette_color(static_cast<int>(k)), xml_escape(b.label), xml_escape(c.segments[k]), v);
+                         color_of_name(c.segments[k]), xml_escape(b.label), xml_escape(c.segments[k]), v);
       base += v;
     }
     if (b.marker) {
@@ -195,7 +197,7 @@ std::string svg_stacked_bars(const StackedBars& c) {
                        kChartHeight - kBottom + 16, xml_escape(b.label));
   }
   for (size_t k = 0; k < c.segments.size(); ++k) {
-    out += legend_entry(static_cast<int>(k), palette_color(static_cast<int>(k)), c.segments[k], false);
+    out += legend_entry(static_cast<int>(k), color_of_name(c.segments[k]), c.segments[k], false);
   }
   if (!c.marker_label.empty()) {
     const int yy = kTop + 8 + 18 * static_cast<int>(c.segments.size());
