@@ -12,6 +12,7 @@
 #include "lib/io/checkpoint.h"
 #include "lib/optim/adamw.h"
 #include "lib/util/error.h"
+#include "models/model_family.h"
 
 namespace hetu::app {
 
@@ -86,8 +87,9 @@ std::string synthesize_job_toml(const ModelConfig& m, const std::string& name) {
       "job.name=\"converted\"",
       "job.out_dir=\"runs/converted\"",
   };
-  if (m.arch == Arch::llama) {
-    overrides.push_back(fmt::format("model.kv_heads={}", m.kv_heads));
+  const ModelFamily& family = model_family(m.arch);
+  if (family.grouped_kv_heads) overrides.push_back(fmt::format("model.kv_heads={}", m.kv_heads));
+  if (family.rotary_positions) {
     overrides.push_back(fmt::format("model.rope_theta={}", toml_float(m.rope_theta)));
     overrides.push_back("model.rope_scaling=" + config::to_toml(m.rope_scaling));
   }
