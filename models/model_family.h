@@ -6,14 +6,20 @@
 //   const ModelFamily& f = model_family(Arch::llama);
 //   f.rotary_positions;                       // true: accepts rope_theta and rope_scaling
 //   const ModelFamily* g = find_model_family("gpt2");   // nullptr for an unknown name
+//
+// Adding a family: its folder models/<arch>/ (model, flavors, sharding, <arch>_family.cpp),
+// one Arch value (model_config.h), one line in model_families() (model_family.cpp), and its
+// config.json fields in app/cmd_ckpt_hf.cpp (exhaustive switches; the compiler points at them).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "lib/core/shape.h"
 #include "models/language_model.h"
 #include "models/model_config.h"
 #include "models/model_sharding.h"
@@ -44,6 +50,8 @@ struct ModelFamily {
   const ModelSharding& (*sharding)();
   // Parameters of the unpadded model, a tied embedding once (ModelConfig::num_params).
   int64_t (*num_params)(const ModelConfig& config);
+  // hetu's name and shape of every parameter of the whole model (padded vocab rows included).
+  std::map<std::string, Shape> (*parameter_shapes)(const ModelConfig& config);
   HfNames hf;
 
   // Rows of the learned position table (no FLOPs; 0 with rotary positions).
