@@ -8,13 +8,13 @@
 //   const ModelFamily* g = find_model_family("gpt2");   // nullptr for an unknown name
 //
 // Adding a family: its folder models/<arch>/ (model, flavors, sharding, <arch>_family.cpp),
-// one Arch value (model_config.h), one line in model_families() (model_family.cpp), and its
-// config.json fields in app/cmd_ckpt_hf.cpp (exhaustive switches; the compiler points at them).
+// one Arch value (model_config.h) and one line in model_families() (model_family.cpp).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +26,8 @@
 
 namespace hetu {
 
+class HfConfigReader;  // models/hf_config.h
+
 // How the family's tensors and config are named in a Hugging Face checkpoint.
 struct HfNames {
   std::string_view model_type;      // config.json "model_type"
@@ -34,6 +36,9 @@ struct HfNames {
   std::string_view embedding;       // hetu's name of the token embedding (a tied lm_head equals it)
   // Suffixes of the weights HF stores transposed (GPT-2's Conv1D: in x out).
   std::vector<std::string_view> transposed_suffixes;
+  // config.json's fields (models/hf_config.h; torch_dtype is the caller's) and back.
+  nlohmann::json (*to_config)(const ModelConfig& config);
+  ModelConfig (*from_config)(const HfConfigReader& config_json);
 };
 
 struct ModelFamily {

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "models/llama/llama_model.h"
+#include "models/hf_config.h"
 #include "models/model_family.h"
 
 namespace hetu {
@@ -37,6 +38,55 @@ std::map<std::string, Shape> llama_parameter_shapes(const ModelConfig& m) {
   return out;
 }
 
+// config.json as transformers' LlamaConfig reads it (the caller adds torch_dtype).
+nlohmann::json llama_to_hf_config(const ModelConfig& m) {
+  return nlohmann::json{{"architectures", {llama_family().hf.architecture}},
+                        {"model_type", llama_family().hf.model_type},
+                        {"vocab_size", m.vocab},
+                        {"hidden_size", m.hidden},
+                        {"intermediate_size", m.ffn_hidden},
+                        {"num_hidden_layers", m.layers},
+                        {"num_attention_heads", m.heads},
+                        {"num_key_value_heads", m.kv_heads},
+                        {"head_dim", m.head_dim()},
+                        {"max_position_embeddings", m.max_seq_len},
+                        {"rms_norm_eps", m.norm_eps},
+                        {"rope_theta", m.rope_theta},
+                        {"rope_scaling", rope_scaling_json(m.rope_scaling)},
+                        {"hidden_act", "silu"},
+                        {"attention_bias", false},
+                        {"attention_dropout", 0.0},
+                        {"mlp_bias", false},
+                        {"pretraining_tp", 1},
+                        {"initializer_range", 0.02},
+                        {"tie_word_embeddings", m.tie_embeddings},
+                        {"use_cache", true}};
+}
+
+// The ModelConfig of a config.json; settings hetu's model cannot honour are refused by name.
+ModelConfig llama_from_hf_config(const HfConfigReader& c) {
+  ModelConfig m;
+  m.arch = Arch::llama;
+  m.layers = c.integer("num_hidden_layers");
+  m.hidden = c.integer("hidden_size");
+  m.heads = c.integer("num_attention_heads");
+  m.kv_heads = c.integer("num_key_value_heads", m.heads);
+  m.ffn_hidden = c.integer("intermediate_size");
+  m.vocab = c.integer("vocab_size");
+  m.max_seq_len = c.integer("max_position_embeddings");
+  m.norm_eps = c.number("rms_norm_eps", 1e-6);  // transformers' LlamaConfig default
+  m.rope_theta = c.number("rope_theta", 10000.0);
+  m.tie_embeddings = c.flag("tie_word_embeddings", false);
+  if (c.has("head_dim") && m.hidden % m.heads == 0) {
+    c.expect("head_dim", m.hidden / m.heads, "hetu's LLaMA uses head_dim = hidden_size / num_attention_heads");
+  }
+  c.expect("hidden_act", "silu", "hetu's LLaMA MLP is SwiGLU (silu)");
+  c.expect("attention_bias", false, "hetu's LLaMA has no attention biases");
+  c.expect("mlp_bias", false, "hetu's LLaMA has no MLP biases");
+  m.rope_scaling = rope_scaling_from(c);
+  return m;
+}
+
 std::unique_ptr<LanguageModel> build_llama(const ModelConfig& config, ModelBuild build) {
   return std::make_unique<LlamaModel>(config, std::move(build));
 }
@@ -61,7 +111,9 @@ const ModelFamily& llama_family() {
              .architecture = "LlamaForCausalLM",
              .tensor_prefix = "",
              .embedding = "model.embed_tokens.weight",
-             .transposed_suffixes = {}},
+             .transposed_suffixes = {},
+             .to_config = llama_to_hf_config,
+             .from_config = llama_from_hf_config},
   };
   return family;
 }
