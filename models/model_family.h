@@ -51,6 +51,10 @@ struct ModelFamily {
   bool always_ties_embeddings;    // model.tie_embeddings = false is refused
   bool ffn_hidden_required;       // an explicit shape must give ffn_hidden (else 4 x hidden)
   double default_rope_theta;      // for an explicit shape (0 without rotary positions)
+  // data.tokenizer for a checkpoint with at least tokenizer_vocab rows (GPT-2's BPE);
+  // "none" (vocab 0) when hetu has no tokenizer for the family.
+  std::string_view tokenizer;
+  int64_t tokenizer_vocab;
   std::unique_ptr<LanguageModel> (*build)(const ModelConfig& config, ModelBuild build);
   const ModelSharding& (*sharding)();
   // Parameters of the unpadded model, a tied embedding once (ModelConfig::num_params).

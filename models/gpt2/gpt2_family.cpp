@@ -108,6 +108,8 @@ const ModelFamily& gpt2_family() {
       .always_ties_embeddings = true,
       .ffn_hidden_required = false,
       .default_rope_theta = 0.0,
+      .tokenizer = "gpt2",
+      .tokenizer_vocab = 50257,
       .build = build_gpt2,
       .sharding = gpt2_sharding,
       .num_params = gpt2_num_params,

@@ -103,6 +103,8 @@ const ModelFamily& llama_family() {
       .always_ties_embeddings = false,
       .ffn_hidden_required = true,
       .default_rope_theta = 10000.0,
+      .tokenizer = "none",
+      .tokenizer_vocab = 0,
       .build = build_llama,
       .sharding = llama_sharding,
       .num_params = llama_num_params,
