@@ -1,7 +1,7 @@
 // The model-family registry: one entry per family (models/<arch>/<arch>_family.cpp) with
 // its flavors, the job-file keys it accepts, how to build it, its sharding plan, its
 // parameter count (the source of the planner's cost facts, models/model_costs.h) and its
-// Hugging Face names. Code outside models/<arch>/ asks the entry instead of switching on Arch.
+// Hugging Face names and config.json. Code outside models/<arch>/ asks the entry instead of switching on Arch.
 //
 //   const ModelFamily& f = model_family(Arch::llama);
 //   f.rotary_positions;                       // true: accepts rope_theta and rope_scaling
@@ -71,8 +71,9 @@ struct ModelFamily {
 const std::vector<const ModelFamily*>& model_families();
 // The entry of `arch` (throws naming the Arch value when a family is not registered).
 const ModelFamily& model_family(Arch arch);
-// The entry named `name` (a job file's model.arch, an HF model_type when `hf`), or nullptr.
+// The entry named `name` (a job file's model.arch), or nullptr.
 const ModelFamily* find_model_family(std::string_view name);
+// The entry whose config.json model_type is `model_type`, or nullptr.
 const ModelFamily* find_hf_model_family(std::string_view model_type);
 // "gpt2, llama": the names for an error message.
 std::string model_family_names();
