@@ -12,6 +12,7 @@
 #include "lib/io/llmc_checkpoint.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
+#include "models/model_family.h"
 
 namespace hetu::app {
 
@@ -29,41 +30,7 @@ std::string_view to_string(CkptFormat format) {
   return "?";
 }
 
-std::map<std::string, Shape> expected_parameters(const ModelConfig& m) {
-  const int64_t C = m.hidden, V = m.padded_vocab(), F = m.ffn_hidden, kv = m.kv_heads * m.head_dim();
-  std::map<std::string, Shape> out;
-  if (m.arch == Arch::gpt2) {
-    out["wte.weight"] = {V, C};
-    out["wpe.weight"] = {m.max_seq_len, C};
-    out["ln_f.weight"] = out["ln_f.bias"] = {C};
-    for (int64_t i = 0; i < m.layers; ++i) {
-      const std::string h = fmt::format("h.{}.", i);
-      out[h + "ln_1.weight"] = out[h + "ln_1.bias"] = out[h + "ln_2.weight"] = out[h + "ln_2.bias"] = {C};
-      out[h + "attn.c_attn.weight"] = {3 * C, C};
-      out[h + "attn.c_attn.bias"] = {3 * C};
-      out[h + "attn.c_proj.weight"] = {C, C};
-      out[h + "attn.c_proj.bias"] = {C};
-      out[h + "mlp.c_fc.weight"] = {F, C};
-      out[h + "mlp.c_fc.bias"] = {F};
-      out[h + "mlp.c_proj.weight"] = {C, F};
-      out[h + "mlp.c_proj.bias"] = {C};
-    }
-    return out;
-  }
-  out["model.embed_tokens.weight"] = {V, C};
-  out["model.norm.weight"] = {C};
-  if (!m.tie_embeddings) out["lm_head.weight"] = {V, C};
-  for (int64_t i = 0; i < m.layers; ++i) {
-    const std::string h = fmt::format("model.layers.{}.", i);
-    out[h + "input_layernorm.weight"] = out[h + "post_attention_layernorm.weight"] = {C};
-    out[h + "self_attn.q_proj.weight"] = {m.heads * m.head_dim(), C};
-    out[h + "self_attn.k_proj.weight"] = out[h + "self_attn.v_proj.weight"] = {kv, C};
-    out[h + "self_attn.o_proj.weight"] = {C, m.heads * m.head_dim()};
-    out[h + "mlp.gate_proj.weight"] = out[h + "mlp.up_proj.weight"] = {F, C};
-    out[h + "mlp.down_proj.weight"] = {C, F};
-  }
-  return out;
-}
+std::map<std::string, Shape> expected_parameters(const ModelConfig& m) { return model_family(m.arch).parameter_shapes(m); }
 
 void check_parameters(const ModelWeights& weights, const std::string& source) {
   const std::map<std::string, Shape> expected = expected_parameters(weights.model);

@@ -12,6 +12,7 @@
 #include "lib/io/checkpoint.h"
 #include "lib/optim/adamw.h"
 #include "lib/util/error.h"
+#include "models/model_family.h"
 
 namespace hetu::app {
 
@@ -69,7 +70,13 @@ std::string toml_float(double value) {
 }  // namespace
 
 std::string synthesize_job_toml(const ModelConfig& m, const std::string& name) {
-  const std::string tokenizer = m.vocab == 256 ? "byte" : m.arch == Arch::gpt2 && m.vocab >= 50257 ? "gpt2" : "none";
+  const ModelFamily& family = model_family(m.arch);
+  std::string tokenizer = "none";  // bytes, or the family's tokenizer when the vocab can be it
+  if (m.vocab == 256) {
+    tokenizer = "byte";
+  } else if (m.vocab >= family.tokenizer_vocab) {
+    tokenizer = family.tokenizer;
+  }
   // The embedded default job with every model key overridden, as --set would.
   std::vector<std::string> overrides = {
       fmt::format("model.arch=\"{}\"", to_string(m.arch)),
@@ -86,8 +93,8 @@ std::string synthesize_job_toml(const ModelConfig& m, const std::string& name) {
       "job.name=\"converted\"",
       "job.out_dir=\"runs/converted\"",
   };
-  if (m.arch == Arch::llama) {
-    overrides.push_back(fmt::format("model.kv_heads={}", m.kv_heads));
+  if (family.grouped_kv_heads) overrides.push_back(fmt::format("model.kv_heads={}", m.kv_heads));
+  if (family.rotary_positions) {
     overrides.push_back(fmt::format("model.rope_theta={}", toml_float(m.rope_theta)));
     overrides.push_back("model.rope_scaling=" + config::to_toml(m.rope_scaling));
   }

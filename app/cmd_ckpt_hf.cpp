@@ -14,6 +14,8 @@
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
+#include "models/hf_config.h"
+#include "models/model_family.h"
 
 namespace hetu::app {
 
@@ -39,218 +41,43 @@ constexpr const char* kConfigFile = "config.json";
 constexpr const char* kStepKey = "hetu.step";
 constexpr const char* kJobKey = "hetu.job";
 
+// HF stores it transposed (GPT-2's Conv1D weights; the family's HfNames list them).
 bool is_conv1d(const ModelConfig& m, const std::string& name) {
-  if (m.arch != Arch::gpt2) return false;
-  for (const char* suffix : {".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight"}) {
-    const std::string s(suffix);
-    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) return true;
+  for (std::string_view suffix : model_family(m.arch).hf.transposed_suffixes) {
+    if (name.size() > suffix.size() && name.ends_with(suffix)) return true;
   }
   return false;
 }
 
-bool has_vocab_rows(const std::string& name) {
-  return name == "wte.weight" || name == "model.embed_tokens.weight" || name == "lm_head.weight";
+bool has_vocab_rows(const ModelConfig& m, const std::string& name) {
+  return name == model_family(m.arch).hf.embedding || name == "lm_head.weight";
 }
 
 std::string hf_name(const ModelConfig& m, const std::string& name) {
-  return m.arch == Arch::gpt2 ? "transformer." + name : name;
+  return std::string(model_family(m.arch).hf.tensor_prefix) + name;
 }
 
 std::string torch_dtype(DType dtype) { return dtype == DType::bf16 ? "bfloat16" : "float32"; }
 
-// HF's rope_scaling object (transformers' LlamaConfig, rope_type "llama3"), or null.
-json rope_scaling_json(const RopeScaling& s) {
-  switch (s.type) {
-    case RopeScalingType::none: return nullptr;
-    case RopeScalingType::llama3:
-      return {{"rope_type", "llama3"},
-              {"factor", s.factor},
-              {"low_freq_factor", s.low_freq_factor},
-              {"high_freq_factor", s.high_freq_factor},
-              {"original_max_position_embeddings", s.original_max_position_embeddings}};
-  }
-  return nullptr;
+// "gpt2, llama": the HF model_types of the registered families.
+std::string hf_model_types() {
+  std::vector<std::string> types;
+  for (const ModelFamily* f : model_families()) types.emplace_back(f->hf.model_type);
+  return join(types, ", ");
 }
 
+// config.json: the family's fields and the dtype the weights are stored in.
 json config_json(const ModelConfig& m, DType dtype) {
-  if (m.arch == Arch::gpt2) {
-    json j = {{"architectures", {"GPT2LMHeadModel"}},
-              {"model_type", "gpt2"},
-              {"vocab_size", m.vocab},
-              {"n_positions", m.max_seq_len},
-              {"n_embd", m.hidden},
-              {"n_layer", m.layers},
-              {"n_head", m.heads},
-              {"n_inner", m.ffn_hidden},
-              {"activation_function", "gelu_new"},
-              {"layer_norm_epsilon", m.norm_eps},
-              {"resid_pdrop", 0.0},
-              {"embd_pdrop", 0.0},
-              {"attn_pdrop", 0.0},
-              {"initializer_range", 0.02},
-              {"scale_attn_weights", true},
-              {"scale_attn_by_inverse_layer_idx", false},
-              {"reorder_and_upcast_attn", false},
-              {"tie_word_embeddings", true},
-              {"use_cache", true},
-              {"torch_dtype", torch_dtype(dtype)}};
-    if (m.vocab == 50257) j["bos_token_id"] = j["eos_token_id"] = 50256;  // GPT-2's <|endoftext|>
-    return j;
-  }
-  return {{"architectures", {"LlamaForCausalLM"}},
-          {"model_type", "llama"},
-          {"vocab_size", m.vocab},
-          {"hidden_size", m.hidden},
-          {"intermediate_size", m.ffn_hidden},
-          {"num_hidden_layers", m.layers},
-          {"num_attention_heads", m.heads},
-          {"num_key_value_heads", m.kv_heads},
-          {"head_dim", m.head_dim()},
-          {"max_position_embeddings", m.max_seq_len},
-          {"rms_norm_eps", m.norm_eps},
-          {"rope_theta", m.rope_theta},
-          {"rope_scaling", rope_scaling_json(m.rope_scaling)},
-          {"hidden_act", "silu"},
-          {"attention_bias", false},
-          {"attention_dropout", 0.0},
-          {"mlp_bias", false},
-          {"pretraining_tp", 1},
-          {"initializer_range", 0.02},
-          {"tie_word_embeddings", m.tie_embeddings},
-          {"use_cache", true},
-          {"torch_dtype", torch_dtype(dtype)}};
+  json j = model_family(m.arch).hf.to_config(m);
+  j["torch_dtype"] = torch_dtype(dtype);
+  return j;
 }
 
-// Typed reads of config.json with errors naming the file and key; null counts as absent.
-class ConfigReader {
- public:
-  ConfigReader(json j, std::string file) : j_(std::move(j)), file_(std::move(file)) {}
-  bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
-  int64_t integer(const char* key, std::optional<int64_t> fallback = std::nullopt) const {
-    if (!has(key)) return require(key, fallback);
-    const json& v = j_[key];
-    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (int64_t{1} << 40)) {
-      HT_USAGE_ERROR("{}: {}: expected a positive integer, got {}", file_, prefix_ + key, v.dump());
-    }
-    return v.get<int64_t>();
-  }
-  double number(const char* key, std::optional<double> fallback = std::nullopt) const {
-    if (!has(key)) return require(key, fallback);
-    const json& v = j_[key];
-    if (!v.is_number() || !(v.get<double>() > 0))
-      HT_USAGE_ERROR("{}: {}: expected a positive number, got {}", file_, prefix_ + key, v.dump());
-    return v.get<double>();
-  }
-  bool flag(const char* key, bool fallback) const {
-    if (!has(key)) return fallback;
-    if (!j_[key].is_boolean()) {
-      HT_USAGE_ERROR("{}: {}: expected true or false, got {}", file_, prefix_ + key, j_[key].dump());
-    }
-    return j_[key].get<bool>();
-  }
-  std::string text(const char* key, const std::string& fallback) const {
-    if (!has(key)) return fallback;
-    if (!j_[key].is_string()) {
-      HT_USAGE_ERROR("{}: {}: expected a string, got {}", file_, prefix_ + key, j_[key].dump());
-    }
-    return j_[key].get<std::string>();
-  }
-  // A setting hetu's model does not implement: an error unless it has the harmless value.
-  template <typename T>
-  void expect(const char* key, T harmless, const char* why) const {
-    if (has(key) && j_[key] != json(harmless)) {
-      HT_USAGE_ERROR("{}: {} = {}: {}", file_, prefix_ + key, j_[key].dump(), why);
-    }
-  }
-  // The object under `key`, read with the same checks (errors name "key.field").
-  std::optional<ConfigReader> object(const char* key) const {
-    if (!has(key)) return std::nullopt;
-    if (!j_[key].is_object()) {
-      HT_USAGE_ERROR("{}: {}: expected an object, got {}", file_, prefix_ + key, j_[key].dump());
-    }
-    return ConfigReader(j_[key], file_, prefix_ + key + ".");
-  }
-  const std::string& file() const { return file_; }
-
- private:
-  ConfigReader(json j, std::string file, std::string prefix)
-      : j_(std::move(j)), file_(std::move(file)), prefix_(std::move(prefix)) {}
-  template <typename T>
-  T require(const char* key, std::optional<T> fallback) const {
-    if (!fallback) HT_USAGE_ERROR("{}: the required key \"{}\" is missing", file_, prefix_ + key);
-    return *fallback;
-  }
-  json j_;
-  std::string file_;
-  std::string prefix_;  // "rope_scaling." inside that object, for messages
-};
-
-// config.json's rope_scaling: null/absent (or rope_type "default"): none; rope_type (older
-// files: type) "llama3" with its four numbers; any other type is refused by name.
-RopeScaling rope_scaling_from(const ConfigReader& c) {
-  const std::optional<ConfigReader> r = c.object("rope_scaling");
-  if (!r) return {};
-  const std::string type = r->text("rope_type", r->text("type", ""));
-  if (type == "default") return {};
-  if (type != "llama3") {
-    HT_USAGE_ERROR("{}: rope_scaling: rope_type \"{}\" is not implemented by hetu (it implements \"llama3\", the "
-                   "scaling of Llama 3.1 and 3.2)",
-                   c.file(), type);
-  }
-  RopeScaling s;
-  s.type = RopeScalingType::llama3;
-  s.factor = r->number("factor");
-  s.low_freq_factor = r->number("low_freq_factor");
-  s.high_freq_factor = r->number("high_freq_factor");
-  s.original_max_position_embeddings = r->integer("original_max_position_embeddings");
-  return s;
-}
-
-ModelConfig model_from_config(const ConfigReader& c) {
-  ModelConfig m;
+ModelConfig model_from_config(const HfConfigReader& c) {
   const std::string type = c.text("model_type", "");
-  if (type == "gpt2") {
-    m.arch = Arch::gpt2;
-    m.layers = c.integer("n_layer");
-    m.hidden = c.integer("n_embd");
-    m.heads = m.kv_heads = c.integer("n_head");
-    m.ffn_hidden = c.integer("n_inner", 4 * m.hidden);
-    m.vocab = c.integer("vocab_size");
-    m.max_seq_len =
-        c.integer("n_positions", c.has("n_ctx") ? std::optional<int64_t>(c.integer("n_ctx")) : std::nullopt);
-    m.norm_eps = c.number("layer_norm_epsilon", 1e-5);
-    m.tie_embeddings = true;
-    const std::string act = c.text("activation_function", "gelu_new");
-    HT_USAGE_CHECK(act == "gelu_new" || act == "gelu_pytorch_tanh",
-                   "{}: activation_function = \"{}\": hetu's GPT-2 uses "
-                   "GELU with the tanh approximation (gelu_new)",
-                   c.file(), act);
-    c.expect("tie_word_embeddings", true, "hetu's GPT-2 ties the LM head to wte");
-    c.expect("scale_attn_weights", true, "hetu's GPT-2 scales attention by 1/sqrt(head_dim)");
-    c.expect("scale_attn_by_inverse_layer_idx", false, "not implemented by hetu's GPT-2");
-  } else if (type == "llama") {
-    m.arch = Arch::llama;
-    m.layers = c.integer("num_hidden_layers");
-    m.hidden = c.integer("hidden_size");
-    m.heads = c.integer("num_attention_heads");
-    m.kv_heads = c.integer("num_key_value_heads", m.heads);
-    m.ffn_hidden = c.integer("intermediate_size");
-    m.vocab = c.integer("vocab_size");
-    m.max_seq_len = c.integer("max_position_embeddings");
-    m.norm_eps = c.number("rms_norm_eps", 1e-6);  // transformers' LlamaConfig default
-    m.rope_theta = c.number("rope_theta", 10000.0);
-    m.tie_embeddings = c.flag("tie_word_embeddings", false);
-    if (c.has("head_dim") && m.hidden % m.heads == 0) {
-      c.expect("head_dim", m.hidden / m.heads, "hetu's LLaMA uses head_dim = hidden_size / num_attention_heads");
-    }
-    c.expect("hidden_act", "silu", "hetu's LLaMA MLP is SwiGLU (silu)");
-    c.expect("attention_bias", false, "hetu's LLaMA has no attention biases");
-    c.expect("mlp_bias", false, "hetu's LLaMA has no MLP biases");
-    m.rope_scaling = rope_scaling_from(c);
-  } else {
-    HT_USAGE_ERROR("{}: model_type \"{}\" is not one hetu converts (gpt2, llama)", c.file(), type);
-  }
-  return m;
+  const ModelFamily* family = find_hf_model_family(type);
+  if (!family) HT_USAGE_ERROR("{}: model_type \"{}\" is not one hetu converts ({})", c.file(), type, hf_model_types());
+  return family->hf.from_config(c);
 }
 
 bool bitwise_equal(const Tensor& a, const Tensor& b) {
@@ -275,7 +102,7 @@ std::vector<std::string> save_hf_weights(const std::string& out, const ModelWeig
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [name, shape] : expected_parameters(m)) {
     Tensor t = w.params.at(name);
-    if (has_vocab_rows(name)) t = t.narrow(0, 0, m.vocab);
+    if (has_vocab_rows(m, name)) t = t.narrow(0, 0, m.vocab);
     if (is_conv1d(m, name)) t = t.transpose(0, 1);
     tensors.emplace_back(hf_name(m, name), (t.dtype() == options.dtype ? t : t.to(options.dtype)).contiguous());
   }
@@ -302,7 +129,7 @@ ModelWeights load_hf_weights(const std::string& path) {
   }
   HT_USAGE_CHECK(config.is_object(), "{}: expected a JSON object", config_path.string());
   ModelWeights w;
-  w.model = model_from_config(ConfigReader(config, config_path.string()));
+  w.model = model_from_config(HfConfigReader(config, config_path.string()));
   io::SafetensorsFolder st = io::read_safetensors_folder(path);
 
   // A hetu job stored by `ckpt convert --to hf` is kept when it describes this model.
@@ -338,7 +165,7 @@ ModelWeights load_hf_weights(const std::string& path) {
     HT_USAGE_CHECK(t.dim() == 2 || !is_conv1d(m, name), "{}: tensor {} has shape {}, expected 2 dimensions", path, key,
                    shape_str(t.shape()));
     if (is_conv1d(m, name)) t = t.transpose(0, 1).contiguous();
-    if (has_vocab_rows(name) && t.dim() == 2 && t.size(0) == m.vocab && shape[0] > m.vocab) {
+    if (has_vocab_rows(m, name) && t.dim() == 2 && t.size(0) == m.vocab && shape[0] > m.vocab) {
       Tensor padded = zeros(shape, t.dtype());
       padded.narrow(0, 0, m.vocab).copy_from(t);
       t = padded;
@@ -353,7 +180,7 @@ ModelWeights load_hf_weights(const std::string& path) {
       continue;
     }
     if (key == "lm_head.weight" && m.tie_embeddings) {
-      const std::string embedding = m.arch == Arch::gpt2 ? "wte.weight" : "model.embed_tokens.weight";
+      const std::string embedding(model_family(m.arch).hf.embedding);
       auto e = w.params.find(embedding);
       if (e == w.params.end()) continue;  // check_parameters names the missing embedding
       HT_USAGE_CHECK(bitwise_equal(t, e->second.narrow(0, 0, std::min(m.vocab, e->second.size(0)))),

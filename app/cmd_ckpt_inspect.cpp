@@ -16,6 +16,7 @@
 #include "lib/io/h5_file.h"
 #include "lib/optim/adamw.h"
 #include "lib/util/error.h"
+#include "models/model_family.h"
 
 namespace hetu::app {
 
@@ -86,7 +87,7 @@ std::string describe_model(const ModelConfig& m) {
       "norm_eps {}",
       to_string(m.arch), m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab, m.padded_vocab(),
       m.max_seq_len, m.norm_eps);
-  if (m.arch == Arch::llama) text += fmt::format(", rope_theta {}", m.rope_theta);
+  if (model_family(m.arch).rotary_positions) text += fmt::format(", rope_theta {}", m.rope_theta);
   if (m.rope_scaling.type == RopeScalingType::llama3) {
     const RopeScaling& s = m.rope_scaling;
     text += fmt::format(", rope_scaling llama3 (factor {}, low_freq_factor {}, high_freq_factor {}, original {})",
@@ -143,8 +144,10 @@ json model_json(const ModelConfig& m) {
             {"norm_eps", m.norm_eps},
             {"tie_embeddings", m.tie_embeddings},
             {"parameters", m.num_params()}};
-  if (m.arch == Arch::llama) j["rope_theta"] = m.rope_theta;
-  if (m.arch == Arch::llama) j["rope_scaling"] = config::to_toml(m.rope_scaling);
+  if (model_family(m.arch).rotary_positions) {
+    j["rope_theta"] = m.rope_theta;
+    j["rope_scaling"] = config::to_toml(m.rope_scaling);
+  }
   return j;
 }
 

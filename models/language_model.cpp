@@ -8,8 +8,7 @@
 #include "lib/autograd/functions.h"
 #include "lib/nn/parallel_cross_entropy.h"
 #include "lib/nn/tensor_parallel.h"
-#include "models/gpt2/gpt2_model.h"
-#include "models/llama/llama_model.h"
+#include "models/model_family.h"
 
 namespace hetu {
 
@@ -73,7 +72,7 @@ double LanguageModel::flops_per_token(int64_t seq_len) const {
   // embedding lookups cost no FLOPs, a tied LM head does.
   const int64_t padding = m.padded_vocab() - m.vocab;
   double params = static_cast<double>(m.num_params() + padding * m.hidden * (m.tie_embeddings ? 1 : 2));
-  const int64_t lookup_rows = m.arch == Arch::gpt2 ? m.max_seq_len : 0;
+  const int64_t lookup_rows = model_family(m.arch).position_rows(m);
   params -= static_cast<double>(lookup_rows * m.hidden);
   if (!m.tie_embeddings) params -= static_cast<double>(m.padded_vocab() * m.hidden);
   return 6.0 * params + 12.0 * static_cast<double>(m.layers * m.hidden * seq_len);
@@ -104,11 +103,7 @@ std::unique_ptr<LanguageModel> build_model(const ModelConfig& config, ModelBuild
                build.part.last(config) < config.layers,
            "build_model: layers {}..{} of a {}-layer model", build.part.first_layer, build.part.last(config),
            config.layers);
-  switch (config.arch) {
-    case Arch::gpt2: return std::make_unique<Gpt2Model>(config, std::move(build));
-    case Arch::llama: return std::make_unique<LlamaModel>(config, std::move(build));
-  }
-  HT_THROW("build_model: unknown architecture");
+  return model_family(config.arch).build(config, std::move(build));
 }
 
 std::unique_ptr<LanguageModel> build_model(const ModelConfig& config, uint64_t seed) {

@@ -1,9 +1,12 @@
-// ModelConfig helpers: architecture names, vocab padding, parameter count, flavor lookup.
+// ModelConfig helpers: architecture names, vocab padding, parameter count, flavor lookup
+// (each asks the family's registry entry, models/model_family.h).
 #include "models/model_config.h"
+
+#include "models/model_family.h"
 
 namespace hetu {
 
-std::string_view to_string(Arch arch) { return arch == Arch::gpt2 ? "gpt2" : "llama"; }
+std::string_view to_string(Arch arch) { return model_family(arch).name; }
 
 std::string_view to_string(RopeScalingType type) {
   switch (type) {
@@ -14,9 +17,9 @@ std::string_view to_string(RopeScalingType type) {
 }
 
 std::optional<Arch> parse_arch(std::string_view text) {
-  if (text == "gpt2") return Arch::gpt2;
-  if (text == "llama") return Arch::llama;
-  return std::nullopt;
+  const ModelFamily* family = find_model_family(text);
+  if (!family) return std::nullopt;
+  return family->arch;
 }
 
 int64_t ModelConfig::padded_vocab() const {
@@ -24,30 +27,10 @@ int64_t ModelConfig::padded_vocab() const {
   return (vocab + vocab_multiple - 1) / vocab_multiple * vocab_multiple;
 }
 
-int64_t ModelConfig::num_params() const {
-  const int64_t C = hidden;
-  const int64_t kv_dim = kv_heads * head_dim();
-  int64_t per_layer = 0;
-  int64_t outside = vocab * C;  // token embedding
-  if (arch == Arch::gpt2) {
-    per_layer = 2 * 2 * C                    // ln_1, ln_2 weight + bias
-                + C * 3 * C + 3 * C          // c_attn
-                + C * C + C                  // attn c_proj
-                + C * ffn_hidden + ffn_hidden  // c_fc
-                + ffn_hidden * C + C;        // mlp c_proj
-    outside += max_seq_len * C + 2 * C;      // wpe, ln_f
-  } else {
-    per_layer = 2 * C                        // input / post-attention RMSNorm
-                + C * C + 2 * C * kv_dim + C * C  // q, k, v, o
-                + 3 * C * ffn_hidden;        // gate, up, down
-    outside += C;                            // final norm
-    if (!tie_embeddings) outside += vocab * C;
-  }
-  return layers * per_layer + outside;
-}
+int64_t ModelConfig::num_params() const { return model_family(arch).num_params(*this); }
 
 static const std::vector<ModelConfig>& flavors_of(Arch arch) {
-  return arch == Arch::gpt2 ? gpt2_flavors() : llama_flavors();
+  return model_family(arch).flavors();
 }
 
 std::optional<ModelConfig> find_flavor(Arch arch, std::string_view name) {

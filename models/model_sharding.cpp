@@ -1,16 +1,13 @@
-// Dispatch over the families' sharding plans and their shared helpers.
+// A family's sharding plan (from its registry entry) and their shared helpers.
 #include "models/model_sharding.h"
 
 #include "lib/util/error.h"
+#include "models/model_family.h"
 
 namespace hetu {
 
 const ModelSharding& model_sharding(Arch arch) {
-  switch (arch) {
-    case Arch::gpt2: return gpt2_sharding();
-    case Arch::llama: return llama_sharding();
-  }
-  HT_THROW("model_sharding: unknown architecture");
+  return model_family(arch).sharding();
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {

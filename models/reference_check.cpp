@@ -11,6 +11,7 @@
 #include "lib/io/h5_file.h"
 #include "lib/optim/adamw.h"
 #include "models/language_model.h"
+#include "models/model_family.h"
 
 namespace hetu {
 namespace {
@@ -66,8 +67,10 @@ ParamAfterDiff param_after_diff(const Tensor& ours, const Tensor& ref, const Ten
 ModelConfig read_config(const io::H5File& f) {
   ModelConfig m;
   const std::string arch = f.attr_string("/", "arch");
-  HT_USAGE_CHECK(parse_arch(arch).has_value(), "{}: root attribute arch = \"{}\" (expected gpt2 or llama)", f.path(), arch);
-  m.arch = *parse_arch(arch);
+  const ModelFamily* family = find_model_family(arch);
+  HT_USAGE_CHECK(family != nullptr, "{}: root attribute arch = \"{}\" (expected one of: {})", f.path(), arch,
+                 model_family_names());
+  m.arch = family->arch;
   m.flavor = "reference";
   auto integer = [&](const char* name) { return static_cast<int64_t>(f.attr_number("/", name)); };
   m.layers = integer("layers");
@@ -77,13 +80,11 @@ ModelConfig read_config(const io::H5File& f) {
   m.max_seq_len = integer("max_seq_len");
   m.norm_eps = f.attr_number("/", "norm_eps");
   m.vocab_multiple = 1;  // dumps hold the exact vocabulary
-  if (m.arch == Arch::gpt2) {
-    m.kv_heads = m.heads;
-    m.ffn_hidden = 4 * m.hidden;
-    m.tie_embeddings = true;
-  } else {
-    m.kv_heads = integer("kv_heads");
-    m.ffn_hidden = integer("ffn_hidden");
+  // The dump stores the keys the family accepts (make_reference.py), like a job file.
+  m.kv_heads = family->grouped_kv_heads ? integer("kv_heads") : m.heads;
+  m.ffn_hidden = family->ffn_hidden_required ? integer("ffn_hidden") : 4 * m.hidden;
+  m.tie_embeddings = family->always_ties_embeddings || !f.has("/params/lm_head.weight");
+  if (family->rotary_positions) {
     m.rope_theta = f.attr_number("/", "rope_theta");
     if (f.has_attr("/", "rope_scaling_factor")) {  // Llama 3's scaling (make_reference.py --rope-scaling)
       m.rope_scaling = {RopeScalingType::llama3, f.attr_number("/", "rope_scaling_factor"),
@@ -91,7 +92,6 @@ ModelConfig read_config(const io::H5File& f) {
                         f.attr_number("/", "rope_scaling_high_freq_factor"),
                         static_cast<int64_t>(f.attr_number("/", "rope_scaling_original_max_position_embeddings"))};
     }
-    m.tie_embeddings = !f.has("/params/lm_head.weight");
   }
   return m;
 }

@@ -6,6 +6,7 @@
 #include "app/config/device_spec.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
+#include "models/model_family.h"
 
 namespace hetu::config {
 namespace {
@@ -63,25 +64,38 @@ void read_rope_scaling(TableReader t, RopeScaling& scaling) {
   t.finish();
 }
 
+// "llama": the families for which `accepts` holds, for "applies to ... only".
+std::string families_where(bool ModelFamily::*accepts) {
+  std::vector<std::string> names;
+  for (const ModelFamily* f : model_families()) {
+    if (f->*accepts) names.emplace_back(f->name);
+  }
+  return join(names, ", ");
+}
+
 void read_model(TableReader& t, ModelConfig& model) {
+  std::vector<std::string> quoted;
+  for (const ModelFamily* f : model_families()) quoted.push_back("\"" + std::string(f->name) + "\"");
   std::optional<std::string> arch_text = t.get_string("arch");
-  if (!arch_text) t.fail("arch", "required key is missing (\"gpt2\" or \"llama\")");
-  std::optional<Arch> arch = parse_arch(*arch_text);
-  if (!arch) t.fail("arch", "unknown value \"" + *arch_text + "\" (expected one of: gpt2, llama)");
+  if (!arch_text) t.fail("arch", "required key is missing (" + join(quoted, " or ") + ")");
+  const ModelFamily* family = find_model_family(*arch_text);
+  if (!family) t.fail("arch", "unknown value \"" + *arch_text + "\" (expected one of: " + model_family_names() + ")");
+  const Arch arch = family->arch;
+  const std::string name(family->name);
 
   std::optional<std::string> flavor = t.get_string("flavor");
   if (flavor) {
-    std::optional<ModelConfig> preset = find_flavor(*arch, *flavor);
+    std::optional<ModelConfig> preset = find_flavor(arch, *flavor);
     if (!preset) {
-      t.fail("flavor", "unknown " + std::string(to_string(*arch)) + " flavor \"" + *flavor +
-                           "\" (known: " + join(flavor_names(*arch), ", ") + ")");
+      t.fail("flavor", "unknown " + name + " flavor \"" + *flavor +
+                           "\" (known: " + join(flavor_names(arch), ", ") + ")");
     }
     model = *preset;
   } else {
     model = ModelConfig{};
-    model.arch = *arch;
-    model.tie_embeddings = *arch == Arch::gpt2;
-    if (*arch == Arch::llama) model.rope_theta = 10000.0;
+    model.arch = arch;
+    model.tie_embeddings = family->always_ties_embeddings;
+    model.rope_theta = family->default_rope_theta;
   }
 
   const bool explicit_shape = !flavor.has_value();
@@ -90,7 +104,7 @@ void read_model(TableReader& t, ModelConfig& model) {
       field = *v;
     } else if (explicit_shape && required) {
       t.fail(key, "required key is missing (no model.flavor given, so the shape must be explicit; "
-                  "flavors: " + join(flavor_names(*arch), ", ") + ")");
+                  "flavors: " + join(flavor_names(arch), ", ") + ")");
     }
   };
   shape_key("layers", model.layers, true);
@@ -98,25 +112,37 @@ void read_model(TableReader& t, ModelConfig& model) {
   shape_key("heads", model.heads, true);
   shape_key("vocab", model.vocab, true);
   shape_key("max_seq_len", model.max_seq_len, true);
-  shape_key("ffn_hidden", model.ffn_hidden, *arch == Arch::llama);
+  shape_key("ffn_hidden", model.ffn_hidden, family->ffn_hidden_required);
   if (explicit_shape && model.ffn_hidden == 0) model.ffn_hidden = 4 * model.hidden;
   if (auto v = t.get_int("vocab_multiple")) model.vocab_multiple = *v;
   if (auto v = t.get_number("norm_eps")) model.norm_eps = *v;
 
-  if (*arch == Arch::gpt2) {
-    if (t.has("kv_heads")) t.fail("kv_heads", "applies to llama only (gpt2 attention has kv_heads == heads)");
-    if (t.has("rope_theta")) t.fail("rope_theta", "applies to llama only (gpt2 has learned positions)");
-    if (t.has("rope_scaling")) t.fail("rope_scaling", "applies to llama only (gpt2 has learned positions)");
-    if (auto v = t.get_bool("tie_embeddings"); v && !*v) {
-      t.fail("tie_embeddings", "gpt2 always ties the LM head to the token embedding");
-    }
-    model.kv_heads = model.heads;
-  } else {
+  if (family->grouped_kv_heads) {
     if (explicit_shape) model.kv_heads = model.heads;
     if (auto v = t.get_int("kv_heads")) model.kv_heads = *v;
+  } else {
+    if (t.has("kv_heads")) {
+      t.fail("kv_heads", "applies to " + families_where(&ModelFamily::grouped_kv_heads) + " only (" + name +
+                             " attention has kv_heads == heads)");
+    }
+    model.kv_heads = model.heads;
+  }
+  if (family->rotary_positions) {
     if (auto v = t.get_number("rope_theta")) model.rope_theta = *v;
     if (auto v = t.get_table("rope_scaling")) read_rope_scaling(*v, model.rope_scaling);
-    if (auto v = t.get_bool("tie_embeddings")) model.tie_embeddings = *v;
+  } else {
+    for (const char* key : {"rope_theta", "rope_scaling"}) {
+      if (t.has(key)) {
+        t.fail(key, "applies to " + families_where(&ModelFamily::rotary_positions) + " only (" + name +
+                        " has learned positions)");
+      }
+    }
+  }
+  if (auto v = t.get_bool("tie_embeddings")) {
+    if (family->always_ties_embeddings && !*v) {
+      t.fail("tie_embeddings", name + " always ties the LM head to the token embedding");
+    }
+    model.tie_embeddings = *v;
   }
   t.finish();
 }

@@ -17,6 +17,7 @@
 #include "lib/util/error.h"
 #include "lib/util/step_timer.h"
 #include "lib/util/strings.h"
+#include "models/model_family.h"
 
 namespace hetu::config {
 namespace {
@@ -93,7 +94,7 @@ class Rules {
       fail("model.kv_heads", "kv_heads = " + to_string(m.kv_heads) + " does not divide heads = " + to_string(m.heads) +
                                  " (each kv head serves heads/kv_heads query heads)");
     }
-    if (m.arch == Arch::llama) {
+    if (model_family(m.arch).rotary_positions) {
       positive("model.rope_theta", m.rope_theta);
       check_rope_scaling(m.rope_scaling);
       if (m.head_dim() % 2 != 0) {

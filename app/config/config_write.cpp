@@ -4,6 +4,7 @@
 
 #include "app/config/config.h"
 #include "app/config/device_spec.h"
+#include "models/model_family.h"
 
 namespace hetu::config {
 namespace {
@@ -74,13 +75,14 @@ std::string to_toml(const JobConfig& c) {
   line("layers", num(m.layers));
   line("hidden", num(m.hidden));
   line("heads", num(m.heads));
-  if (m.arch == Arch::llama) line("kv_heads", num(m.kv_heads));
+  const ModelFamily& family = model_family(m.arch);
+  if (family.grouped_kv_heads) line("kv_heads", num(m.kv_heads));
   line("ffn_hidden", num(m.ffn_hidden));
   line("vocab", num(m.vocab));
   line("vocab_multiple", num(m.vocab_multiple));
   line("max_seq_len", num(m.max_seq_len));
-  if (m.arch == Arch::llama) line("rope_theta", toml_float(m.rope_theta));
-  if (m.arch == Arch::llama) line("rope_scaling", to_toml(m.rope_scaling));
+  if (family.rotary_positions) line("rope_theta", toml_float(m.rope_theta));
+  if (family.rotary_positions) line("rope_scaling", to_toml(m.rope_scaling));
   line("norm_eps", toml_float(m.norm_eps));
   line("tie_embeddings", m.tie_embeddings ? "true" : "false");
 
