@@ -157,8 +157,54 @@ struct RankRun {
   std::unique_ptr<ParallelModel> part;
   std::unique_ptr<runtime::ParallelEngine> engine;
   std::unique_ptr<LoaderSource> train;
+  std::vector<TensorPlacement> local;  // this rank's parameters' (the store's)
   std::unique_ptr<io::ShardedStore> store;
 };
+
+// Every trained tensor of the whole model with its placement under `layout`, in name order,
+// the same on every rank: the ranks' local (name, shape) lists are gathered over `host_comm`
+// (a rank's part holds only its stages' parameters).
+std::vector<TensorPlacement> job_placements(const config::JobConfig& c, const pipeline::ParallelLayout& layout,
+                                            const std::vector<TensorPlacement>& local, Communicator& host_comm) {
+  std::string text;
+  for (const TensorPlacement& p : local) {
+    text += p.name + ":";
+    for (int64_t d : p.shape) text += std::to_string(d) + ",";
+    text += ";";
+  }
+  Tensor length = full({1}, static_cast<double>(text.size()), DType::f64);
+  host_comm.all_reduce(length, host_comm.world());  // every rank's slot is the sum of the lengths: enough
+  const int64_t slot = static_cast<int64_t>(length.item());
+  Tensor bytes = zeros({host_comm.world_size() * slot}, DType::f64);
+  double* mine = bytes.data<double>() + host_comm.rank() * slot;
+  for (size_t i = 0; i < text.size(); ++i) mine[i] = static_cast<unsigned char>(text[i]);
+  host_comm.all_reduce(bytes, host_comm.world());
+  std::map<std::string, Shape> shapes;
+  for (int64_t r = 0; r < host_comm.world_size(); ++r) {
+    std::string theirs;
+    for (int64_t i = 0; i < slot; ++i) {
+      const double b = bytes.data<double>()[r * slot + i];
+      if (b == 0) break;
+      theirs.push_back(static_cast<char>(b));
+    }
+    for (std::string_view entry : split(theirs, ';')) {
+      if (entry.empty()) continue;
+      const size_t colon = entry.find(':');
+      Shape shape;
+      for (std::string_view d : split(entry.substr(colon + 1), ',')) {
+        if (!d.empty()) shape.push_back(*parse_int64(d));
+      }
+      shapes[std::string(entry.substr(0, colon))] = shape;
+    }
+  }
+  std::vector<TensorPlacement> out;
+  for (const auto& [name, shape] : shapes) {
+    std::optional<TensorPlacement> p = placement_of(c.model, layout, name, shape);
+    HT_CHECK(p.has_value(), "strategy: no stage of the layout holds {}", name);
+    out.push_back(std::move(*p));
+  }
+  return out;
+}
 
 runtime::StrategyRun build_run(std::string name, const config::JobConfig& c, const pipeline::ParallelLayout& layout,
                                int rank, Communicator& comm, Communicator& host_comm, Device compute) {
@@ -174,20 +220,22 @@ runtime::StrategyRun build_run(std::string name, const config::JobConfig& c, con
                part.model().num_parameters(), compute.str(), position.replica, position.stage, position.tp_index,
                layout.stage(position).tp(), layout.stage(position).first_layer, layout.stage(position).last_layer,
                to_string(c.training.precision), to_string(c.training.grad_reduce_dtype), comm.backend());
-  run->strategy = runtime::make_strategy(std::move(name), layout, part.placements());
+  run->local = part.placements();
+  const std::vector<TensorPlacement>& local = run->local;
+  run->strategy = runtime::make_strategy(std::move(name), layout, job_placements(c, layout, local, host_comm));
   run->engine = std::make_unique<runtime::ParallelEngine>(
       run->strategy, position, comm, part.stage(), part.model().named_parameters(), c.training.seq_len, c.model.hidden,
       c.training.micro_batch, activations, compute_dtype(c.training.grad_reduce_dtype));
   run->train = std::make_unique<LoaderSource>(train_data(c, replica), compute);
   run->store = std::make_unique<io::ShardedStore>(c.job.out_dir + "/checkpoints", c.checkpoint.keep,
-                                                  run->strategy.placements, host_comm);
+                                                  local, host_comm);
   return {&run->strategy, run->engine.get(), run->train.get(), run->store.get(), &comm, run};
 }
 
 // Test-only trigger of strategy switches until the job file names them ([[parallel.switch]],
 // issue 14 item 4): HETU_TEST_SWITCH="3:dp=2,tp=2;6:tp=4" switches after step 3 to the job
 // with parallel.dp=2, parallel.tp=2 (the unnamed of dp, tp, pp set to 1), after step 6 to
-// tp=4. Each strategy must use every device of the job with pp = 1.
+// tp=4. Each strategy must use every device of the job.
 struct SwitchRequest {
   int64_t after_step = 0;
   std::string name;                    // "dp=2,tp=2"
@@ -248,19 +296,15 @@ int train(const TrainOptions& options, const config::LoadedConfig& loaded, const
   o.telemetry.comm = host_comm.get();
   o.telemetry.rank_label = fmt::format("rank {} (replica {}, stage {}, tp {})", mpi.rank(), position.replica,
                                        position.stage, position.tp_index);
-  auto every_device_one_stage = [&](const pipeline::ParallelLayout& l) {
-    bool one = l.num_devices() == mpi.world_size();
-    for (const pipeline::ReplicaLayout& r : l.replicas) one = one && r.stages.size() == 1;
-    return one;
-  };
+  auto every_device = [&](const pipeline::ParallelLayout& l) { return l.num_devices() == mpi.world_size(); };
   for (SwitchRequest& request : test_switches()) {
     TrainOptions with = options;
     with.overrides.insert(with.overrides.end(), request.overrides.begin(), request.overrides.end());
     config::LoadedConfig next = load_job(with);
     const pipeline::ParallelLayout next_layout = parallel_layout(next.config, ranks);
-    if (!every_device_one_stage(layout) || !every_device_one_stage(next_layout)) {
-      HT_USAGE_ERROR("HETU_TEST_SWITCH: strategy {} and the job's must both use all {} devices with pp = 1 (a switch "
-                     "between pipelines or to a subset of the devices is not supported yet)",
+    if (!every_device(layout) || !every_device(next_layout)) {
+      HT_USAGE_ERROR("HETU_TEST_SWITCH: strategy {} and the job's must both use all {} devices (a switch to a subset "
+                     "of the devices is not supported yet)",
                      request.name, mpi.world_size());
     }
     o.switches.push_back({request.after_step, [&, name = request.name, job = next.config, next_layout] {

@@ -69,18 +69,16 @@ void Trainer::switch_to(StrategyRun next, const BatchSource& data) {
   std::map<std::string, Tensor> fresh;  // the same names under `to`
   for (const nn::NamedParameter& p : params) fresh[p.name] = p.tensor;
   for (const nn::NamedParameter& s : optimizer.state()) fresh[s.name] = s.tensor;
-  HT_CHECK(old.size() == fresh.size() && old.size() == 3 * to.placements.size(),
-           "switch {} -> {}: rank {} trains {} tensors before and {} after, the strategy has {} parameters (every rank "
-           "must hold every parameter under both)", from.name, to.name, comm.rank(), old.size(), fresh.size(),
-           to.placements.size());
   auto move = [&](const std::string& tensor, const Union& src, const Union& dst, const TensorPlacement& p) {
+    // A rank holds a tensor under an annotation exactly when it is in it (checked by reshard).
     auto was = old.find(tensor);
     auto now = fresh.find(tensor);
-    HT_CHECK(was != old.end() && now != fresh.end(), "switch {} -> {}: rank {} does not hold {} under both", from.name,
-             to.name, comm.rank(), tensor);
-    // Plans and the moved tensor live where the tensors do (the compute device).
-    const Tensor moved = reshard(was->second, src, dst, p, was->second.dtype(), comm, *to.plans);
-    now->second.copy_from(moved);
+    HT_CHECK(dst.member_of(comm.rank()).has_value() == (now != fresh.end()), "switch {} -> {}: rank {} {} {} but {} "
+             "in its annotation", from.name, to.name, comm.rank(), now != fresh.end() ? "holds" : "does not hold",
+             tensor, dst.member_of(comm.rank()) ? "is" : "is not");
+    const DType dtype = was != old.end() ? was->second.dtype() : now != fresh.end() ? now->second.dtype() : DType::f32;
+    const Tensor moved = reshard(was != old.end() ? was->second : Tensor(), src, dst, p, dtype, comm, *to.plans);
+    if (now != fresh.end()) now->second.copy_from(moved);
   };
   for (const TensorPlacement& p : to.placements) {  // name order: the same on every rank
     const TensorPlacement& q = from.placement(p.name);

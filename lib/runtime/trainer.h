@@ -77,8 +77,8 @@ class Trainer {
   // moments (state -> state) from the current strategy to `next`'s, in name order, with
   // `next`'s plan cache, into `next.engine`'s tensors; carries the AdamW step count and the
   // data position (from `data`, the current source, to next.train) over; then runs under
-  // `next`. Every rank of either strategy must call it. Today every rank must hold every
-  // parameter under both strategies (pp = 1, all of the job's devices).
+  // `next`. Every rank must call it; both strategies' placements list every tensor of the
+  // whole model. Today both must use every device of the job (no rank waits idle).
   void switch_to(StrategyRun next, const BatchSource& data);
 
  private:

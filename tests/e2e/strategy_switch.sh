@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Switching strategies in memory is exact: 4 CPU ranks train tiny GPT-2 and tiny LLaMA (GQA,
-# configs/layouts/{gpt2-tp4,llama-tp4-gqa}.toml) for 12 steps,
-# switching after steps 3, 6 and 9 through dp=4 -> dp=2 x tp=2 -> tp=4 -> dp=4 (the test-only
-# trigger HETU_TEST_SWITCH, app/cmd_train.cpp), once with training.grad_clip = 1.0 and once
-# with 0, and each run is checked against the same job on one device:
+# configs/layouts/{gpt2-tp4,llama-tp4-gqa}.toml) for 12 steps, switching after steps 3, 6 and
+# 9 (the test-only trigger HETU_TEST_SWITCH, app/cmd_train.cpp) through
+#   dp=4 -> pp=2 x dp=2 -> dp=2 x tp=2 -> tp=2 x pp=2   and   dp=4 -> dp=2 x tp=2 -> tp=4 -> dp=4,
+# once with training.grad_clip = 1.0 and once with 0, and each run is checked against the
+# same job on one device:
 #   - every step's loss and pre-clip gradient norm (metrics.jsonl) within 1e-6 relative;
 #   - every final parameter and both AdamW moments (the final checkpoint, written under the
 #     last strategy) within 1e-6 of max|ref| plus 1e-7;
-#   - the log names each switch and the final AdamW step count is 12.
+#   - rank 0's log names each switch with the AdamW step count it carries over (3, 6, 9).
 # usage: strategy_switch.sh HETU SOURCE_DIR
 set -euo pipefail
 hetu=$1; src=$2
@@ -20,26 +21,31 @@ common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val
         --set lr_schedule.warmup_steps=2 --set training.eval_every=0 --set training.log_every=1
         --set training.seq_len=64 --set training.threads=1 --set data.sampling=sequential --set checkpoint.every=0
         --set optimizer.eps=1e-6)
-switches="3:dp=2,tp=2;6:tp=4;9:dp=4"
 
+for switches in ${SWITCHES:-"3:pp=2,dp=2;6:dp=2,tp=2;9:tp=2,pp=2" "3:dp=2,tp=2;6:tp=4;9:dp=4"}; do
 for model in ${MODELS:-gpt2 llama}; do
 config="$src/configs/layouts/$model-tp4.toml"
 [[ $model == llama ]] && config="$src/configs/layouts/llama-tp4-gqa.toml"
 single_device_job "$config" "$work/single.toml"
 for clip in ${CLIPS:-1.0 0}; do
-  echo "== $model, grad_clip $clip"
+  echo "== $model, grad_clip $clip, switches $switches"
   args=(--set training.grad_clip="$clip" "${common[@]}")
   run_logged "single-$clip" "$model: single-device run" \
     "$hetu" train "$work/single.toml" "${args[@]}" --set job.out_dir="$work/single-$clip"
   HETU_TEST_SWITCH="$switches" run_logged "switch-$clip" "$model: mpirun -np 4 run with switches $switches" \
     mpirun -np 4 "$hetu" train "$config" "${args[@]}" --set parallel.tp=1 --set parallel.dp=4 --set job.out_dir="$work/switch-$clip"
-  for s in "default -> dp=2,tp=2 after 3" "dp=2,tp=2 -> tp=4 after 6" "tp=4 -> dp=4 after 9"; do
-    grep -q "switched strategy $s optimizer steps" "$work/switch-$clip/logs/rank-0.log" || fail "no switch '$s' in the log"
+  prev=default
+  IFS=';' read -ra entries <<< "$switches"
+  for entry in "${entries[@]}"; do
+    grep -q "switched strategy $prev -> ${entry#*:} after ${entry%%:*} optimizer steps" "$work/switch-$clip/logs/rank-0.log" \
+      || fail "$model: no switch '$prev -> ${entry#*:} after ${entry%%:*}' in the log"
+    prev=${entry#*:}
   done
   compare_runs "single-$clip" "switch-$clip" 1e-6 --fields loss,grad_norm --steps 12
   /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-7 \
     "$work/switch-$clip/checkpoints/step-0000012" "$work/single-$clip/checkpoints/step-0000012" || fail "$model: final tensors differ"
   rm -rf "$work/single-$clip" "$work/switch-$clip"
+done
 done
 done
 echo "strategy switches: OK"
