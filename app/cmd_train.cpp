@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <thread>
 #include <fmt/core.h>
 
@@ -149,9 +151,128 @@ void report(const runtime::TrainResult& result) {
                result.last_checkpoint);
 }
 
+// One rank's model part, engine, data loader and checkpoint store under one strategy.
+struct RankRun {
+  runtime::Strategy strategy;
+  std::unique_ptr<ParallelModel> part;
+  std::unique_ptr<runtime::ParallelEngine> engine;
+  std::unique_ptr<LoaderSource> train;
+  std::vector<TensorPlacement> local;  // this rank's parameters' (the store's)
+  std::unique_ptr<io::ShardedStore> store;
+};
+
+// Every trained tensor of the whole model with its placement under `layout`, in name order,
+// the same on every rank: the ranks' local (name, shape) lists are gathered over `host_comm`
+// (a rank's part holds only its stages' parameters).
+std::vector<TensorPlacement> job_placements(const config::JobConfig& c, const pipeline::ParallelLayout& layout,
+                                            const std::vector<TensorPlacement>& local, Communicator& host_comm) {
+  std::string text;
+  for (const TensorPlacement& p : local) {
+    text += p.name + ":";
+    for (int64_t d : p.shape) text += std::to_string(d) + ",";
+    text += ";";
+  }
+  Tensor length = full({1}, static_cast<double>(text.size()), DType::f64);
+  host_comm.all_reduce(length, host_comm.world());  // every rank's slot is the sum of the lengths: enough
+  const int64_t slot = static_cast<int64_t>(length.item());
+  Tensor bytes = zeros({host_comm.world_size() * slot}, DType::f64);
+  double* mine = bytes.data<double>() + host_comm.rank() * slot;
+  for (size_t i = 0; i < text.size(); ++i) mine[i] = static_cast<unsigned char>(text[i]);
+  host_comm.all_reduce(bytes, host_comm.world());
+  std::map<std::string, Shape> shapes;
+  for (int64_t r = 0; r < host_comm.world_size(); ++r) {
+    std::string theirs;
+    for (int64_t i = 0; i < slot; ++i) {
+      const double b = bytes.data<double>()[r * slot + i];
+      if (b == 0) break;
+      theirs.push_back(static_cast<char>(b));
+    }
+    for (std::string_view entry : split(theirs, ';')) {
+      if (entry.empty()) continue;
+      const size_t colon = entry.find(':');
+      Shape shape;
+      for (std::string_view d : split(entry.substr(colon + 1), ',')) {
+        if (!d.empty()) shape.push_back(*parse_int64(d));
+      }
+      shapes[std::string(entry.substr(0, colon))] = shape;
+    }
+  }
+  std::vector<TensorPlacement> out;
+  for (const auto& [name, shape] : shapes) {
+    std::optional<TensorPlacement> p = placement_of(c.model, layout, name, shape);
+    HT_CHECK(p.has_value(), "strategy: no stage of the layout holds {}", name);
+    out.push_back(std::move(*p));
+  }
+  return out;
+}
+
+runtime::StrategyRun build_run(std::string name, const config::JobConfig& c, const pipeline::ParallelLayout& layout,
+                               int rank, Communicator& comm, Communicator& host_comm, Device compute) {
+  auto run = std::make_shared<RankRun>();
+  const pipeline::Position position = *layout.locate(rank);
+  const pipeline::ReplicaLayout& replica = layout.replicas[static_cast<size_t>(position.replica)];
+  const DType activations = compute_dtype(c.training.precision);
+  run->part = std::make_unique<ParallelModel>(c.model, c.job.seed, layout, position, &comm, activations);
+  ParallelModel& part = *run->part;
+  part.model().to(compute);
+  spdlog::info("model part ({}): {} parameters on {} (replica {}, stage {}, tp rank {}/{}, layers {}-{}), computing "
+               "in {}, gradients summed in {} over {}", name,
+               part.model().num_parameters(), compute.str(), position.replica, position.stage, position.tp_index,
+               layout.stage(position).tp(), layout.stage(position).first_layer, layout.stage(position).last_layer,
+               to_string(c.training.precision), to_string(c.training.grad_reduce_dtype), comm.backend());
+  run->local = part.placements();
+  const std::vector<TensorPlacement>& local = run->local;
+  run->strategy = runtime::make_strategy(std::move(name), layout, job_placements(c, layout, local, host_comm));
+  run->engine = std::make_unique<runtime::ParallelEngine>(
+      run->strategy, position, comm, part.stage(), part.model().named_parameters(), c.training.seq_len, c.model.hidden,
+      c.training.micro_batch, activations, compute_dtype(c.training.grad_reduce_dtype));
+  run->train = std::make_unique<LoaderSource>(train_data(c, replica), compute);
+  run->store = std::make_unique<io::ShardedStore>(c.job.out_dir + "/checkpoints", c.checkpoint.keep,
+                                                  local, host_comm);
+  return {&run->strategy, run->engine.get(), run->train.get(), run->store.get(), &comm, run};
+}
+
+// Test-only trigger of strategy switches until the job file names them ([[parallel.switch]],
+// issue 14 item 4): HETU_TEST_SWITCH="3:dp=2,tp=2;6:tp=4" switches after step 3 to the job
+// with parallel.dp=2, parallel.tp=2 (the unnamed of dp, tp, pp set to 1), after step 6 to
+// tp=4 (order=pp-dp-tp sets parallel.order). Each strategy must use every device of the job.
+struct SwitchRequest {
+  int64_t after_step = 0;
+  std::string name;                    // "dp=2,tp=2"
+  std::vector<std::string> overrides;  // parallel.dp=2, ...
+};
+
+std::vector<SwitchRequest> test_switches() {
+  const char* text = std::getenv("HETU_TEST_SWITCH");
+  std::vector<SwitchRequest> out;
+  if (text == nullptr || *text == 0) return out;
+  for (std::string_view entry : split(text, ';')) {
+    const size_t colon = entry.find(':');
+    if (colon == std::string_view::npos) HT_USAGE_ERROR("HETU_TEST_SWITCH: '{}' is not STEP:dp=N,tp=N,pp=N", entry);
+    SwitchRequest r;
+    const std::optional<int64_t> step = parse_int64(entry.substr(0, colon));
+    if (!step || *step < 1) HT_USAGE_ERROR("HETU_TEST_SWITCH: '{}' does not start with a step >= 1", entry);
+    r.after_step = *step;
+    r.name = std::string(entry.substr(colon + 1));
+    std::map<std::string, std::string> keys{{"dp", "1"}, {"tp", "1"}, {"pp", "1"}};
+    for (std::string_view kv : split(r.name, ',')) {
+      const size_t eq = kv.find('=');
+      const std::string key(kv.substr(0, eq == std::string_view::npos ? 0 : eq));
+      if (eq == std::string_view::npos || (!keys.count(key) && key != "order")) {
+        HT_USAGE_ERROR("HETU_TEST_SWITCH: '{}' is not dp=N, tp=N, pp=N or order=AXES", kv);
+      }
+      const std::string value(kv.substr(eq + 1));
+      keys[key] = key == "order" ? "\"" + value + "\"" : value;
+    }
+    for (const auto& [key, value] : keys) r.overrides.push_back("parallel." + key + "=" + value);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 // Every layout, one device included (a world of one: make_local_communicator).
-int train(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& layout, const RankMap& ranks,
-          const MpiSession& mpi, int64_t stop_at_step) {
+int train(const TrainOptions& options, const config::LoadedConfig& loaded, const pipeline::ParallelLayout& layout,
+          const RankMap& ranks, const MpiSession& mpi) {
   const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
   const config::JobConfig& c = loaded.config;
   const Device compute = compute_device(loaded, device);
@@ -163,29 +284,13 @@ int train(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& la
   if (compute.is_cuda()) device_comm = alone ? make_local_communicator(compute) : make_nccl_communicator(compute.index);
   Communicator& comm = device_comm ? *device_comm : *host_comm;
   const pipeline::Position position = *layout.locate(mpi.rank());
-  const pipeline::ReplicaLayout& replica = layout.replicas[static_cast<size_t>(position.replica)];
-  const DType activations = compute_dtype(c.training.precision);
-  ParallelModel part(c.model, c.job.seed, layout, position, &comm, activations);
-  part.model().to(compute);
-  spdlog::info("model part: {} parameters on {} (replica {}, stage {}, tp rank {}/{}, layers {}-{}), computing in "
-               "{}, gradients summed in {} over {}",
-               part.model().num_parameters(), compute.str(), position.replica, position.stage, position.tp_index,
-               layout.stage(position).tp(), layout.stage(position).first_layer, layout.stage(position).last_layer,
-               to_string(c.training.precision), to_string(c.training.grad_reduce_dtype), comm.backend());
-  const std::vector<TensorPlacement> placements = part.placements();
-  PlanCache plans;
-  runtime::ParallelEngine engine(layout, position, comm, part.stage(), part.model().named_parameters(), placements,
-                                 plans, c.training.seq_len, c.model.hidden, c.training.micro_batch, activations,
-                                 compute_dtype(c.training.grad_reduce_dtype));
-  LoaderSource train(train_data(c, replica), compute);
+  runtime::StrategyRun initial = build_run("default", c, layout, mpi.rank(), comm, *host_comm, compute);
   // Every rank takes part in evaluation (replica 0 computes, the others join the sum).
   std::unique_ptr<LoaderSource> val = val_source(c, compute);
 
-  io::ShardedStore store(c.job.out_dir + "/checkpoints", c.checkpoint.keep, placements, *host_comm);
-
-  runtime::TrainerOptions o = trainer_options(c, stop_at_step, mpi.rank() == 0);
+  runtime::TrainerOptions o = trainer_options(c, options.stop_at_step, mpi.rank() == 0);
   if (!alone) o.progress_bar = false;  // under mpirun a rank's stdout is a pty even when the output is piped
-  o.flops_per_token = part.model().flops_per_token(c.training.seq_len);
+  o.flops_per_token = static_cast<RankRun*>(initial.owner.get())->part->model().flops_per_token(c.training.seq_len);
   // MFU against the sum of every rank's device peak.
   Tensor peak = full({1}, device_peak_flops(loaded, device), DType::f64);
   host_comm->all_reduce(peak, host_comm->world());
@@ -193,8 +298,23 @@ int train(const config::LoadedConfig& loaded, const pipeline::ParallelLayout& la
   o.telemetry.comm = host_comm.get();
   o.telemetry.rank_label = fmt::format("rank {} (replica {}, stage {}, tp {})", mpi.rank(), position.replica,
                                        position.stage, position.tp_index);
-  runtime::Trainer trainer(engine, o);
-  report(trainer.run(train, val.get(), &store));
+  auto every_device = [&](const pipeline::ParallelLayout& l) { return l.num_devices() == mpi.world_size(); };
+  for (SwitchRequest& request : test_switches()) {
+    TrainOptions with = options;
+    with.overrides.insert(with.overrides.end(), request.overrides.begin(), request.overrides.end());
+    config::LoadedConfig next = load_job(with);
+    const pipeline::ParallelLayout next_layout = parallel_layout(next.config, ranks);
+    if (!every_device(layout) || !every_device(next_layout)) {
+      HT_USAGE_ERROR("HETU_TEST_SWITCH: strategy {} and the job's must both use all {} devices (a switch to a subset "
+                     "of the devices is not supported yet)",
+                     request.name, mpi.world_size());
+    }
+    o.switches.push_back({request.after_step, [&, name = request.name, job = next.config, next_layout] {
+      return build_run(name, job, next_layout, mpi.rank(), comm, *host_comm, compute);
+    }});
+  }
+  runtime::Trainer trainer(initial, o);
+  report(trainer.run(*initial.train, val.get(), initial.store));
   if (const std::string emulation = emulation_report(*host_comm); !emulation.empty()) spdlog::info("{}", emulation);
   return 0;
 }
@@ -253,9 +373,9 @@ int run_train(const TrainOptions& options) {
   runtime::install_stop_handlers();
   const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
   limit_cpu_memory(loaded, device);
-  if (mpi.world_size() == 1) return train(loaded, layout, ranks, mpi, options.stop_at_step);
+  if (mpi.world_size() == 1) return train(options, loaded, layout, ranks, mpi);
   try {
-    return train(loaded, layout, ranks, mpi, options.stop_at_step);
+    return train(options, loaded, layout, ranks, mpi);
   } catch (const Error& error) {
     // The other ranks would wait for this one in their next collective: end them all.
     std::fprintf(stderr, "hetu: error (rank %d): %s [%s]\n", mpi.rank(), error.message().c_str(), error.where().c_str());

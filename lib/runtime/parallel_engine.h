@@ -23,6 +23,7 @@
 #include "lib/pipeline/parallel_layout.h"
 #include "lib/pipeline/stage_executor.h"
 #include "lib/runtime/step_engine.h"
+#include "lib/runtime/strategy.h"
 
 namespace hetu::runtime {
 
@@ -40,6 +41,13 @@ class ParallelEngine final : public StepEngine {
                  const std::vector<TensorPlacement>& placements, PlanCache& plans, int64_t seq_len,
                  int64_t hidden, int64_t eval_batch, DType activation_dtype = DType::f32,
                  DType grad_reduce_dtype = DType::f32);
+  // The engine of `strategy` (its layout, placements and plans; it must outlive the engine).
+  ParallelEngine(const Strategy& strategy, pipeline::Position position, Communicator& comm,
+                 pipeline::StageCompute& compute, std::vector<nn::NamedParameter> params, int64_t seq_len,
+                 int64_t hidden, int64_t eval_batch, DType activation_dtype = DType::f32,
+                 DType grad_reduce_dtype = DType::f32)
+      : ParallelEngine(strategy.layout, position, comm, compute, std::move(params), strategy.placements,
+                       *strategy.plans, seq_len, hidden, eval_batch, activation_dtype, grad_reduce_dtype) {}
 
   const std::vector<nn::NamedParameter>& parameters() const override { return params_; }
   double forward_backward(BatchSource& train) override;

@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "lib/autograd/functions.h"
+#include "lib/hspmd/reshard.h"
 #include "lib/core/cuda_runtime.h"
 #include "lib/runtime/metrics.h"
 #include "lib/runtime/mfu.h"
@@ -35,8 +36,67 @@ void draw_bar(int64_t step, int64_t total, double loss) {
 }  // namespace
 
 Trainer::Trainer(StepEngine& engine, TrainerOptions options)
-    : engine_(engine), options_(std::move(options)), params_(engine_.parameters()), optimizer_(params_, options_.adamw) {
+    : engine_(&engine), options_(std::move(options)), params_(engine_->parameters()), optimizer_(params_, options_.adamw) {
   HT_CHECK(options_.steps >= 1, "trainer: steps must be >= 1");
+  HT_CHECK(options_.switches.empty(), "trainer: strategy switches need the trainer built from a StrategyRun");
+}
+
+Trainer::Trainer(StrategyRun initial, TrainerOptions options)
+    : engine_(initial.engine),
+      options_(std::move(options)),
+      current_(std::move(initial)),
+      params_(engine_->parameters()),
+      optimizer_(params_, options_.adamw) {
+  HT_CHECK(options_.steps >= 1, "trainer: steps must be >= 1");
+  HT_CHECK(current_.strategy != nullptr && current_.comm != nullptr, "trainer: a StrategyRun needs its strategy and comm");
+  for (size_t i = 1; i < options_.switches.size(); ++i) {
+    HT_CHECK(options_.switches[i - 1].after_step < options_.switches[i].after_step,
+             "trainer: strategy switches must come in increasing step order");
+  }
+}
+
+void Trainer::switch_to(StrategyRun next, const BatchSource& data) {
+  HT_CHECK(current_.strategy != nullptr && next.strategy != nullptr && next.engine != nullptr && next.train != nullptr,
+           "trainer: a switch needs the current and the next strategy's run");
+  const Strategy& from = *current_.strategy;
+  const Strategy& to = *next.strategy;
+  Communicator& comm = *next.comm;
+  std::map<std::string, Tensor> old;  // this rank's tensors under `from`, by name
+  for (const nn::NamedParameter& p : params_) old[p.name] = p.tensor;
+  for (const nn::NamedParameter& s : optimizer_.state()) old[s.name] = s.tensor;
+  std::vector<nn::NamedParameter> params = next.engine->parameters();
+  optim::AdamW optimizer(params, options_.adamw);
+  std::map<std::string, Tensor> fresh;  // the same names under `to`
+  for (const nn::NamedParameter& p : params) fresh[p.name] = p.tensor;
+  for (const nn::NamedParameter& s : optimizer.state()) fresh[s.name] = s.tensor;
+  auto move = [&](const std::string& tensor, const Union& src, const Union& dst, const TensorPlacement& p) {
+    // A rank holds a tensor under an annotation exactly when it is in it (checked by reshard).
+    auto was = old.find(tensor);
+    auto now = fresh.find(tensor);
+    HT_CHECK(dst.member_of(comm.rank()).has_value() == (now != fresh.end()), "switch {} -> {}: rank {} {} {} but {} "
+             "in its annotation", from.name, to.name, comm.rank(), now != fresh.end() ? "holds" : "does not hold",
+             tensor, dst.member_of(comm.rank()) ? "is" : "is not");
+    const DType dtype = was != old.end() ? was->second.dtype() : now != fresh.end() ? now->second.dtype() : DType::f32;
+    const Tensor moved = reshard(was != old.end() ? was->second : Tensor(), src, dst, p, dtype, comm, *to.plans);
+    if (now != fresh.end()) now->second.copy_from(moved);
+  };
+  for (const TensorPlacement& p : to.placements) {  // name order: the same on every rank
+    const TensorPlacement& q = from.placement(p.name);
+    HT_CHECK(q.shape == p.shape && q.view == p.view, "switch {} -> {}: {} is {} viewed as {} before and {} viewed as {} "
+             "after", from.name, to.name, p.name, shape_str(q.shape), shape_str(q.view), shape_str(p.shape),
+             shape_str(p.view));
+    move(p.name, q.param, p.param, p);
+    const std::vector<std::string> moments = optim::state_names(p.name);
+    for (const std::string& m : moments) move(m, q.state, p.state, p);
+  }
+  optimizer.set_steps_taken(optimizer_.steps_taken());
+  next.train->restore_position(data.save_position());
+  spdlog::info("switched strategy {} -> {} after {} optimizer steps ({} tensors resharded, {} plans cached)", from.name,
+               to.name, optimizer_.steps_taken(), old.size(), to.plans->size());
+  params_ = std::move(params);
+  optimizer_ = std::move(optimizer);
+  engine_ = next.engine;
+  current_ = std::move(next);  // releases the previous run's objects
 }
 
 Snapshot Trainer::snapshot(int64_t step, const BatchSource& train) const {
@@ -71,18 +131,23 @@ void Trainer::restore(const Snapshot& s, BatchSource& train) {
 double Trainer::evaluate(BatchSource& val) {
   timing::Scope scope(timing::Phase::eval, "eval");
   const std::string start = val.save_position();  // every evaluation reads the same batches
-  const double loss = engine_.evaluate(val, options_.eval_steps);
+  const double loss = engine_->evaluate(val, options_.eval_steps);
   val.restore_position(start);
   return loss;
 }
 
-TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* store) {
+TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointStore* first_store) {
   TrainResult result;
+  BatchSource* train_source = &first_train;  // the current strategy's (switch_to changes them)
+  CheckpointStore* store = first_store;
   int64_t step = 0;
   if (store != nullptr && options_.resume != "never") {
     std::optional<Snapshot> snap = options_.resume == "auto" ? store->load_latest() : store->load(options_.resume);
     if (snap) {
-      restore(*snap, train);
+      restore(*snap, first_train);
+      HT_CHECK(options_.switches.empty() || snap->step < options_.switches.front().after_step,
+               "resume: the checkpoint of step {} is past a strategy switch; resuming under a switched strategy is "
+               "not supported yet", snap->step);
       step = snap->step;
       spdlog::info("resumed from step {} ({})", step, options_.resume == "auto" ? "latest checkpoint" : options_.resume);
     }
@@ -104,7 +169,9 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
   // replaces an old run's file.
   if (!options_.metrics_path.empty()) metrics = std::make_unique<MetricsWriter>(options_.metrics_path, step);
 
-  const double step_tokens = engine_.tokens_per_step();
+  double step_tokens = engine_->tokens_per_step();
+  size_t next_switch = 0;
+  while (next_switch < options_.switches.size() && options_.switches[next_switch].after_step <= step) ++next_switch;
   auto window_start = Clock::now();
   int64_t window_steps = 0;
   const auto run_start = Clock::now();
@@ -114,9 +181,9 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
   while (step < last) {
     const StepTelemetry::Step in_step = telemetry.step(step + 1, last);
     const double lr = options_.schedule.at(step);
-    const double loss_sum = engine_.forward_backward(train);  // See Note [Loss normalisation]
+    const double loss_sum = engine_->forward_backward(*train_source);  // See Note [Loss normalisation]
     timing::Scope optimizer_scope(timing::Phase::optimizer, "optimizer");
-    const double norm = engine_.grad_norm();
+    const double norm = engine_->grad_norm();
     // Clipping is folded into the update (AdamW::step's grad_scale): no pass of its own.
     const double clip = options_.grad_clip > 0 && norm > options_.grad_clip ? options_.grad_clip / (norm + 1e-6) : 1.0;
     if (!std::isfinite(loss_sum) || !std::isfinite(norm)) {
@@ -161,11 +228,11 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
       window_start = Clock::now();
       window_steps = 0;
     }
-    const bool stop = engine_.any_rank(stop_requested());
+    const bool stop = engine_->any_rank(stop_requested());
     const bool periodic = options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0;
     if (store != nullptr && (periodic || step == last || stop)) {
       timing::Scope checkpoint_scope(timing::Phase::checkpoint, "checkpoint");
-      result.last_checkpoint = store->save(snapshot(step, train));
+      result.last_checkpoint = store->save(snapshot(step, *train_source));
       spdlog::info("checkpoint: {}", result.last_checkpoint);
       window_start = Clock::now();  // do not count the save in the next throughput
     }
@@ -174,6 +241,14 @@ TrainResult Trainer::run(BatchSource& train, BatchSource* val, CheckpointStore* 
       spdlog::info("stopping on {} after step {}{}", stop_signal_name(result.stop_signal), step,
                    result.last_checkpoint.empty() ? "" : " (checkpoint " + result.last_checkpoint + ")");
       break;
+    }
+    if (next_switch < options_.switches.size() && options_.switches[next_switch].after_step == step && step < last) {
+      timing::Scope switch_scope(timing::Phase::other, "switch");
+      switch_to(options_.switches[next_switch++].enter(), *train_source);
+      train_source = current_.train;
+      store = current_.store;
+      step_tokens = engine_->tokens_per_step();
+      window_start = Clock::now();
     }
   }
   return result;

@@ -7,6 +7,9 @@
 //
 //   Trainer trainer(parallel_engine, options);       // any layout, one device included
 //   TrainResult r = trainer.run(train_batches, &val_batches, &store);
+// Strategy switches (strategy.h): Trainer(run under the first strategy, options with
+// `switches`); after each switch's step the Trainer asks for the rank's run under the next
+// strategy and moves parameters, AdamW moments and counters into it (switch_to).
 #pragma once
 
 #include <functional>
@@ -20,9 +23,17 @@
 #include "lib/optim/lr_schedule.h"
 #include "lib/runtime/step_engine.h"
 #include "lib/runtime/step_telemetry.h"
+#include "lib/runtime/strategy.h"
 #include "lib/runtime/training_io.h"
 
 namespace hetu::runtime {
+
+// After step `after_step` completes (and its checkpoint, if any, is written), the run
+// continues under the strategy whose run `enter` builds.
+struct StrategySwitch {
+  int64_t after_step = 0;
+  std::function<StrategyRun()> enter;
+};
 
 struct TrainerOptions {
   int64_t steps = 1;
@@ -43,6 +54,7 @@ struct TrainerOptions {
   bool progress_bar = false;      // live bar (stdout is a terminal)
   std::map<std::string, std::string> checkpoint_metadata;  // e.g. the resolved config
   TelemetryOptions telemetry;     // per-rank timings and traces (step_telemetry.h)
+  std::vector<StrategySwitch> switches;  // in step order; needs the StrategyRun constructor
 };
 
 struct TrainResult {
@@ -56,17 +68,27 @@ struct TrainResult {
 class Trainer {
  public:
   Trainer(StepEngine& engine, TrainerOptions options);
+  // Runs under `initial` (its engine; run()'s train source and store are its own) and can switch.
+  Trainer(StrategyRun initial, TrainerOptions options);
   // `val` and `store` may be null. Throws hetu::Error on a non-finite loss or gradient,
   // before anything of that step is saved.
   TrainResult run(BatchSource& train, BatchSource* val, CheckpointStore* store);
+  // At a step boundary: reshards every parameter (param -> param annotation) and both AdamW
+  // moments (state -> state) from the current strategy to `next`'s, in name order, with
+  // `next`'s plan cache, into `next.engine`'s tensors; carries the AdamW step count and the
+  // data position (from `data`, the current source, to next.train) over; then runs under
+  // `next`. Every rank must call it; both strategies' placements list every tensor of the
+  // whole model. Today both must use every device of the job (no rank waits idle).
+  void switch_to(StrategyRun next, const BatchSource& data);
 
  private:
   double evaluate(BatchSource& val);
   Snapshot snapshot(int64_t step, const BatchSource& train) const;
   void restore(const Snapshot& snapshot, BatchSource& train);
 
-  StepEngine& engine_;
+  StepEngine* engine_;
   TrainerOptions options_;
+  StrategyRun current_;  // strategy and comm unset for the StepEngine constructor
   std::vector<nn::NamedParameter> params_;
   optim::AdamW optimizer_;
 };

@@ -29,3 +29,11 @@ compare_runs() {
   /usr/bin/python3 "$src/tests/e2e/compare_losses.py" "$work/$ref/metrics.jsonl" "$work/$got/metrics.jsonl" \
     --rtol "$rtol" "$@" || fail "losses of $got differ from $ref"
 }
+
+# run_logged NAME WHAT COMMAND...: runs COMMAND with its output in $work/NAME.log; on failure
+# prints the log and fails with WHAT.
+run_logged() {
+  local name=$1 what=$2
+  shift 2
+  "$@" > "$work/$name.log" 2>&1 || { cat "$work/$name.log"; fail "$what"; }
+}
