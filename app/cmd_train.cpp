@@ -41,6 +41,7 @@
 #include "lib/util/step_timer.h"
 #include "lib/util/strings.h"
 #include "models/language_model.h"
+#include "models/model_family.h"
 #include "models/parallel_model.h"
 
 namespace hetu::app {
@@ -162,40 +163,16 @@ struct RankRun {
 };
 
 // Every trained tensor of the whole model with its placement under `layout`, in name order,
-// the same on every rank: the ranks' local (name, shape) lists are gathered over `host_comm`
-// (a rank's part holds only its stages' parameters).
+// the same on every rank: the names and shapes come from the family's parameter catalogue (a
+// rank's part holds only its stages' parameters), checked against the ones this rank built.
 std::vector<TensorPlacement> job_placements(const config::JobConfig& c, const pipeline::ParallelLayout& layout,
-                                            const std::vector<TensorPlacement>& local, Communicator& host_comm) {
-  std::string text;
+                                            const std::vector<TensorPlacement>& local) {
+  const std::map<std::string, Shape> shapes = model_family(c.model.arch).parameter_shapes(c.model);
   for (const TensorPlacement& p : local) {
-    text += p.name + ":";
-    for (int64_t d : p.shape) text += std::to_string(d) + ",";
-    text += ";";
-  }
-  Tensor length = full({1}, static_cast<double>(text.size()), DType::f64);
-  host_comm.all_reduce(length, host_comm.world());  // every rank's slot is the sum of the lengths: enough
-  const int64_t slot = static_cast<int64_t>(length.item());
-  Tensor bytes = zeros({host_comm.world_size() * slot}, DType::f64);
-  double* mine = bytes.data<double>() + host_comm.rank() * slot;
-  for (size_t i = 0; i < text.size(); ++i) mine[i] = static_cast<unsigned char>(text[i]);
-  host_comm.all_reduce(bytes, host_comm.world());
-  std::map<std::string, Shape> shapes;
-  for (int64_t r = 0; r < host_comm.world_size(); ++r) {
-    std::string theirs;
-    for (int64_t i = 0; i < slot; ++i) {
-      const double b = bytes.data<double>()[r * slot + i];
-      if (b == 0) break;
-      theirs.push_back(static_cast<char>(b));
-    }
-    for (std::string_view entry : split(theirs, ';')) {
-      if (entry.empty()) continue;
-      const size_t colon = entry.find(':');
-      Shape shape;
-      for (std::string_view d : split(entry.substr(colon + 1), ',')) {
-        if (!d.empty()) shape.push_back(*parse_int64(d));
-      }
-      shapes[std::string(entry.substr(0, colon))] = shape;
-    }
+    auto it = shapes.find(p.name);
+    HT_CHECK(it != shapes.end() && it->second == p.shape, "strategy: the model part holds {} {}, the {} catalogue {}",
+             p.name, shape_str(p.shape), to_string(c.model.arch),
+             it == shapes.end() ? std::string("has no such parameter") : "says " + shape_str(it->second));
   }
   std::vector<TensorPlacement> out;
   for (const auto& [name, shape] : shapes) {
@@ -222,7 +199,7 @@ runtime::StrategyRun build_run(std::string name, const config::JobConfig& c, con
                to_string(c.training.precision), to_string(c.training.grad_reduce_dtype), comm.backend());
   run->local = part.placements();
   const std::vector<TensorPlacement>& local = run->local;
-  run->strategy = runtime::make_strategy(std::move(name), layout, job_placements(c, layout, local, host_comm));
+  run->strategy = runtime::make_strategy(std::move(name), layout, job_placements(c, layout, local));
   run->engine = std::make_unique<runtime::ParallelEngine>(
       run->strategy, position, comm, part.stage(), part.model().named_parameters(), c.training.seq_len, c.model.hidden,
       c.training.micro_batch, activations, compute_dtype(c.training.grad_reduce_dtype));
