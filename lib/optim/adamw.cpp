@@ -77,9 +77,12 @@ void scale_grads(const std::vector<nn::NamedParameter>& params, double factor) {
   }
 }
 
+double clip_factor(double norm, double max_norm) { return max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0; }
+
 double clip_grad_norm(const std::vector<nn::NamedParameter>& params, double max_norm) {
   const double norm = grad_norm(params);
-  if (max_norm > 0 && norm > max_norm) scale_grads(params, max_norm / (norm + 1e-6));
+  const double factor = clip_factor(norm, max_norm);
+  if (factor != 1.0) scale_grads(params, factor);
   return norm;
 }
 

@@ -54,7 +54,10 @@ std::string param_of_state(const std::string& name);
 double grad_norm(const std::vector<nn::NamedParameter>& params);
 // Multiplies every defined gradient by `factor` (in place).
 void scale_grads(const std::vector<nn::NamedParameter>& params, double factor);
-// Scales every gradient by max_norm / norm when norm > max_norm; returns the pre-clip norm.
+// The factor that clips a gradient of global norm `norm` to `max_norm`: max_norm / (norm + 1e-6)
+// when norm > max_norm > 0, else 1 (the Trainer passes it to AdamW::step as grad_scale).
+double clip_factor(double norm, double max_norm);
+// Scales every gradient by clip_factor(norm, max_norm); returns the pre-clip norm.
 double clip_grad_norm(const std::vector<nn::NamedParameter>& params, double max_norm);
 
 }  // namespace hetu::optim

@@ -185,7 +185,7 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
     timing::Scope optimizer_scope(timing::Phase::optimizer, "optimizer");
     const double norm = engine_->grad_norm();
     // Clipping is folded into the update (AdamW::step's grad_scale): no pass of its own.
-    const double clip = options_.grad_clip > 0 && norm > options_.grad_clip ? options_.grad_clip / (norm + 1e-6) : 1.0;
+    const double clip = optim::clip_factor(norm, options_.grad_clip);
     if (!std::isfinite(loss_sum) || !std::isfinite(norm)) {
       HT_THROW("step {}: the loss is {} and the gradient norm {}; stopping before the optimizer step (the last good "
                "checkpoint is untouched; lower training.lr or check the data)", step + 1, loss_sum, norm);
