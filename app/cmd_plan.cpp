@@ -54,7 +54,7 @@ nlohmann::json to_json(const LayoutEstimate& e) {
 void print_table(const LayoutEstimate& e) {
   const plan::LayoutPrediction& p = e.prediction;
   std::printf("catalogue estimate: compute at %.0f%% of a GPU's and %.0f%% of a CPU's catalogue peak, AdamW "
-              "at the memory bandwidth, links as emulated or assumed (see docs/config.md, hetu plan)\n",
+              "at the memory bandwidth, links as emulated, profiled or assumed (see docs/config.md, hetu plan)\n",
               100 * kGpuEfficiency, 100 * kCpuEfficiency);
   for (size_t r = 0; r < e.replicas.size(); ++r) {
     std::printf("replica %zu: %s, %lld micro-batches, pipeline %.4f s\n", r,
@@ -87,8 +87,8 @@ double max_bubble(const plan::LayoutPrediction& p) {
 }
 
 int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
-               const std::vector<DeviceTypeProfile>& profiles) {
-  const std::vector<PlannedLayout> ranked = search_layouts(loaded, profiles);
+               const std::vector<DeviceTypeProfile>& profiles, const std::vector<LinkProfile>& links) {
+  const std::vector<PlannedLayout> ranked = search_layouts(loaded, profiles, links);
   HT_USAGE_CHECK(!ranked.empty(), "hetu plan: no valid layout of {} for this cluster", loaded.config.source);
   if (options.json) {
     nlohmann::json all = nlohmann::json::array();
@@ -140,8 +140,10 @@ int run_plan(const PlanOptions& options) {
   const config::LoadedConfig loaded = load_job(options);
   const std::vector<DeviceTypeProfile> profiles =
       options.profile.empty() ? std::vector<DeviceTypeProfile>{} : read_profile_file(options.profile);
-  if (!options.evaluate) return run_search(options, loaded, profiles);
-  const LayoutEstimate estimate = estimate_layout(loaded, profiles);
+  const std::vector<LinkProfile> links =
+      options.profile.empty() ? std::vector<LinkProfile>{} : read_profile_links(options.profile);
+  if (!options.evaluate) return run_search(options, loaded, profiles, links);
+  const LayoutEstimate estimate = estimate_layout(loaded, profiles, links);
   if (options.json) {
     std::printf("%s\n", to_json(estimate).dump(2).c_str());
   } else {

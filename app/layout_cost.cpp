@@ -1,6 +1,8 @@
 // The job's layout priced from the catalogue. See Note [Catalogue estimates] in lib/plan.
 #include "app/layout_cost.h"
 
+#include <cmath>
+#include <map>
 #include <set>
 
 #include "app/config/device_spec.h"
@@ -26,27 +28,61 @@ const config::NodeSection& node_of(const config::JobConfig& c, const std::string
   HT_THROW("host {} is not a [[cluster.node]]", host);
 }
 
+// The measured curve of `type`'s links of `scope`, if the profile has one.
+const LinkProfile* profiled_link(const std::vector<LinkProfile>& links, const std::string& type, const char* scope) {
+  for (const LinkProfile& l : links) {
+    if (l.device_type == type && l.scope == scope) return &l;
+  }
+  return nullptr;
+}
+
 // The link between devices of nodes a and b: the emulated one when either node emulates
-// (the slower side, as the emulation does: slower_link), else the assumption.
-plan::Link link_between(const config::JobConfig& c, const std::string& a, const std::string& b, bool gpu) {
+// (the slower side, as the emulation does: slower_link), else the profile's curve for the
+// nodes' device type (the slower of the two types), else the assumption. Between nodes, a
+// non-emulated link is shared by the `flows` transfers a node makes at once (Note [Link
+// sharing]); the emulation delays every message on its own.
+plan::Link link_between(const config::JobConfig& c, const std::vector<LinkProfile>& links, const std::string& a,
+                        const std::string& b, bool gpu, int64_t flows) {
   const config::NodeSection& na = node_of(c, a);
   const config::NodeSection& nb = node_of(c, b);
   const bool emulated = na.emulate_link_gbps > 0 || nb.emulate_link_gbps > 0 || na.emulate_link_latency_us > 0 ||
                         nb.emulate_link_latency_us > 0;
-  if (a == b || !emulated) return assumed_link(gpu, a == b);
-  const EmulatedLink link = slower_link({na.emulate_link_gbps, na.emulate_link_latency_us},
-                                        {nb.emulate_link_gbps, nb.emulate_link_latency_us});
-  return {link.gbps * 1e9 / 8, link.latency_us * 1e-6};
+  if (a != b && emulated) {
+    const EmulatedLink link = slower_link({na.emulate_link_gbps, na.emulate_link_latency_us},
+                                          {nb.emulate_link_gbps, nb.emulate_link_latency_us});
+    return {link.gbps * 1e9 / 8, link.latency_us * 1e-6};
+  }
+  const char* scope = a == b ? "intra_node" : "inter_node";
+  plan::Link best = assumed_link(gpu, a == b);
+  bool found = false;
+  for (const std::string* type : {&na.device_type, &nb.device_type}) {
+    if (const LinkProfile* l = profiled_link(links, *type, scope)) {
+      const plan::Link measured{0, l->latency_s, {l->bandwidth_gbs_poly, l->max_bytes_per_s}};
+      if (!found || measured.transfer_s(1e6) > best.transfer_s(1e6)) best = measured;
+      found = true;
+    }
+  }
+  if (a != b) best.shared_by = flows;
+  return best;
+}
+
+// The most devices of `devices` on one host: the transfers that share a node's link at once.
+int64_t devices_per_host(const std::vector<config::DeviceId>& devices) {
+  std::map<std::string, int64_t> count;
+  int64_t most = 0;
+  for (const config::DeviceId& d : devices) most = std::max(most, ++count[d.host]);
+  return most;
 }
 
 // The slowest link between any device of `from` and any of `to`.
-plan::Link slowest_link(const config::JobConfig& c, const std::vector<config::DeviceId>& from,
-                        const std::vector<config::DeviceId>& to, bool gpu) {
+plan::Link slowest_link(const config::JobConfig& c, const std::vector<LinkProfile>& links,
+                        const std::vector<config::DeviceId>& from, const std::vector<config::DeviceId>& to, bool gpu) {
   plan::Link worst = assumed_link(gpu, true);
   double worst_time = -1;
+  const int64_t flows = devices_per_host(from);
   for (const config::DeviceId& a : from) {
     for (const config::DeviceId& b : to) {
-      const plan::Link l = link_between(c, a.host, b.host, gpu);
+      const plan::Link l = link_between(c, links, a.host, b.host, gpu, flows);
       const double t = l.transfer_s(1e6);  // compare at a megabyte
       if (t > worst_time) worst = l, worst_time = t;
     }
@@ -59,21 +95,44 @@ double peak_flops(const DeviceProfile& type, config::Precision precision) {
   return 1e12 * tflops;
 }
 
-// The profile's times scaled from its micro-batch to `tokens` (linear in tokens).
-std::optional<plan::MeasuredTimes> measured_times(const std::vector<DeviceTypeProfile>& profiles,
-                                                  const std::string& type, double tokens) {
+// The profile entry of `type` for a stage of `tp` devices running micro-batches of `tokens`:
+// one measured for this tp (the nearest micro-batch, preferring the same one), else one
+// measured on one device (tp 0, split over tp by the estimate).
+const DeviceTypeProfile* profile_for(const std::vector<DeviceTypeProfile>& profiles, const std::string& type,
+                                     int64_t tp, double tokens) {
+  const DeviceTypeProfile* best = nullptr;
+  double best_distance = 0;
   for (const DeviceTypeProfile& p : profiles) {
-    if (p.device_type != type) continue;
-    const double scale = tokens / static_cast<double>(p.micro_batch * p.seq_len);
-    return plan::MeasuredTimes{scale * p.layer_forward_s, scale * p.layer_backward_s, scale * p.embed_forward_s,
-                               scale * p.embed_backward_s, scale * p.head_forward_s, scale * p.head_backward_s};
+    if (p.device_type != type || p.tp != tp) continue;
+    const double distance = std::abs(std::log(tokens / static_cast<double>(p.micro_batch * p.seq_len)));
+    if (best == nullptr || distance < best_distance) best = &p, best_distance = distance;
   }
-  return std::nullopt;
+  if (best != nullptr || tp == 0) return best;
+  return profile_for(profiles, type, 0, tokens);
+}
+
+// The profile's times scaled from its micro-batch to `tokens` (linear in tokens).
+std::optional<plan::MeasuredTimes> measured_times(const DeviceTypeProfile* p, double tokens) {
+  if (p == nullptr) return std::nullopt;
+  const double scale = tokens / static_cast<double>(p->micro_batch * p->seq_len);
+  return plan::MeasuredTimes{scale * p->layer_forward_s, scale * p->layer_backward_s, scale * p->embed_forward_s,
+                             scale * p->embed_backward_s, scale * p->head_forward_s, scale * p->head_backward_s,
+                             p->tp > 0, p->optimizer_s};
+}
+
+// The profile's activation bytes scaled to `tokens` and to one device of `tp` (an entry
+// measured on one device holds the whole activation), when it measured them.
+std::optional<plan::MeasuredMemory> measured_memory(const DeviceTypeProfile* p, double tokens, int64_t tp) {
+  if (p == nullptr || p->layer_activation_bytes <= 0) return std::nullopt;
+  const double scale = tokens / static_cast<double>(p->micro_batch * p->seq_len) / static_cast<double>(p->tp > 0 ? 1 : tp);
+  return plan::MeasuredMemory{scale * p->layer_activation_bytes, scale * p->embed_activation_bytes,
+                              scale * p->head_activation_bytes, p->reserved_bytes};
 }
 
 }  // namespace
 
-LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles) {
+LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles,
+                               const std::vector<LinkProfile>& links) {
   const config::JobConfig& c = loaded.config;
   const double activation_bytes = c.training.precision == config::Precision::bf16   ? 2.0
                                   : c.training.precision == config::Precision::fp64 ? 8.0
@@ -96,14 +155,19 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::ve
       plan::DeviceRates rates;
       rates.flops_per_s = peak_flops(type, c.training.precision) * efficiency;
       rates.memory_bytes_per_s = type.memory_bandwidth_gbs * 1e9;
-      rates.tp = slowest_link(c, stage.devices, stage.devices, gpu);
-      if (s + 1 < replica.stages.size()) rates.next_stage = slowest_link(c, stage.devices, replica.stages[s + 1].devices, gpu);
+      rates.tp = slowest_link(c, links, stage.devices, stage.devices, gpu);
+      rates.tp.shared_by = 1;  // a tp ring crosses a node boundary once each way
+      if (s + 1 < replica.stages.size())
+        rates.next_stage = slowest_link(c, links, stage.devices, replica.stages[s + 1].devices, gpu);
       // The gradient sync spans every replica's devices (a split collective between unlike replicas).
       std::vector<config::DeviceId> everyone;
       for (const config::ReplicaSection& other : c.parallel.replicas)
         for (const config::StageSection& st : other.stages) everyone.insert(everyone.end(), st.devices.begin(), st.devices.end());
-      rates.replicas = slowest_link(c, stage.devices, everyone, gpu);
-      rates.measured = measured_times(profiles, type.name, static_cast<double>(replica.micro_batch * c.training.seq_len));
+      rates.replicas = slowest_link(c, links, stage.devices, everyone, gpu);
+      const double tokens = static_cast<double>(replica.micro_batch * c.training.seq_len);
+      const DeviceTypeProfile* profile = profile_for(profiles, type.name, stage.tp(), tokens);
+      rates.measured = measured_times(profile, tokens);
+      rates.measured_memory = measured_memory(profile, tokens, stage.tp());
       plan::StageShape shape{stage.layers.first, stage.layers.last, s == 0, s + 1 == replica.stages.size(),
                              stage.tp(), replica.micro_batch, c.training.seq_len, num_replicas};
       cost.stages.push_back(plan::estimate_stage(facts, shape, rates));

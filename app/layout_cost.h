@@ -39,6 +39,8 @@ struct LayoutEstimate {
 };
 
 // `profiles`: measured device types (hetu profile); the others are estimated from the catalogue.
-LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles = {});
+// `links`: measured link curves (a profile's [[link]] tables); the others are assumed.
+LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles = {},
+                               const std::vector<LinkProfile>& links = {});
 
 }  // namespace hetu::app

@@ -98,7 +98,8 @@ bool is_uniform(const config::JobConfig& c) {
 }  // namespace
 
 std::vector<PlannedLayout> search_layouts(const config::LoadedConfig& loaded,
-                                          const std::vector<DeviceTypeProfile>& profiles) {
+                                          const std::vector<DeviceTypeProfile>& profiles,
+                                          const std::vector<LinkProfile>& links) {
   const config::JobConfig& c = loaded.config;
   std::vector<config::DeviceId> devices;
   for (const config::NodeSection& node : c.cluster.nodes)
@@ -163,7 +164,7 @@ std::vector<PlannedLayout> search_layouts(const config::LoadedConfig& loaded,
           }
           PlannedLayout planned;
           planned.job = candidate.config;
-          planned.estimate = estimate_layout(candidate, profiles);
+          planned.estimate = estimate_layout(candidate, profiles, links);
           const plan::LayoutPrediction& p = planned.estimate.prediction;
           for (size_t r = 0; r < planned.estimate.stages.size(); ++r)
             for (size_t s = 0; s < planned.estimate.stages[r].size(); ++s) {

@@ -34,7 +34,8 @@ LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas) {
       const StageCost& stage = replica.stages[static_cast<size_t>(s)];
       const int64_t in_flight = micro_batches_in_flight(replica.schedule, num_stages, replica.micro_batches, s);
       peaks.push_back(kTrainingBytesPerParamByte * stage.param_bytes +
-                      static_cast<double>(in_flight) * stage.activation_bytes + stage.workspace_bytes);
+                      static_cast<double>(in_flight) * stage.activation_bytes + stage.workspace_bytes +
+                      stage.reserved_bytes);
       bubbles.push_back(pipe.bubble(s));
       held.push_back(in_flight);
       p.grad_sync_s = std::max(p.grad_sync_s, stage.grad_sync_s);

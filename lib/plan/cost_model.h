@@ -6,7 +6,7 @@
 //        + the slowest gradient sync across replicas + the slowest optimizer step;
 //   peak memory of a device = parameters + gradients (as big) + AdamW's two moments (twice as
 //        big) + activations of the micro-batches it holds at once (GPipe: all of them; 1F1B:
-//        up to its stage depth) + workspace.
+//        up to its stage depth) + workspace + the runtime's reserved memory.
 //
 //   LayoutPrediction p = predict_layout({{one_f_one_b, 4, {stage0, stage1}}});
 //   p.step_s; p.peak_bytes[0][1];   // replica 0, stage 1, per device
@@ -26,6 +26,7 @@ struct StageCost {
   double workspace_bytes = 0;    // temporaries beyond that (the largest op's), per device
   double grad_sync_s = 0;        // its gradients summed across the replicas (0 with one replica)
   double optimizer_s = 0;        // AdamW over its shard
+  double reserved_bytes = 0;     // held outside the model's tensors (runtime, kernels, buffers), per device
 };
 
 struct ReplicaCost {

@@ -1,6 +1,7 @@
 // The time of one pipeline's step: its schedule (pipeline_schedule.h, GPipe or 1F1B) played
-// out with known per-stage times, each stage running its action list in order and starting an
-// action once its input has arrived (see Note [Pipeline critical path]). Also the largest
+// out with known per-stage times, each stage running its action list in order and exchanging
+// sends and receives in the executor's paired batches, so a sender waits for its receiver
+// (see Note [Pipeline critical path]). Also the largest
 // number of micro-batches whose activations a stage holds at once (what its memory must fit).
 //
 // Example: 1F1B, 2 stages, 2 micro-batches, forward 1 s, backward 2 s, sends free:

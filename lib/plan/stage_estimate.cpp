@@ -15,7 +15,12 @@ namespace hetu::plan {
 // workspace on the last stage. The gradient sync is a ring all_reduce of the stage's f32
 // gradient shard across the replicas; AdamW moves kAdamBytesPerParam per parameter at the
 // device's memory bandwidth. With measured times (a profile) the compute is those, split over
-// tp; communication, memory, sync and optimizer stay estimated.
+// tp; communication, memory, sync and optimizer stay estimated. A profile measured on one
+// device of a tp group of the stage's size (includes_tp) gives the compute with its tp
+// collectives as measured, and may give the optimizer step over the whole model (the stage
+// takes its share of the parameters) and the activation and reserved bytes per device.
+// With tied embeddings split over stages, the first and last stages sum the shared matrix's
+// gradient over both stages of every replica (2 x replicas members), the rest over the replicas.
 double ring_all_reduce_s(double bytes, int64_t members, const Link& link) {
   if (members <= 1) return 0;
   const double p = static_cast<double>(members);
@@ -48,18 +53,33 @@ StageCost estimate_stage(const ModelFacts& facts, const StageShape& shape, const
                            (shape.last ? m->last_forward_s : 0.0);
     const double backward = layers * m->layer_backward_s + (shape.first ? m->first_backward_s : 0.0) +
                             (shape.last ? m->last_backward_s : 0.0);
-    c.times.forward_s = forward / tp + tp_comm_s;
-    c.times.backward_s = backward / tp + tp_comm_s;
+    c.times.forward_s = m->includes_tp ? forward : forward / tp + tp_comm_s;
+    c.times.backward_s = m->includes_tp ? backward : backward / tp + tp_comm_s;
   } else {
     c.times.forward_s = forward_flops / tp / rates.flops_per_s + tp_comm_s;
     c.times.backward_s = 2 * forward_flops / tp / rates.flops_per_s + tp_comm_s;
   }
   c.times.send_s = shape.last ? 0 : rates.next_stage.transfer_s(hidden_bytes);
   c.param_bytes = 4 * params / tp;
-  c.activation_bytes = layers * facts.layer_activation_bytes_per_token * tokens / tp;
+  if (const auto& m = rates.measured_memory) {
+    c.activation_bytes = layers * m->layer_activation_bytes + (shape.first ? m->first_activation_bytes : 0.0) +
+                         (shape.last ? m->last_activation_bytes : 0.0);
+    c.reserved_bytes = m->reserved_bytes;
+  } else {
+    c.activation_bytes = layers * facts.layer_activation_bytes_per_token * tokens / tp;
+  }
   if (shape.last) c.workspace_bytes = facts.head_activation_bytes_per_token * tokens / tp;
-  c.grad_sync_s = ring_all_reduce_s(c.param_bytes, shape.replicas, rates.replicas);
-  c.optimizer_s = rates.memory_bytes_per_s > 0 ? kAdamBytesPerParam * params / tp / rates.memory_bytes_per_s : 0.0;
+  const bool split_tied = facts.head_shares_embedding && shape.first != shape.last;
+  const double tied_bytes = split_tied ? 4 * facts.last_params / tp : 0.0;
+  c.grad_sync_s = ring_all_reduce_s(c.param_bytes - tied_bytes, shape.replicas, rates.replicas);
+  if (split_tied) c.grad_sync_s += ring_all_reduce_s(tied_bytes, 2 * shape.replicas, rates.replicas);
+  const double model_params = static_cast<double>(facts.layers) * facts.layer_params + facts.first_params +
+                              (facts.head_shares_embedding ? 0.0 : facts.last_params);
+  if (rates.measured && rates.measured->model_optimizer_s > 0 && model_params > 0) {
+    c.optimizer_s = rates.measured->model_optimizer_s * params / model_params;
+  } else {
+    c.optimizer_s = rates.memory_bytes_per_s > 0 ? kAdamBytesPerParam * params / tp / rates.memory_bytes_per_s : 0.0;
+  }
   return c;
 }
 

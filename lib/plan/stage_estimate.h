@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "lib/plan/cost_model.h"
+#include "lib/plan/link.h"
 
 namespace hetu::plan {
 
@@ -29,18 +30,22 @@ struct ModelFacts {
   int64_t tp_all_reduces_per_layer = 2;       // forward (the same count again in the backward)
 };
 
-// A network path: bandwidth in bytes/s (0: free) and latency in seconds.
-struct Link {
-  double bytes_per_s = 0;
-  double latency_s = 0;
-  double transfer_s(double bytes) const { return latency_s + (bytes_per_s > 0 ? bytes / bytes_per_s : 0.0); }
-};
-
-// Measured compute of one micro-batch of the stage's size on one device (a profile).
+// Measured compute of one micro-batch of the stage's size (a profile): on one device, or,
+// with includes_tp, on one device of a tp group of the stage's tp, its tp collectives included.
 struct MeasuredTimes {
   double layer_forward_s = 0, layer_backward_s = 0;   // one layer
   double first_forward_s = 0, first_backward_s = 0;   // the embeddings
   double last_forward_s = 0, last_backward_s = 0;     // the LM head and the loss
+  bool includes_tp = false;
+  double model_optimizer_s = 0;  // the optimizer step over the whole model (its tp shard); 0: not measured
+};
+
+// Measured memory of one device of the stage's tp group (a profile), per micro-batch.
+struct MeasuredMemory {
+  double layer_activation_bytes = 0;   // kept for the backward by one layer
+  double first_activation_bytes = 0;   // by the embeddings
+  double last_activation_bytes = 0;    // by the final norm, LM head and loss
+  double reserved_bytes = 0;           // held outside the model's tensors (runtime, kernels, buffers)
 };
 
 // One device type's rates as the estimate uses them.
@@ -51,6 +56,7 @@ struct DeviceRates {
   Link next_stage;                 // to the next stage's devices
   Link replicas;                   // to the other replicas holding the same parameters
   std::optional<MeasuredTimes> measured;  // when set, replaces the FLOP-based compute (split over tp)
+  std::optional<MeasuredMemory> measured_memory;  // when set, replaces the estimated activations
 };
 
 struct StageShape {

@@ -87,3 +87,35 @@ TEST_CASE("stage estimate: measured times replace the FLOP-based compute, split 
   CHECK(whole.times.backward_s == Approx(2 + 4 * 5 + 11));
   CHECK(whole.param_bytes == Approx(4 * 480));  // memory stays estimated
 }
+
+TEST_CASE("stage estimate: a profile of the stage's tp group, its optimizer and memory, by hand", "[stage_estimate]") {
+  DeviceRates measured = rates();
+  MeasuredTimes times{3, 5, 1, 2, 7, 11};
+  times.includes_tp = true;       // per device of the tp 2 group, tp collectives included
+  times.model_optimizer_s = 0.9;  // the whole model's step: 4 x 100 + 50 + 30 = 480 parameters
+  measured.measured = times;
+  measured.measured_memory = MeasuredMemory{10, 20, 40, 1000};
+  // The last stage of the first case: layers 2-3 + head, tp 2, 3 replicas.
+  const StageCost c = estimate_stage(small_facts(), {2, 3, false, true, 2, 2, 3, 3}, measured);
+  CHECK(c.times.forward_s == Approx(2 * 3 + 7));    // no split over tp, no estimated all_reduce
+  CHECK(c.times.backward_s == Approx(2 * 5 + 11));
+  CHECK(c.optimizer_s == Approx(0.9 * 230 / 480));  // its 230 of the model's 480 parameters
+  CHECK(c.activation_bytes == Approx(2 * 10 + 40));
+  CHECK(c.reserved_bytes == Approx(1000));
+  CHECK(c.workspace_bytes == Approx(48));           // still the model's logits, 16 x 6 / 2
+}
+
+TEST_CASE("stage estimate: tied embeddings split over stages sum over both ends of every replica", "[stage_estimate]") {
+  ModelFacts tied = small_facts();
+  tied.head_shares_embedding = true;
+  // Last stage, tp 1, 3 replicas: 2 x 100 + 30 parameters = 920 bytes, of which the shared
+  // 30 (120 bytes) sum over 6 members: 4 x (1 + 800 / 3 / 46) + 10 x (1 + 120 / 6 / 46).
+  const StageCost last = estimate_stage(tied, {2, 3, false, true, 1, 1, 1, 3}, rates());
+  CHECK(last.grad_sync_s == Approx(4 * (1 + 800.0 / 3 / 46) + 10 * (1 + 120.0 / 6 / 46)));
+  // One replica: the first stage still sums the shared matrix with the last: 2 x (1 + 120 / 2 / 46).
+  const StageCost first = estimate_stage(tied, {0, 1, true, false, 1, 1, 1, 1}, rates());
+  CHECK(first.grad_sync_s == Approx(2 * (1 + 120.0 / 2 / 46)));
+  // A middle stage and a one-stage model do not.
+  CHECK(estimate_stage(tied, {1, 2, false, false, 1, 1, 1, 1}, rates()).grad_sync_s == 0);
+  CHECK(estimate_stage(tied, {0, 3, true, true, 1, 1, 1, 1}, rates()).grad_sync_s == 0);
+}

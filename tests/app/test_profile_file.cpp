@@ -1,0 +1,89 @@
+// Profile files (app/profile_file.h): the optional measurements of a GPU profile (tp group,
+// optimizer step, activation and reserved bytes) survive a write and a read; a CPU profile
+// without them is written as before (no new keys); [[link]] curves are read, and bad ones are
+// usage errors naming the file and the key.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "app/profile_file.h"
+#include "lib/util/error.h"
+#include "tests/temp_dir.h"
+
+using namespace hetu;
+using namespace hetu::app;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("profile file: a tp group's measurements survive a write and a read", "[profile_file]") {
+  hetu::test::TempDir dir("profile_file");
+  DeviceTypeProfile gpu{"GH-96", 8, 2048, "bf16", 0.0027, 0.0065, 0.0009, 1e-6, 0.004, 0.0059};
+  gpu.tp = 4;
+  gpu.optimizer_s = 4.79e-4;
+  gpu.layer_activation_bytes = 876740608;
+  gpu.embed_activation_bytes = 67256320;
+  gpu.head_activation_bytes = 1745051648;
+  gpu.reserved_bytes = 5.06e9;
+  const DeviceTypeProfile cpu{"cpu", 4, 128, "fp32", 0.004, 0.008, 0.001, 0.002, 0.003, 0.006};
+  dir.write("p.toml", to_toml({gpu, cpu}, "# test\n"));
+  const std::vector<DeviceTypeProfile> back = read_profile_file(dir.file("p.toml"));
+  REQUIRE(back.size() == 2);
+  CHECK(back[0].tp == 4);
+  CHECK(back[0].micro_batch == 8);
+  CHECK(back[0].optimizer_s == Approx(4.79e-4));
+  CHECK(back[0].layer_activation_bytes == Approx(876740608));
+  CHECK(back[0].embed_activation_bytes == Approx(67256320));
+  CHECK(back[0].head_activation_bytes == Approx(1745051648));
+  CHECK(back[0].reserved_bytes == Approx(5.06e9));
+  CHECK(back[0].head_backward_s == Approx(0.0059));
+  CHECK(back[1].tp == 0);
+  CHECK(back[1].optimizer_s == 0);
+  // The CPU entry has none of the optional keys.
+  const std::string text = read_text(dir.file("p.toml"));
+  const std::string cpu_part = text.substr(text.rfind("[[profile]]"));
+  for (const char* key : {"tp =", "optimizer_s", "activation_bytes", "reserved_bytes"})
+    CHECK(cpu_part.find(key) == std::string::npos);
+  CHECK(read_profile_links(dir.file("p.toml")).empty());
+}
+
+TEST_CASE("profile file: link curves, and bad ones named", "[profile_file]") {
+  hetu::test::TempDir dir("profile_links");
+  const std::string entry = "[[profile]]\ndevice_type = \"GH-96\"\n";
+  dir.write("l.toml", entry + "[[link]]\nscope = \"inter_node\"\ndevice_type = \"GH-96\"\n"
+                              "bandwidth_gbs_poly = [-0.17, 2.8, 11.7]\nmax_bytes_per_s = 2.29e10\nlatency_s = 1e-5\n");
+  const std::vector<LinkProfile> links = read_profile_links(dir.file("l.toml"));
+  REQUIRE(links.size() == 1);
+  CHECK(links[0].scope == "inter_node");
+  CHECK(links[0].bandwidth_gbs_poly == std::vector<double>{-0.17, 2.8, 11.7});
+  CHECK(links[0].max_bytes_per_s == Approx(2.29e10));
+  CHECK(links[0].latency_s == Approx(1e-5));
+  auto error_of = [&](const std::string& link) {
+    dir.write("bad.toml", entry + "[[link]]\n" + link);
+    try {
+      read_profile_links(dir.file("bad.toml"));
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(error_of("scope = \"rack\"\ndevice_type = \"x\"\nbandwidth_gbs_poly = [1]\n"),
+             Catch::Matchers::Contains("bad.toml: link[0].scope must be"));
+  CHECK_THAT(error_of("scope = \"inter_node\"\ndevice_type = \"x\"\n"),
+             Catch::Matchers::Contains("link[0].bandwidth_gbs_poly is missing"));
+  CHECK_THAT(error_of("scope = \"inter_node\"\ndevice_type = \"x\"\nbandwidth_gbs_poly = [1]\nmax_bytes_per_s = -1\n"),
+             Catch::Matchers::Contains("link[0].max_bytes_per_s: expected bytes/s >= 0"));
+  CHECK_THAT(error_of("scope = \"inter_node\"\ndevice_type = \"x\"\nbandwidth_gbs_poly = [1]\nspeed = 3\n"),
+             Catch::Matchers::Contains("link[0].speed: unknown key"));
+  dir.write("neg.toml", entry + "reserved_bytes = -5\n");
+  CHECK_THROWS_WITH(read_profile_file(dir.file("neg.toml")), Catch::Matchers::Contains("profile[0].reserved_bytes: expected bytes >= 0"));
+}
