@@ -16,7 +16,8 @@ std::map<std::string, LocalSlot> local_slots(const std::vector<TensorPlacement>&
       const Union& annotation = t.annotation(p);
       if (!annotation.member_of(rank)) continue;
       const Box box = view_box(p, annotation, rank);
-      slots[t.name] = LocalSlot{p.shape, p.view, box, local_shape(p.shape, p.view, box), first_holder(annotation, rank)};
+      slots[t.name] =
+          LocalSlot{p.shape, p.view, box, local_shape(p.shape, p.view, box), first_holder(annotation, rank)};
     }
   }
   return slots;
