@@ -1,6 +1,7 @@
 // `hetu ckpt consolidate IN OUT` (a sharded checkpoint -> one whole-tensor file) and
 // `hetu ckpt reshard IN OUT --config JOB` (rewrite a checkpoint with the stored boxes the
-// given job's ranks will read: each rank then reads exactly its own boxes). Both read through
+// given job's ranks will read: each rank then reads exactly its own boxes; which boxes those
+// are comes from io::local_slots, the checkpoint store's own). Both read through
 // io::read_boxes, the reshard-on-load path training uses, and verify every stored piece they
 // read. OUT is a new (or empty) checkpoints folder with one step folder and `latest`; the
 // optimizer state and metadata (data position, job config) come along, so training resumes
@@ -14,6 +15,7 @@
 #include "lib/hspmd/mpi_session.h"
 #include "lib/io/checkpoint.h"
 #include "lib/io/sharded_checkpoint.h"
+#include "lib/io/train_checkpoint_store.h"
 #include "lib/optim/adamw.h"
 #include "lib/util/error.h"
 #include "models/parallel_model.h"
@@ -21,22 +23,23 @@
 namespace hetu::app {
 namespace {
 
-// The stored boxes of `name` under `layout`: the boxes its writers write when that job saves
-// (a parameter's from its param annotation, an optimizer state's from the state annotation),
-// split into view pieces; the same placements training saves and loads with.
-std::vector<Box> job_boxes(const ModelConfig& model, const pipeline::ParallelLayout& layout, const std::string& name,
-                           const Shape& shape) {
-  const bool state = optim::is_state_name(name);
-  const std::string param = state ? optim::param_of_state(name) : name;
-  const std::optional<TensorPlacement> placement = placement_of(model, layout, param, shape);
-  if (!placement) return {full_box(shape)};  // not a model parameter: stored whole
-  const TensorPlacement& p = *placement;
-  const Union& annotation = state ? p.state : p.param;
-  std::vector<Box> boxes;
-  for (DeviceId device : annotation.devices()) {
-    if (!first_holder(annotation, device)) continue;
-    for (const StoredPiece& piece : stored_pieces(p.shape, p.view, view_box(p, annotation, device)))
-      boxes.push_back(piece.box);
+// The stored boxes of every tensor of `info` under `layout`: exactly what that job's ranks
+// write when they save (io::local_slots of each device, the slots ShardedStore saves and
+// loads with; a box of a view split into its stored pieces). Tensors that are not model
+// parameters or their optimizer states are absent (stored whole).
+std::map<std::string, std::vector<Box>> job_boxes(const ModelConfig& model, const pipeline::ParallelLayout& layout,
+                                                  const io::CheckpointInfo& info) {
+  std::vector<TensorPlacement> placements;
+  for (const auto& [name, t] : info.tensors) {
+    if (optim::is_state_name(name)) continue;
+    if (std::optional<TensorPlacement> p = placement_of(model, layout, name, t.shape)) placements.push_back(*p);
+  }
+  std::map<std::string, std::vector<Box>> boxes;
+  for (DeviceId device = 0; device < layout.num_devices(); ++device) {
+    for (const auto& [name, slot] : io::local_slots(placements, device)) {
+      if (!slot.writer || !info.tensors.count(name)) continue;
+      for (const StoredPiece& piece : slot.pieces()) boxes[name].push_back(piece.box);
+    }
   }
   return boxes;
 }
@@ -79,11 +82,7 @@ int run_ckpt_reshard(const CkptReshardOptions& options) {
       parallel_layout(c, map_ranks(c, std::vector<std::string>(static_cast<size_t>(devices), mpi.host())));
   const std::string step = resolve_hetu_checkpoint(options.input);
   const io::CheckpointInfo info = io::read_info(step);
-  std::map<std::string, std::vector<Box>> boxes;
-  for (const auto& [name, t] : info.tensors) {
-    boxes[name] = job_boxes(c.model, layout, name, t.shape);
-  }
-  std::vector<io::TensorBox> all = read_all(step, info, boxes);
+  std::vector<io::TensorBox> all = read_all(step, info, job_boxes(c.model, layout, info));
   prepare_output_folder(options.output);
   std::unique_ptr<Communicator> comm = make_mpi_communicator();
   const std::string written = io::save_sharded(io::CheckpointManager(options.output, 1), info.step, all,

@@ -183,13 +183,16 @@ std::vector<TensorPlacement> job_placements(const config::JobConfig& c, const pi
   return out;
 }
 
+// Without `fill_parameters` the part's parameters are allocated only (a switch moves them in).
 runtime::StrategyRun build_run(std::string name, const config::JobConfig& c, const pipeline::ParallelLayout& layout,
-                               int rank, Communicator& comm, Communicator& host_comm, Device compute) {
+                               int rank, Communicator& comm, Communicator& host_comm, Device compute,
+                               bool fill_parameters = true) {
   auto run = std::make_shared<RankRun>();
   const pipeline::Position position = *layout.locate(rank);
   const pipeline::ReplicaLayout& replica = layout.replicas[static_cast<size_t>(position.replica)];
   const DType activations = compute_dtype(c.training.precision);
-  run->part = std::make_unique<ParallelModel>(c.model, c.job.seed, layout, position, &comm, activations);
+  run->part = std::make_unique<ParallelModel>(c.model, c.job.seed, layout, position, &comm, activations,
+                                              fill_parameters);
   ParallelModel& part = *run->part;
   part.model().to(compute);
   spdlog::info("model part ({}): {} parameters on {} (replica {}, stage {}, tp rank {}/{}, layers {}-{}), computing "
@@ -287,7 +290,7 @@ int train(const TrainOptions& options, const config::LoadedConfig& loaded, const
                      request.name, mpi.world_size());
     }
     o.switches.push_back({request.after_step, [&, name = request.name, job = next.config, next_layout] {
-      return build_run(name, job, next_layout, mpi.rank(), comm, *host_comm, compute);
+      return build_run(name, job, next_layout, mpi.rank(), comm, *host_comm, compute, /*fill_parameters=*/false);
     }});
   }
   runtime::Trainer trainer(initial, o);

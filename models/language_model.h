@@ -49,6 +49,7 @@ struct ModelBuild {
   // with compute copies of its f32 parameters (nn::compute_copy). bf16 on GPUs; f64 is the
   // CPU numerics reference.
   DType compute_dtype = DType::f32;
+  bool fill_parameters = true;  // false: allocated only (nn::ParamInit::fill)
 };
 
 class LanguageModel : public nn::Module {

@@ -27,7 +27,8 @@ ModelPart model_part(const pipeline::ReplicaLayout& replica, int64_t stage) {
 }
 
 ParallelModel::ParallelModel(const ModelConfig& config, uint64_t seed, const pipeline::ParallelLayout& layout,
-                             pipeline::Position position, Communicator* comm, DType compute_dtype)
+                             pipeline::Position position, Communicator* comm, DType compute_dtype,
+                             bool fill_parameters)
     : config_(config), layout_(layout) {
   for (const pipeline::ReplicaLayout& r : layout_.replicas)
     for (const pipeline::StageLayout& s : r.stages) check_tensor_parallel(config_, s.tp());
@@ -40,7 +41,8 @@ ParallelModel::ParallelModel(const ModelConfig& config, uint64_t seed, const pip
     return std::move(*p);
   };
   auto tp = std::make_shared<nn::TensorParallel>(comm, stage.devices, position.tp_index, std::move(placement));
-  model_ = build_model(config_, ModelBuild{seed, model_part(replica, position.stage), std::move(tp), compute_dtype});
+  model_ = build_model(config_, ModelBuild{seed, model_part(replica, position.stage), std::move(tp), compute_dtype,
+                                                fill_parameters});
   stage_ = std::make_unique<ModelStage>(*model_);
 }
 

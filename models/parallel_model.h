@@ -32,9 +32,12 @@ std::optional<TensorPlacement> placement_of(const ModelConfig& config, const pip
 class ParallelModel {
  public:
   // Throws a UsageError when a stage's tp cannot split the model's heads. The part computes
-  // in `compute_dtype` (ModelBuild::compute_dtype); move it with model().to(device).
+  // in `compute_dtype` (ModelBuild::compute_dtype); move it with model().to(device). Without
+  // `fill_parameters` the parameters are allocated, not initialised (the run a strategy
+  // switch enters: every value is moved in).
   ParallelModel(const ModelConfig& config, uint64_t seed, const pipeline::ParallelLayout& layout,
-                pipeline::Position position, Communicator* comm, DType compute_dtype = DType::f32);
+                pipeline::Position position, Communicator* comm, DType compute_dtype = DType::f32,
+                bool fill_parameters = true);
 
   const LanguageModel& model() const { return *model_; }
   pipeline::StageCompute& stage() { return *stage_; }

@@ -4,19 +4,21 @@
 #include "lib/io/newest_intact_checkpoint.h"
 #include "lib/io/sharded_checkpoint.h"
 #include "lib/optim/adamw.h"
+#include "lib/optim/trained_tensors.h"
 #include "lib/util/error.h"
 
 namespace hetu::io {
 
 std::map<std::string, LocalSlot> local_slots(const std::vector<TensorPlacement>& placements, DeviceId rank) {
   std::map<std::string, LocalSlot> slots;
-  auto slot = [&](const TensorPlacement& p, const Union& annotation) {
-    const Box box = view_box(p, annotation, rank);
-    return LocalSlot{p.shape, p.view, box, local_shape(p.shape, p.view, box), first_holder(annotation, rank)};
-  };
   for (const TensorPlacement& p : placements) {
-    slots[p.name] = slot(p, p.param);
-    for (const std::string& state : optim::state_names(p.name)) slots[state] = slot(p, p.state);
+    for (const optim::TrainedTensor& t : optim::trained_tensors(p)) {
+      const Union& annotation = t.annotation(p);
+      if (!annotation.member_of(rank)) continue;
+      const Box box = view_box(p, annotation, rank);
+      slots[t.name] =
+          LocalSlot{p.shape, p.view, box, local_shape(p.shape, p.view, box), first_holder(annotation, rank)};
+    }
   }
   return slots;
 }
@@ -33,7 +35,7 @@ std::string ShardedStore::save(const runtime::Snapshot& s) {
     const LocalSlot& slot = it->second;
     if (!slot.writer) continue;
     const Tensor flat = tensor.contiguous().reshape({tensor.numel()});
-    for (const StoredPiece& p : stored_pieces(slot.shape, slot.view, slot.box)) {
+    for (const StoredPiece& p : slot.pieces()) {
       mine.push_back({name, slot.shape, tensor.dtype(), p.box, flat.narrow(0, p.offset, p.count).view(p.box.size)});
     }
   }
@@ -50,6 +52,16 @@ std::optional<runtime::Snapshot> ShardedStore::load_latest() {
   return load_newest_intact(manager_, [this](const std::string& path) { return load(path); }, everywhere);
 }
 
+// Note [Reshard on load]: a strategy switch and a resume under another layout answer the same
+// question, "which box of each trained tensor does this rank hold now", with the same
+// geometry (local_slots: trained_tensors, view_box, stored_pieces; box intersection in
+// lib/hspmd/geometry.h), but they move the data differently, and should. In memory the
+// boxes sit in other ranks' memory, so a CommPlan says who sends what to whom, the same on
+// every rank (reshard, PlanCache). In a file every stored box is readable by every rank,
+// so each rank reads the stored boxes that overlap its own and nothing is sent: this works
+// for any writer, also one of another world size (8 ranks written, 4 reading; the
+// single-device fixture), whose layout is no annotation over the readers' devices, and it
+// reads each byte once instead of reading it on a writer-shaped rank and sending it on.
 std::map<std::string, Tensor> ShardedStore::read_local(const std::string& path,
                                                        const std::vector<std::string>& names) const {
   const CheckpointInfo info = read_info(path);
@@ -67,7 +79,7 @@ std::map<std::string, Tensor> ShardedStore::read_local(const std::string& path,
     Tensor local = empty(slot.local, stored->second.dtype);
     tensors[name] = local;
     const Tensor flat = local.reshape({local.numel()});
-    for (const StoredPiece& p : stored_pieces(slot.shape, slot.view, slot.box)) {
+    for (const StoredPiece& p : slot.pieces()) {
       targets.push_back(flat.narrow(0, p.offset, p.count).view(p.box.size));
       wanted.push_back({name, slot.shape, stored->second.dtype, p.box, empty(p.box.size, stored->second.dtype)});
     }

@@ -3,9 +3,11 @@
 // collective) and reads back exactly the boxes its placements need, whatever layout wrote
 // them (reshard on load; a file of whole tensors, as single-device runs wrote them before,
 // is one box per tensor).
-// A parameter's boxes come from its TensorPlacement's param annotation, its optimizer
-// state's (optim::state_names) from the state annotation; a box of a view is several stored
-// boxes (stored_pieces, lib/hspmd/tensor_placement.h).
+// Which annotation each stored tensor follows is optim::trained_tensors (the parameter its
+// param annotation, its optimizer states the state annotation), as in a strategy switch; a
+// box of a view is several stored boxes (stored_pieces, lib/hspmd/tensor_placement.h).
+// Reading a file is not a CommPlan: every rank reads the stored boxes that overlap its own
+// (read_boxes, any writer layout, no communication); see Note [Reshard on load].
 #pragma once
 
 #include <map>
@@ -26,8 +28,12 @@ struct LocalSlot {
   Box box;           // this rank's box of the view
   Shape local;       // the local tensor's shape
   bool writer = true;  // this rank writes the box (one holder per box)
+  // The box as boxes of the stored tensor, with where each sits in the local tensor.
+  std::vector<StoredPiece> pieces() const { return stored_pieces(shape, view, box); }
 };
-// The slots of every parameter and optimizer state the placements give `rank`.
+// The slots of every trained tensor (optim::trained_tensors) whose annotation in
+// `placements` names `rank`: what that rank's checkpoint store writes and reads. The
+// placements may be the whole job's (tensors on other ranks are skipped).
 std::map<std::string, LocalSlot> local_slots(const std::vector<TensorPlacement>& placements, DeviceId rank);
 
 class ShardedStore final : public runtime::CheckpointStore {

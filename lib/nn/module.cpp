@@ -50,17 +50,19 @@ Tensor Module::register_parameter(const std::string& name, Tensor tensor) {
 }
 
 Tensor ParamInit::normal(const std::string& param, const Shape& shape, double std) const {
-  if (!tp) return random_normal(shape, seed, name(param), 0.0, std);
+  if (!tp) return fill ? random_normal(shape, seed, name(param), 0.0, std) : empty(shape);
   const TensorPlacement& p = tp->add_param(name(param), shape);
   const Box box = tp->local_box(p);
+  if (!fill) return empty(local_shape(p.shape, p.view, box));
   return random_normal(box.size, seed, name(param), 0.0, std, p.view, box.offset)
       .reshape(local_shape(p.shape, p.view, box));
 }
 
 Tensor ParamInit::constant(const std::string& param, const Shape& shape, double value) const {
-  if (!tp) return full(shape, value);
+  if (!tp) return fill ? full(shape, value) : empty(shape);
   const TensorPlacement& p = tp->add_param(name(param), shape);
-  return full(local_shape(p.shape, p.view, tp->local_box(p)), value);
+  const Shape local = local_shape(p.shape, p.view, tp->local_box(p));
+  return fill ? full(local, value) : empty(local);
 }
 
 Module& Module::register_module(const std::string& name, Module& child) {

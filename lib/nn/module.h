@@ -58,13 +58,16 @@ class TensorParallel;
 // How parameters are initialised: from the counter-based RNG keyed by (seed, full parameter
 // name), so every run, and every shard of a parameter, gets the same values. With `tp`, a
 // parameter is created as this rank's shard of its logical `shape` (tensor_parallel.h), and
-// its layout is recorded there.
+// its layout is recorded there. Without `fill` parameters are only allocated: for a model
+// whose every parameter is overwritten before use (the next strategy of a switch), where
+// drawing 124M normals would cost seconds for nothing.
 struct ParamInit {
   uint64_t seed = 0;
   std::string prefix;  // full name of the module being built, with a trailing '.'
   std::shared_ptr<TensorParallel> tp;  // null: every parameter whole
+  bool fill = true;    // false: values left unset (the layout is still recorded)
 
-  ParamInit child(const std::string& name) const { return {seed, prefix + name + ".", tp}; }
+  ParamInit child(const std::string& name) const { return {seed, prefix + name + ".", tp, fill}; }
   std::string name(const std::string& param) const { return prefix + param; }
   Tensor normal(const std::string& param, const Shape& shape, double std) const;
   Tensor constant(const std::string& param, const Shape& shape, double value) const;

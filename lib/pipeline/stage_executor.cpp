@@ -4,7 +4,6 @@
 #include "lib/autograd/engine.h"
 #include "lib/autograd/grad_mode.h"
 #include "lib/hspmd/p2p_exchange.h"
-#include "lib/hspmd/planner.h"
 #include "lib/hspmd/redistribute.h"
 #include "lib/util/error.h"
 #include "lib/util/step_timer.h"
@@ -18,8 +17,8 @@ Union stage_annotation(const StageLayout& stage) {
 
 }  // namespace
 
-StageExecutor::StageExecutor(const ParallelLayout& layout, Position position, Communicator* comm, Shape hidden_shape,
-                             DType dtype)
+StageExecutor::StageExecutor(const ParallelLayout& layout, Position position, Communicator* comm, PlanCache& plans,
+                             Shape hidden_shape, DType dtype)
     : replica_(layout.replicas.at(static_cast<size_t>(position.replica))),
       position_(position),
       comm_(comm),
@@ -31,8 +30,8 @@ StageExecutor::StageExecutor(const ParallelLayout& layout, Position position, Co
   auto edge = [&](int64_t from, int64_t to) {
     const Union src = stage_annotation(replica_.stages[static_cast<size_t>(from)]);
     const Union dst = stage_annotation(replica_.stages[static_cast<size_t>(to)]);
-    return Edge{src, dst, plan_comm(src, dst, hidden_shape_),
-                plan_comm(dual_annotation(dst), dual_annotation(src), hidden_shape_)};
+    return Edge{src, dst, &plans.get(src, dst, hidden_shape_),
+                &plans.get(dual_annotation(dst), dual_annotation(src), hidden_shape_)};
   };
   const int64_t s = position_.stage;
   if (s > 0) from_prev_ = edge(s - 1, s);
@@ -68,8 +67,8 @@ double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& 
   P2PExchange exchange(*comm_);
   auto post_receive = [&](const PipeAction& a) {
     const size_t i = static_cast<size_t>(a.micro_batch);
-    if (a.op == PipeOp::forward && !first_stage()) inputs[i] = exchange.recv(from_prev_->forward, dtype_);
-    if (a.op == PipeOp::backward && !last_stage()) output_grads[i] = exchange.recv(to_next_->backward, dtype_);
+    if (a.op == PipeOp::forward && !first_stage()) inputs[i] = exchange.recv(*from_prev_->forward, dtype_);
+    if (a.op == PipeOp::backward && !last_stage()) output_grads[i] = exchange.recv(*to_next_->backward, dtype_);
   };
 
   double loss_sum = 0;
@@ -91,7 +90,7 @@ double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& 
         out = compute.loss(out, micro_batches[i].targets, normalizer);
         if (seeds_loss()) loss_sum += out.item();
       } else {
-        exchange.send(to_next_->forward, to_next_->src, out);
+        exchange.send(*to_next_->forward, to_next_->src, out);
       }
       if (training) outputs[i] = out;
     } else {
@@ -105,7 +104,7 @@ double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& 
       if (!first_stage()) {
         Tensor grad = inputs[i].grad();
         if (!grad.defined()) grad = zeros(inputs[i].shape(), inputs[i].dtype(), inputs[i].device());
-        exchange.send(from_prev_->backward, dual_annotation(from_prev_->dst), grad);
+        exchange.send(*from_prev_->backward, dual_annotation(from_prev_->dst), grad);
       }
       inputs[i] = outputs[i] = output_grads[i] = Tensor();  // free the micro-batch's graph
     }

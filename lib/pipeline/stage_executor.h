@@ -5,13 +5,15 @@
 // generic repartition when they differ; the gradient goes through the dual plan
 // (redistribute.h). After every action, the action's send and the next action's receive
 // are posted as one batch (P2PExchange), which is deadlock-free for GPipe and 1F1B
-// (validate_paired_exchange).
+// (validate_paired_exchange). The edge plans come from the strategy's PlanCache (keyed by
+// the two stage annotations and the activation shape), so executors of one strategy, and
+// every later executor of it, plan each edge once.
 //
 // Activations are duplicated over a stage's tp group; their gradients are partial (the sum
 // convention of redistribute.h), and so is the loss gradient: the loss is seeded with 1 on
 // tp index 0 of the last stage and 0 on the other tp ranks.
 //
-//   StageExecutor exec(layout, my_position, comm, {micro_batch, seq_len, hidden});
+//   StageExecutor exec(layout, my_position, comm, *strategy.plans, {micro_batch, seq_len, hidden});
 //   double partial = exec.train(compute, micro_batches, global_tokens);  // grads accumulated
 #pragma once
 
@@ -22,6 +24,7 @@
 #include "lib/hspmd/comm_plan.h"
 #include "lib/hspmd/communicator.h"
 #include "lib/hspmd/dist_union.h"
+#include "lib/hspmd/plan_cache.h"
 #include "lib/pipeline/parallel_layout.h"
 
 namespace hetu::pipeline {
@@ -43,9 +46,10 @@ struct MicroBatch {
 
 class StageExecutor {
  public:
-  // hidden_shape: the activation crossing stage edges for one micro-batch, (mb, T, C).
-  StageExecutor(const ParallelLayout& layout, Position position, Communicator* comm, Shape hidden_shape,
-                DType dtype = DType::f32);
+  // hidden_shape: the activation crossing stage edges for one micro-batch, (mb, T, C). The
+  // edge plans are taken from `plans`, which must outlive the executor.
+  StageExecutor(const ParallelLayout& layout, Position position, Communicator* comm, PlanCache& plans,
+                Shape hidden_shape, DType dtype = DType::f32);
 
   // Forward and backward of every micro-batch (gradients accumulate into the parameters).
   // Returns the sum of the losses this rank seeded (its replica's share of the step loss on
@@ -61,8 +65,9 @@ class StageExecutor {
 
  private:
   struct Edge {
-    Union src, dst;           // activation: this side -> the other
-    CommPlan forward, backward;  // activation plan; gradient plan (dual annotations, reversed)
+    Union src, dst;  // activation: this side -> the other
+    const CommPlan* forward = nullptr;   // activation plan (from the plan cache)
+    const CommPlan* backward = nullptr;  // gradient plan: dual annotations, reversed
   };
   double run(StageCompute& compute, const std::vector<MicroBatch>& micro_batches, double normalizer, bool training);
 

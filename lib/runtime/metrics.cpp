@@ -79,6 +79,8 @@ std::string metrics_json(const StepMetrics& m) {
                                  json_number(m.tokens_per_s), json_number(m.mfu), json_number(m.step_seconds));
   if (m.val_loss) json += fmt::format(R"(,"val_loss":{})", json_number(*m.val_loss));
   if (m.peak_memory_gib) json += fmt::format(R"(,"peak_mem_gib":{})", json_number(*m.peak_memory_gib));
+  if (m.switch_seconds) json += fmt::format(R"(,"switch_s":{})", json_number(*m.switch_seconds));
+  if (m.switch_reshard_seconds) json += fmt::format(R"(,"switch_reshard_s":{})", json_number(*m.switch_reshard_seconds));
   if (!m.time_json.empty()) json += R"(,"time":)" + m.time_json;
   return json + "}";
 }

@@ -21,6 +21,8 @@ struct StepMetrics {
   std::optional<double> val_loss;
   std::optional<double> peak_memory_gib;  // peak tensor memory so far: the CPU allocator or the GPU caching allocator
   std::string time_json;                  // per-rank timings (step_telemetry.h), a JSON object; "" if none
+  std::optional<double> switch_seconds;   // strategy switches since the previous line: their wall time
+  std::optional<double> switch_reshard_seconds;  // the part of it spent resharding the state
 };
 
 // "step   40/200 | loss 2.4512 | lr 1.00e-03 | norm 0.812 | 10.2k tok/s | MFU 31.2% | ETA 1m05s"

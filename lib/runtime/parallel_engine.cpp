@@ -28,10 +28,10 @@ ParallelEngine::ParallelEngine(const pipeline::ParallelLayout& layout, pipeline:
       compute_(compute),
       seq_len_(seq_len),
       grad_reduce_dtype_(grad_reduce_dtype),
-      executor_(layout, position, &comm,
+      executor_(layout, position, &comm, plans,
                 {layout.replicas.at(static_cast<size_t>(position.replica)).micro_batch, seq_len, hidden},
                 activation_dtype),
-      eval_executor_(layout, position, &comm, {eval_batch, seq_len, hidden}, activation_dtype) {
+      eval_executor_(layout, position, &comm, plans, {eval_batch, seq_len, hidden}, activation_dtype) {
   const DeviceId rank = comm_.rank();
   std::map<std::string, const TensorPlacement*> by_name;
   for (const TensorPlacement& p : placements) by_name[p.name] = &p;

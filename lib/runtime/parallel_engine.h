@@ -30,8 +30,9 @@ namespace hetu::runtime {
 class ParallelEngine final : public StepEngine {
  public:
   // `params`: this rank's shards, each with the placement of the same name in `placements`
-  // (gradients are redistributed dual(param) -> grad, with plans from `plans`, which must
-  // outlive the engine: a strategy's plans are shared by whatever runs under it).
+  // (gradients are redistributed dual(param) -> grad; those plans and the pipeline edges'
+  // come from `plans`, which must outlive the engine: a strategy's plans are shared by
+  // whatever runs under it).
   // hidden: the model width (stage edges carry (micro_batch, seq_len, hidden) activations of
   // activation_dtype); validation batches hold eval_batch sequences in every layout. The
   // communicator's device (communicator.h) is where every buffer lives. Gradients are summed

@@ -1,6 +1,6 @@
 // Strategy: a parallel layout as a value a job can switch between: the layout, the placement
 // of every trained tensor under it, and the communication plans it uses (gradient syncs,
-// switches into it), cached by (source, target, shape) and shared by every engine built
+// pipeline edges, switches into it), cached by (source, target, shape) and shared by every engine built
 // from it. StrategyRun is what one rank runs under a strategy, handed to Trainer::switch_to.
 //
 //   Strategy s = make_strategy("default", layout, part.placements());

@@ -9,9 +9,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "lib/autograd/functions.h"
 #include "lib/hspmd/reshard.h"
+#include "lib/optim/trained_tensors.h"
 #include "lib/core/cuda_runtime.h"
 #include "lib/runtime/metrics.h"
 #include "lib/runtime/mfu.h"
@@ -22,6 +24,8 @@ namespace hetu::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 constexpr const char* kOptimizerStepKey = "optimizer_steps";
 
@@ -85,9 +89,7 @@ void Trainer::switch_to(StrategyRun next, const BatchSource& data) {
     HT_CHECK(q.shape == p.shape && q.view == p.view, "switch {} -> {}: {} is {} viewed as {} before and {} viewed as {} "
              "after", from.name, to.name, p.name, shape_str(q.shape), shape_str(q.view), shape_str(p.shape),
              shape_str(p.view));
-    move(p.name, q.param, p.param, p);
-    const std::vector<std::string> moments = optim::state_names(p.name);
-    for (const std::string& m : moments) move(m, q.state, p.state, p);
+    for (const optim::TrainedTensor& t : optim::trained_tensors(p)) move(t.name, t.annotation(q), t.annotation(p), p);
   }
   optimizer.set_steps_taken(optimizer_.steps_taken());
   next.train->restore_position(data.save_position());
@@ -142,6 +144,7 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
   CheckpointStore* store = first_store;
   int64_t step = 0;
   if (store != nullptr && options_.resume != "never") {
+    const auto load_start = Clock::now();
     std::optional<Snapshot> snap = options_.resume == "auto" ? store->load_latest() : store->load(options_.resume);
     if (snap) {
       restore(*snap, first_train);
@@ -149,7 +152,8 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
                "resume: the checkpoint of step {} is past a strategy switch; resuming under a switched strategy is "
                "not supported yet", snap->step);
       step = snap->step;
-      spdlog::info("resumed from step {} ({})", step, options_.resume == "auto" ? "latest checkpoint" : options_.resume);
+      spdlog::info("resumed from step {} ({}) in {:.3f} s", step,
+                   options_.resume == "auto" ? "latest checkpoint" : options_.resume, seconds_since(load_start));
     }
   }
   if (step == 0 && store != nullptr && !options_.init_from.empty()) {
@@ -178,6 +182,7 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
   const int64_t run_first = step;
   const int64_t last = options_.stop_at_step > 0 ? std::min(options_.stop_at_step, options_.steps) : options_.steps;
   StepTelemetry telemetry(options_.telemetry);
+  double switch_seconds = 0, switch_reshard_seconds = 0;  // strategy switches not yet in metrics
   while (step < last) {
     const StepTelemetry::Step in_step = telemetry.step(step + 1, last);
     const double lr = options_.schedule.at(step);
@@ -222,6 +227,10 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
         if (device.is_cuda()) m.peak_memory_gib = static_cast<double>(cuda::memory_stats(device.index).peak_allocated) / (1 << 30);
       }
       m.time_json = telemetry.collect(window_steps);
+      if (switch_seconds > 0) {  // the switches since the previous line
+        m.switch_seconds = std::exchange(switch_seconds, 0.0);
+        m.switch_reshard_seconds = std::exchange(switch_reshard_seconds, 0.0);
+      }
       if (options_.progress_bar) std::fputs("\n", stdout);
       spdlog::info("{}", progress_line(m));
       if (metrics) metrics->write(m);
@@ -232,8 +241,9 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
     const bool periodic = options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0;
     if (store != nullptr && (periodic || step == last || stop)) {
       timing::Scope checkpoint_scope(timing::Phase::checkpoint, "checkpoint");
+      const auto save_start = Clock::now();
       result.last_checkpoint = store->save(snapshot(step, *train_source));
-      spdlog::info("checkpoint: {}", result.last_checkpoint);
+      spdlog::info("checkpoint: {} (saved in {:.3f} s)", result.last_checkpoint, seconds_since(save_start));
       window_start = Clock::now();  // do not count the save in the next throughput
     }
     if (stop) {
@@ -244,7 +254,15 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
     }
     if (next_switch < options_.switches.size() && options_.switches[next_switch].after_step == step && step < last) {
       timing::Scope switch_scope(timing::Phase::other, "switch");
-      switch_to(options_.switches[next_switch++].enter(), *train_source);
+      const auto switch_start = Clock::now();
+      StrategyRun next = options_.switches[next_switch++].enter();
+      const double build_s = seconds_since(switch_start);
+      switch_to(std::move(next), *train_source);
+      const double switch_s = seconds_since(switch_start);
+      spdlog::info("switched to strategy '{}' in {:.3f} s ({:.3f} s building its run, {:.3f} s resharding the state)",
+                   current_.strategy->name, switch_s, build_s, switch_s - build_s);
+      switch_seconds += switch_s;
+      switch_reshard_seconds += switch_s - build_s;
       train_source = current_.train;
       store = current_.store;
       step_tokens = engine_->tokens_per_step();

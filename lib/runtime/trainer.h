@@ -9,7 +9,8 @@
 //   TrainResult r = trainer.run(train_batches, &val_batches, &store);
 // Strategy switches (strategy.h): Trainer(run under the first strategy, options with
 // `switches`); after each switch's step the Trainer asks for the rank's run under the next
-// strategy and moves parameters, AdamW moments and counters into it (switch_to).
+// strategy and moves parameters, AdamW moments and counters into it (switch_to); each
+// switch's duration is logged and put on the next metrics.jsonl line (switch_s).
 #pragma once
 
 #include <functional>

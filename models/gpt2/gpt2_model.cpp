@@ -52,7 +52,7 @@ Tensor Gpt2Block::forward(const Tensor& x, KVCache* cache, size_t layer) const {
 }
 
 Gpt2Model::Gpt2Model(const ModelConfig& c, ModelBuild build) : LanguageModel(c, std::move(build)) {
-  const nn::ParamInit root{build_.seed, "", build_.tp};
+  const nn::ParamInit root{build_.seed, "", build_.tp, build_.fill_parameters};
   const ModelPart& p = part();
   if (p.embed || p.head) {
     wte = std::make_unique<nn::Embedding>(root.child("wte"), c.padded_vocab(), c.hidden);

@@ -86,10 +86,10 @@ LlamaModel::Body::Body(const nn::ParamInit& init, const ModelConfig& c, const Mo
 LlamaModel::LlamaModel(const ModelConfig& c, ModelBuild build)
     : LanguageModel(c, std::move(build)),
       rope_frequencies_(llama_rope_frequencies(config_)),
-      model(nn::ParamInit{build_.seed, "model.", build_.tp}, config_, part(), rope_frequencies_) {
+      model(nn::ParamInit{build_.seed, "model.", build_.tp, build_.fill_parameters}, config_, part(), rope_frequencies_) {
   register_module("model", model);
   if (part().head && !c.tie_embeddings) {
-    lm_head = std::make_unique<nn::Linear>(nn::ParamInit{build_.seed, "lm_head.", build_.tp}, c.hidden,
+    lm_head = std::make_unique<nn::Linear>(nn::ParamInit{build_.seed, "lm_head.", build_.tp, build_.fill_parameters}, c.hidden,
                                            c.padded_vocab(), false);
     register_module("lm_head", *lm_head);
   }

@@ -11,7 +11,8 @@
 #   - rank 0's log names each switch with the AdamW step count it carries over (3, 6, 9).
 # And a switch back and forth between two strategies with the same reductions (pp=2 x dp=2 in
 # mesh orders dp-pp-tp and pp-dp-tp: every stage moves to other ranks) gives bitwise the same
-# losses, gradient norms, parameters and moments as never switching.
+# losses, gradient norms, parameters and moments as never switching, and metrics.jsonl times
+# each of the 3 switches (switch_s).
 # usage: strategy_switch.sh HETU SOURCE_DIR
 set -euo pipefail
 hetu=$1; src=$2
@@ -60,6 +61,7 @@ HETU_TEST_SWITCH="3:pp=2,dp=2,order=pp-dp-tp;6:pp=2,dp=2;9:pp=2,dp=2,order=pp-dp
   run_logged back-and-forth "mpirun -np 4 run switching orders" \
   mpirun -np 4 "$hetu" train "$config" "${args[@]}" --set job.out_dir="$work/back-and-forth"
 [[ $(grep -c "switched strategy" "$work/back-and-forth/logs/rank-0.log") == 3 ]] || fail "not 3 switches back and forth"
+[[ $(grep -c '"switch_s":' "$work/back-and-forth/metrics.jsonl") == 3 ]] || fail "metrics.jsonl: not 3 lines with switch_s"
 compare_runs still back-and-forth 0 --fields loss,grad_norm --steps 12
 /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 0 --atol 0 \
   "$work/back-and-forth/checkpoints/step-0000012" "$work/still/checkpoints/step-0000012" || fail "back and forth: tensors differ"

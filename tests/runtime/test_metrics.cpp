@@ -1,5 +1,6 @@
 // The progress line and metrics.jsonl record: the keys users and scripts rely on (step, loss,
-// lr, grad_norm, tokens_per_s, mfu, step_s; val_loss when evaluated; peak_mem_gib),
+// lr, grad_norm, tokens_per_s, mfu, step_s; val_loss when evaluated; peak_mem_gib; switch_s
+// and switch_reshard_s after a strategy switch),
 // checked field by field against values set by hand; a resumed run's file keeps exactly the
 // lines up to the resumed step.
 #include <catch2/catch.hpp>
@@ -35,6 +36,10 @@ TEST_CASE("progress line and JSON carry every metric, optional ones only when se
         "step  40/200 | loss 2.4512 | val 2.5000 | lr 1.00e-03 | norm 0.812 | 10.2k tok/s | MFU 31.2% | mem 12.3 GiB | ETA 1m05s");
   CHECK(metrics_json(m) == R"({"step":40,"loss":2.45123,"lr":0.001,"grad_norm":0.8125,"tokens_per_s":10234,)"
                            R"("mfu":0.3121,"step_s":0.5,"val_loss":2.5,"peak_mem_gib":12.34})");
+
+  m.switch_seconds = 0.25;  // a strategy switch since the previous line
+  m.switch_reshard_seconds = 0.125;
+  CHECK_THAT(metrics_json(m), Catch::EndsWith(R"("peak_mem_gib":12.34,"switch_s":0.25,"switch_reshard_s":0.125})"));
 }
 
 TEST_CASE("non-finite metrics are written as JSON null", "[metrics]") {
