@@ -27,8 +27,10 @@ std::vector<std::string> config_files() {
 // the shorthand (the printed form is explicit) may differ.
 void require_same_job(JobConfig a, JobConfig b) {
   a.source = b.source = "";
-  a.parallel.shorthand.reset();
-  b.parallel.shorthand.reset();
+  for (JobConfig* c : {&a, &b}) {
+    c->parallel.shorthand.reset();
+    for (StrategySection& s : c->strategies) s.parallel.shorthand.reset();
+  }
   CHECK(a.job == b.job);
   CHECK(a.model == b.model);
   CHECK(a.data == b.data);
@@ -38,6 +40,8 @@ void require_same_job(JobConfig a, JobConfig b) {
   CHECK(a.checkpoint == b.checkpoint);
   CHECK(a.cluster == b.cluster);
   CHECK(a.parallel == b.parallel);
+  CHECK(a.strategies == b.strategies);
+  CHECK(a.switches == b.switches);
   CHECK(a == b);
 }
 
