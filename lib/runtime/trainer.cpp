@@ -24,6 +24,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kOptimizerStepKey = "optimizer_steps";
+constexpr const char* kStrategyKey = "strategy";  // the strategy in effect when the checkpoint was written
 
 void draw_bar(int64_t step, int64_t total, double loss) {
   constexpr int kWidth = 30;
@@ -108,6 +109,7 @@ Snapshot Trainer::snapshot(int64_t step, const BatchSource& train) const {
   s.metadata = options_.checkpoint_metadata;
   s.metadata[kDataPositionKey] = train.save_position();
   s.metadata[kOptimizerStepKey] = std::to_string(optimizer_.steps_taken());
+  if (current_.strategy != nullptr) s.metadata[kStrategyKey] = current_.strategy->name;
   return s;
 }
 
@@ -145,11 +147,25 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
     std::optional<Snapshot> snap = options_.resume == "auto" ? store->load_latest() : store->load(options_.resume);
     if (snap) {
       restore(*snap, first_train);
-      HT_CHECK(options_.switches.empty() || snap->step < options_.switches.front().after_step,
-               "resume: the checkpoint of step {} is past a strategy switch; resuming under a switched strategy is "
-               "not supported yet", snap->step);
       step = snap->step;
       spdlog::info("resumed from step {} ({})", step, options_.resume == "auto" ? "latest checkpoint" : options_.resume);
+      // The checkpoint loaded under the first strategy (any layout loads any checkpoint); the
+      // run continues under the one in effect after `step`: the last switch at or before it.
+      const StrategySwitch* in_effect = nullptr;
+      for (const StrategySwitch& s : options_.switches) {
+        if (s.after_step <= step) in_effect = &s;
+      }
+      if (in_effect != nullptr) {
+        switch_to(in_effect->enter(), *train_source);
+        train_source = current_.train;
+        store = current_.store;
+      }
+      auto written = snap->metadata.find(kStrategyKey);
+      if (written != snap->metadata.end() && current_.strategy != nullptr && written->second != current_.strategy->name) {
+        spdlog::warn("resume: the checkpoint of step {} was written under strategy \"{}\"; the job's switch list puts "
+                     "\"{}\" in effect after that step, which the run continues under", step, written->second,
+                     current_.strategy->name);
+      }
     }
   }
   if (step == 0 && store != nullptr && !options_.init_from.empty()) {

@@ -9,7 +9,11 @@
 //   TrainResult r = trainer.run(train_batches, &val_batches, &store);
 // Strategy switches (strategy.h): Trainer(run under the first strategy, options with
 // `switches`); after each switch's step the Trainer asks for the rank's run under the next
-// strategy and moves parameters, AdamW moments and counters into it (switch_to).
+// strategy and moves parameters, AdamW moments and counters into it (switch_to). A rank the
+// strategy leaves out runs an IdleEngine (idle_engine.h): no parameters, zeros into the
+// step's reductions. Checkpoints record the strategy in effect ("strategy" metadata); a
+// resumed run loads under the first strategy and switches at once to the one in effect
+// after the checkpoint's step, and the later switches follow.
 #pragma once
 
 #include <functional>
@@ -78,7 +82,8 @@ class Trainer {
   // `next`'s plan cache, into `next.engine`'s tensors; carries the AdamW step count and the
   // data position (from `data`, the current source, to next.train) over; then runs under
   // `next`. Every rank must call it; both strategies' placements list every tensor of the
-  // whole model. Today both must use every device of the job (no rank waits idle).
+  // whole model. A rank idle under either strategy holds nothing there (it sends or
+  // receives its tensors, or takes no part).
   void switch_to(StrategyRun next, const BatchSource& data);
 
  private:
