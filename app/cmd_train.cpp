@@ -259,7 +259,7 @@ int train(const TrainOptions& options, const config::LoadedConfig& loaded, const
   // [[parallel.switch]]: after each at_step the run continues under the named strategy.
   for (const config::SwitchSection& change : c.switches) {
     const pipeline::ParallelLayout next_layout = parallel_layout(c, c.strategy(change.strategy), ranks);
-    o.switches.push_back({change.at_step, [&, name = change.strategy, next_layout] {
+    o.switches.push_back({change.at_step, change.strategy, [&, name = change.strategy, next_layout] {
       return build_run(name, c, next_layout, mpi.rank(), comm, *host_comm, compute);
     }});
   }

@@ -151,9 +151,14 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
       spdlog::info("resumed from step {} ({})", step, options_.resume == "auto" ? "latest checkpoint" : options_.resume);
       // The checkpoint loaded under the first strategy (any layout loads any checkpoint); the
       // run continues under the one in effect after `step`: the last switch at or before it.
+      // The checkpoint was written under that one, or (at a switch's own step, before the
+      // switch) under the one in effect before.
+      const std::string first = current_.strategy != nullptr ? current_.strategy->name : "";
       const StrategySwitch* in_effect = nullptr;
+      const StrategySwitch* before = nullptr;
       for (const StrategySwitch& s : options_.switches) {
         if (s.after_step <= step) in_effect = &s;
+        if (s.after_step < step) before = &s;
       }
       if (in_effect != nullptr) {
         switch_to(in_effect->enter(), *train_source);
@@ -161,10 +166,12 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
         store = current_.store;
       }
       auto written = snap->metadata.find(kStrategyKey);
-      if (written != snap->metadata.end() && current_.strategy != nullptr && written->second != current_.strategy->name) {
+      const std::string after_name = in_effect != nullptr ? in_effect->strategy : first;
+      const std::string before_name = before != nullptr ? before->strategy : first;
+      if (written != snap->metadata.end() && written->second != after_name && written->second != before_name) {
         spdlog::warn("resume: the checkpoint of step {} was written under strategy \"{}\"; the job's switch list puts "
                      "\"{}\" in effect after that step, which the run continues under", step, written->second,
-                     current_.strategy->name);
+                     after_name);
       }
     }
   }

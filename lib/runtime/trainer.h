@@ -36,6 +36,7 @@ namespace hetu::runtime {
 // continues under the strategy whose run `enter` builds.
 struct StrategySwitch {
   int64_t after_step = 0;
+  std::string strategy;                // the name of the strategy `enter` builds
   std::function<StrategyRun()> enter;
 };
 

@@ -11,9 +11,11 @@
 #   - every final parameter and both AdamW moments (the final checkpoint, written under the
 #     last strategy) within 1e-6 of max|ref| plus 1e-7;
 #   - rank 0's log names each switch with the AdamW step count it carries over (3, 6, 9).
-# Resume: GPT-2 stopped after step 7 (under "hetero") and after step 10 (under "tp2-half",
-# rank 0 idle) and resumed gives bitwise the uninterrupted run's losses, norms and final
-# tensors, the checkpoint records the strategy in effect, and the later switch still happens.
+# Resume: GPT-2 stopped after step 6 (a switch's step: the checkpoint is written under
+# "pp2-dp2", the resumed run continues under "hetero") and after step 10 (under "tp2-half",
+# rank 0 idle, its data position in the checkpoint) and resumed gives bitwise the
+# uninterrupted run's losses, norms and final tensors; the checkpoint records the strategy it
+# was written under, the resume warns of no mismatch, and the later switch still happens.
 # And a switch back and forth between two strategies with the same reductions (pp=2 x dp=2 in
 # mesh orders dp-pp-tp and pp-dp-tp: every stage moves to other ranks) gives bitwise the same
 # losses, gradient norms, parameters and moments as never switching.
@@ -64,20 +66,21 @@ done
 
 if [[ -d $work/uninterrupted ]]; then
   args=(--set training.grad_clip=1.0 "${common[@]}")
-  for stop in 7 10; do
+  for stop in 6 10; do
     echo "== resume after step $stop"
     run_logged "stop-$stop" "mpirun -np 4 run stopped after step $stop" \
       mpirun -np 4 "$hetu" train "$switch_job" "${args[@]}" --set job.out_dir="$work/resumed-$stop" --stop-at-step "$stop"
-    in_effect=hetero; [[ $stop == 10 ]] && in_effect=tp2-half
+    written=pp2-dp2; [[ $stop == 10 ]] && written=tp2-half
     "$hetu" ckpt inspect --json "$work/resumed-$stop/checkpoints/step-00000$(printf %02d "$stop")" > "$work/inspect.json"
     /usr/bin/python3 -c "import json,sys; m=json.load(open(sys.argv[1]))['metadata']; sys.exit(m.get('strategy') != sys.argv[2])" \
-      "$work/inspect.json" "$in_effect" || fail "the step-$stop checkpoint does not record strategy $in_effect"
+      "$work/inspect.json" "$written" || fail "the step-$stop checkpoint does not record strategy $written"
     run_logged "resume-$stop" "mpirun -np 4 run resumed after step $stop" \
       mpirun -np 4 "$hetu" train "$switch_job" "${args[@]}" --set job.out_dir="$work/resumed-$stop"
     log=$work/resumed-$stop/logs/rank-0.log
     grep -q "resumed from step $stop" "$log" || fail "no resume from step $stop"
-    [[ $stop == 7 ]] && { grep -q "switched strategy default -> hetero after 7 optimizer steps" "$log" || fail "resume 7: not under hetero"; }
-    [[ $stop == 7 ]] && { grep -q "switched strategy hetero -> tp2-half after 9 optimizer steps" "$log" || fail "resume 7: no later switch"; }
+    ! grep -q "resume: the checkpoint of step" "$log" || fail "resume $stop: warns of a strategy mismatch"
+    [[ $stop == 6 ]] && { grep -q "switched strategy default -> hetero after 6 optimizer steps" "$log" || fail "resume 6: not under hetero"; }
+    [[ $stop == 6 ]] && { grep -q "switched strategy hetero -> tp2-half after 9 optimizer steps" "$log" || fail "resume 6: no later switch"; }
     [[ $stop == 10 ]] && { grep -q "switched strategy default -> tp2-half after 10 optimizer steps" "$log" || fail "resume 10: not under tp2-half"; }
     compare_runs uninterrupted "resumed-$stop" 0 --fields loss,grad_norm --steps 12
     /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 0 --atol 0 \
