@@ -7,7 +7,9 @@
 #        -> tp=2 on devices 2-3 (ranks 0 and 1 idle, rank 0 still reporting),
 # once with training.grad_clip = 1.0 and once with 0, and each run is checked against the
 # same job on one device:
-#   - every step's loss and pre-clip gradient norm (metrics.jsonl) within 1e-6 relative;
+#   - every step's loss and pre-clip gradient norm (metrics.jsonl) within 1e-6 relative, and
+#     the validation loss after steps 4, 8 and 12 (one under each later strategy; under the
+#     last, replica 0 is on devices 2-3 and the idle ranks 0-1 add zero);
 #   - every final parameter and both AdamW moments (the final checkpoint, written under the
 #     last strategy) within 1e-6 of max|ref| plus 1e-7;
 #   - rank 0's log names each switch with the AdamW step count it carries over (3, 6, 9).
@@ -28,7 +30,7 @@ setup_work switch
 make_byte_data
 
 common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val_*.bin" --set training.steps=12
-        --set lr_schedule.warmup_steps=2 --set training.eval_every=0 --set training.log_every=1
+        --set lr_schedule.warmup_steps=2 --set training.eval_every=4 --set training.eval_steps=2 --set training.log_every=1
         --set training.seq_len=64 --set training.threads=1 --set data.sampling=sequential --set checkpoint.every=0
         --set optimizer.eps=1e-6)
 switch_job="$src/configs/gpt2-switch-cpu.toml"
@@ -56,7 +58,7 @@ for clip in ${CLIPS:-1.0 0}; do
     mpirun -np 4 "$hetu" train "$config" "${args[@]}" --set job.out_dir="$work/switch-$clip"
   check_switches_logged "switch-$clip"
   grep -q "strategy tp2-half: this rank is idle" "$work/switch-$clip/logs/rank-0.log" || fail "$model: rank 0 not idle under tp2-half"
-  compare_runs "single-$clip" "switch-$clip" 1e-6 --fields loss,grad_norm --steps 12
+  compare_runs "single-$clip" "switch-$clip" 1e-6 --fields loss,grad_norm --steps 12 --val-steps 4,8,12
   /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-7 \
     "$work/switch-$clip/checkpoints/step-0000012" "$work/single-$clip/checkpoints/step-0000012" || fail "$model: final tensors differ"
   [[ $model == gpt2 && $clip == 1.0 ]] && mv "$work/switch-$clip" "$work/uninterrupted"
