@@ -13,6 +13,9 @@
 #   - every final parameter and both AdamW moments (the final checkpoint, written under the
 #     last strategy) within 1e-6 of max|ref| plus 1e-7;
 #   - rank 0's log names each switch with the AdamW step count it carries over (3, 6, 9).
+# GPT-2 also starts idle on ranks 0-1 ([parallel] dp=2 on devices 2-3), and the first switch
+# brings them back (their tensors arrive by the reshard, their data position is the others'):
+# the same checks against one device.
 # Resume: GPT-2 stopped after step 6 (a switch's step: the checkpoint is written under
 # "pp2-dp2", the resumed run continues under "hetero") and after step 10 (under "tp2-half",
 # rank 0 idle, its data position in the checkpoint) and resumed gives bitwise the
@@ -37,6 +40,8 @@ switch_job="$src/configs/gpt2-switch-cpu.toml"
 # The LLaMA job: llama-tp4-gqa's model and training under gpt2-switch-cpu's [parallel] tables.
 sed -e '/^\[parallel\]/,$d' "$src/configs/layouts/llama-tp4-gqa.toml" > "$work/llama-switch.toml"
 sed -n '/^\[parallel\]/,$p' "$switch_job" | sed -e 's/"0-1"/"0-0"/' -e 's/"2-3"/"1-1"/' >> "$work/llama-switch.toml"
+# The GPT-2 job starting with ranks 0 and 1 idle.
+sed -e 's/^dp = 4$/dp = 2\ndevices = "localhost:2-3"/' "$switch_job" > "$work/idle-start.toml"
 
 check_switches_logged() {  # RUN: rank 0's log names the three switches of the job
   local log=$work/$1/logs/rank-0.log
@@ -61,7 +66,17 @@ for clip in ${CLIPS:-1.0 0}; do
   compare_runs "single-$clip" "switch-$clip" 1e-6 --fields loss,grad_norm --steps 12 --val-steps 4,8,12
   /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-7 \
     "$work/switch-$clip/checkpoints/step-0000012" "$work/single-$clip/checkpoints/step-0000012" || fail "$model: final tensors differ"
-  [[ $model == gpt2 && $clip == 1.0 ]] && mv "$work/switch-$clip" "$work/uninterrupted"
+  if [[ $model == gpt2 && $clip == 1.0 ]]; then
+    run_logged idle-start "gpt2: mpirun -np 4 run starting with ranks 0-1 idle" \
+      mpirun -np 4 "$hetu" train "$work/idle-start.toml" "${args[@]}" --set job.out_dir="$work/idle-start"
+    grep -q "strategy default: this rank is idle" "$work/idle-start/logs/rank-0.log" || fail "idle start: rank 0 not idle"
+    grep -q "switched strategy default -> pp2-dp2 after 3" "$work/idle-start/logs/rank-0.log" || fail "idle start: no switch"
+    compare_runs "single-$clip" idle-start 1e-6 --fields loss,grad_norm --steps 12 --val-steps 4,8,12
+    /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-7 \
+      "$work/idle-start/checkpoints/step-0000012" "$work/single-$clip/checkpoints/step-0000012" || fail "idle start: final tensors differ"
+    rm -rf "$work/idle-start"
+    mv "$work/switch-$clip" "$work/uninterrupted"
+  fi
   rm -rf "$work/single-$clip" "$work/switch-$clip"
 done
 done
