@@ -92,8 +92,8 @@ void Trainer::switch_to(StrategyRun next, const BatchSource& data) {
   }
   optimizer.set_steps_taken(optimizer_.steps_taken());
   next.train->restore_position(data.save_position());
-  spdlog::info("switched strategy {} -> {} after {} optimizer steps ({} tensors resharded, {} plans cached)", from.name,
-               to.name, optimizer_.steps_taken(), old.size(), to.plans->size());
+  spdlog::info("switched strategy {} -> {} after {} optimizer steps (this rank held {} tensors before, {} after; {} "
+               "plans cached)", from.name, to.name, optimizer_.steps_taken(), old.size(), fresh.size(), to.plans->size());
   params_ = std::move(params);
   optimizer_ = std::move(optimizer);
   engine_ = next.engine;
