@@ -77,7 +77,7 @@ int run_ckpt_reshard(const CkptReshardOptions& options) {
   const config::LoadedConfig loaded = load_job({options.config, options.overrides, LogLevel::info});
   const config::JobConfig& c = loaded.config;
   // The job's layout as if its ranks ran on one machine: only the boxes matter here.
-  const int64_t devices = c.parallel.num_devices();
+  const auto devices = static_cast<int64_t>(c.strategy_devices().size());  // one rank per device of any strategy
   const pipeline::ParallelLayout layout =
       parallel_layout(c, map_ranks(c, std::vector<std::string>(static_cast<size_t>(devices), mpi.host())));
   const std::string step = resolve_hetu_checkpoint(options.input);

@@ -3,7 +3,8 @@
 // local index (rank_map.h). --dry-run stops there. Otherwise it builds this rank's model
 // part, its data loader (its replica's share of each global batch), the sharded checkpoint
 // store and runs the Trainer with a ParallelEngine (any layout; one device is a world of
-// one), writing out_dir/{config.resolved.toml,
+// one; an IdleEngine on a rank the strategy leaves out); each [[parallel.switch]] builds the
+// rank's run under the next strategy when the Trainer reaches it. Writes out_dir/{config.resolved.toml,
 // metrics.jsonl, logs/, checkpoints/}. SIGTERM/SIGUSR1 end the run after the current step
 // with a checkpoint (stop_request.h). Emulated devices and links (device_emulation.h) wrap
 // the MPI communicator and cap the CPU allocator.
@@ -32,6 +33,7 @@
 #include "lib/io/data_loader.h"
 #include "lib/io/train_checkpoint_store.h"
 #include "lib/ops/ops.h"
+#include "lib/runtime/idle_engine.h"
 #include "lib/runtime/mfu.h"
 #include "lib/runtime/parallel_engine.h"
 #include "lib/runtime/stop_request.h"
@@ -155,8 +157,8 @@ void report(const runtime::TrainResult& result) {
 // One rank's model part, engine, data loader and checkpoint store under one strategy.
 struct RankRun {
   runtime::Strategy strategy;
-  std::unique_ptr<ParallelModel> part;
-  std::unique_ptr<runtime::ParallelEngine> engine;
+  std::unique_ptr<ParallelModel> part;      // none on a rank the strategy leaves idle
+  std::unique_ptr<runtime::StepEngine> engine;
   std::unique_ptr<LoaderSource> train;
   std::vector<TensorPlacement> local;  // this rank's parameters' (the store's)
   std::unique_ptr<io::ShardedStore> store;
@@ -188,7 +190,19 @@ runtime::StrategyRun build_run(std::string name, const config::JobConfig& c, con
                                int rank, Communicator& comm, Communicator& host_comm, Device compute,
                                bool fill_parameters = true) {
   auto run = std::make_shared<RankRun>();
-  const pipeline::Position position = *layout.locate(rank);
+  const std::optional<pipeline::Position> located = layout.locate(rank);
+  if (!located) {
+    // Idle: no model part, no compute; one sequence of each global batch keeps the data position.
+    spdlog::info("strategy {}: this rank is idle (no model part)", name);
+    run->strategy = runtime::make_strategy(std::move(name), layout, job_placements(c, layout, {}));
+    run->engine = std::make_unique<runtime::IdleEngine>(comm, static_cast<double>(layout.global_batch * c.training.seq_len));
+    pipeline::ReplicaLayout one_sequence;
+    run->train = std::make_unique<LoaderSource>(train_data(c, one_sequence), compute);
+    run->store = std::make_unique<io::ShardedStore>(c.job.out_dir + "/checkpoints", c.checkpoint.keep,
+                                                    run->local, host_comm);
+    return {&run->strategy, run->engine.get(), run->train.get(), run->store.get(), &comm, run};
+  }
+  const pipeline::Position position = *located;
   const pipeline::ReplicaLayout& replica = layout.replicas[static_cast<size_t>(position.replica)];
   const DType activations = compute_dtype(c.training.precision);
   run->part = std::make_unique<ParallelModel>(c.model, c.job.seed, layout, position, &comm, activations,
@@ -212,42 +226,11 @@ runtime::StrategyRun build_run(std::string name, const config::JobConfig& c, con
   return {&run->strategy, run->engine.get(), run->train.get(), run->store.get(), &comm, run};
 }
 
-// Test-only trigger of strategy switches until the job file names them ([[parallel.switch]],
-// issue 14 item 4): HETU_TEST_SWITCH="3:dp=2,tp=2;6:tp=4" switches after step 3 to the job
-// with parallel.dp=2, parallel.tp=2 (the unnamed of dp, tp, pp set to 1), after step 6 to
-// tp=4 (order=pp-dp-tp sets parallel.order). Each strategy must use every device of the job.
-struct SwitchRequest {
-  int64_t after_step = 0;
-  std::string name;                    // "dp=2,tp=2"
-  std::vector<std::string> overrides;  // parallel.dp=2, ...
-};
-
-std::vector<SwitchRequest> test_switches() {
-  const char* text = std::getenv("HETU_TEST_SWITCH");
-  std::vector<SwitchRequest> out;
-  if (text == nullptr || *text == 0) return out;
-  for (std::string_view entry : split(text, ';')) {
-    const size_t colon = entry.find(':');
-    if (colon == std::string_view::npos) HT_USAGE_ERROR("HETU_TEST_SWITCH: '{}' is not STEP:dp=N,tp=N,pp=N", entry);
-    SwitchRequest r;
-    const std::optional<int64_t> step = parse_int64(entry.substr(0, colon));
-    if (!step || *step < 1) HT_USAGE_ERROR("HETU_TEST_SWITCH: '{}' does not start with a step >= 1", entry);
-    r.after_step = *step;
-    r.name = std::string(entry.substr(colon + 1));
-    std::map<std::string, std::string> keys{{"dp", "1"}, {"tp", "1"}, {"pp", "1"}};
-    for (std::string_view kv : split(r.name, ',')) {
-      const size_t eq = kv.find('=');
-      const std::string key(kv.substr(0, eq == std::string_view::npos ? 0 : eq));
-      if (eq == std::string_view::npos || (!keys.count(key) && key != "order")) {
-        HT_USAGE_ERROR("HETU_TEST_SWITCH: '{}' is not dp=N, tp=N, pp=N or order=AXES", kv);
-      }
-      const std::string value(kv.substr(eq + 1));
-      keys[key] = key == "order" ? "\"" + value + "\"" : value;
-    }
-    for (const auto& [key, value] : keys) r.overrides.push_back("parallel." + key + "=" + value);
-    out.push_back(std::move(r));
-  }
-  return out;
+// "rank 3 (replica 1, stage 0, tp 1)" under `layout`, or "rank 3 (idle)".
+std::string rank_label(const pipeline::ParallelLayout& layout, int rank) {
+  const std::optional<pipeline::Position> p = layout.locate(rank);
+  if (!p) return fmt::format("rank {} (idle)", rank);
+  return fmt::format("rank {} (replica {}, stage {}, tp {})", rank, p->replica, p->stage, p->tp_index);
 }
 
 // Every layout, one device included (a world of one: make_local_communicator).
@@ -263,34 +246,24 @@ int train(const TrainOptions& options, const config::LoadedConfig& loaded, const
   std::unique_ptr<Communicator> device_comm;
   if (compute.is_cuda()) device_comm = alone ? make_local_communicator(compute) : make_nccl_communicator(compute.index);
   Communicator& comm = device_comm ? *device_comm : *host_comm;
-  const pipeline::Position position = *layout.locate(mpi.rank());
-  runtime::StrategyRun initial = build_run("default", c, layout, mpi.rank(), comm, *host_comm, compute);
+  runtime::StrategyRun initial = build_run(config::kDefaultStrategy, c, layout, mpi.rank(), comm, *host_comm, compute);
   // Every rank takes part in evaluation (replica 0 computes, the others join the sum).
   std::unique_ptr<LoaderSource> val = val_source(c, compute);
 
   runtime::TrainerOptions o = trainer_options(c, options.stop_at_step, mpi.rank() == 0);
   if (!alone) o.progress_bar = false;  // under mpirun a rank's stdout is a pty even when the output is piped
-  o.flops_per_token = static_cast<RankRun*>(initial.owner.get())->part->model().flops_per_token(c.training.seq_len);
+  o.flops_per_token = training_flops_per_token(c.model, c.training.seq_len);
   // MFU against the sum of every rank's device peak.
   Tensor peak = full({1}, device_peak_flops(loaded, device), DType::f64);
   host_comm->all_reduce(peak, host_comm->world());
   o.peak_flops = peak.item();
   o.telemetry.comm = host_comm.get();
-  o.telemetry.rank_label = fmt::format("rank {} (replica {}, stage {}, tp {})", mpi.rank(), position.replica,
-                                       position.stage, position.tp_index);
-  auto every_device = [&](const pipeline::ParallelLayout& l) { return l.num_devices() == mpi.world_size(); };
-  for (SwitchRequest& request : test_switches()) {
-    TrainOptions with = options;
-    with.overrides.insert(with.overrides.end(), request.overrides.begin(), request.overrides.end());
-    config::LoadedConfig next = load_job(with);
-    const pipeline::ParallelLayout next_layout = parallel_layout(next.config, ranks);
-    if (!every_device(layout) || !every_device(next_layout)) {
-      HT_USAGE_ERROR("HETU_TEST_SWITCH: strategy {} and the job's must both use all {} devices (a switch to a subset "
-                     "of the devices is not supported yet)",
-                     request.name, mpi.world_size());
-    }
-    o.switches.push_back({request.after_step, [&, name = request.name, job = next.config, next_layout] {
-      return build_run(name, job, next_layout, mpi.rank(), comm, *host_comm, compute, /*fill_parameters=*/false);
+  o.telemetry.rank_label = rank_label(layout, mpi.rank());
+  // [[parallel.switch]]: after each at_step the run continues under the named strategy.
+  for (const config::SwitchSection& change : c.switches) {
+    const pipeline::ParallelLayout next_layout = parallel_layout(c, c.strategy(change.strategy), ranks);
+    o.switches.push_back({change.at_step, change.strategy, [&, name = change.strategy, next_layout] {
+      return build_run(name, c, next_layout, mpi.rank(), comm, *host_comm, compute, /*fill_parameters=*/false);
     }});
   }
   runtime::Trainer trainer(initial, o);
@@ -308,7 +281,8 @@ int run_train(const TrainOptions& options) {
   config::LoadedConfig loaded = load_job(options);
   const config::JobConfig& c = loaded.config;
   ops::set_num_threads(static_cast<int>(c.training.threads));
-  const int64_t needed = c.parallel.num_devices();
+  // One rank per device that any strategy uses ([parallel] and every [[parallel.strategy]]).
+  const auto needed = static_cast<int64_t>(c.strategy_devices().size());
   const bool single_process_dry_run = options.dry_run && mpi.world_size() == 1;
   if (mpi.world_size() != needed && !single_process_dry_run) {
     HT_USAGE_ERROR("launched {} rank(s), but the [parallel] groups of {} name {} device(s): start one rank per "
@@ -340,10 +314,15 @@ int run_train(const TrainOptions& options) {
     spdlog::info("dry run in one process: a real run needs {} ranks (mpirun -np {})", needed, needed);
   }
   for (int rank = 0; rank < static_cast<int>(needed); ++rank) {
-    const pipeline::Position p = *layout.locate(rank);
-    const pipeline::StageLayout& stage = layout.stage(p);
+    const std::optional<pipeline::Position> p = layout.locate(rank);
+    if (!p) {
+      spdlog::info("rank {} -> {} (idle under the default strategy)", rank,
+                   ranks.device_of_rank[static_cast<size_t>(rank)].str());
+      continue;
+    }
+    const pipeline::StageLayout& stage = layout.stage(*p);
     spdlog::info("rank {} -> {} (replica {}, stage {}, tp rank {}/{}, layers {}-{})", rank,
-                 ranks.device_of_rank[static_cast<size_t>(rank)].str(), p.replica, p.stage, p.tp_index, stage.tp(),
+                 ranks.device_of_rank[static_cast<size_t>(rank)].str(), p->replica, p->stage, p->tp_index, stage.tp(),
                  stage.first_layer, stage.last_layer);
   }
   if (options.dry_run) {

@@ -66,24 +66,20 @@ RankMap map_ranks(const config::JobConfig& c, const std::vector<std::string>& ra
   RankMap map;
   map.device_of_rank.resize(rank_hosts.size());
   std::vector<bool> used(rank_hosts.size(), false);
-  for (const config::ReplicaSection& replica : c.parallel.replicas) {
-    for (const config::StageSection& stage : replica.stages) {
-      for (const config::DeviceId& device : stage.devices) {
-        const std::string& machine = placement.machine_of_node.at(device.host);
-        auto it = placement.rank_at.find({machine, device.index});
-        if (it == placement.rank_at.end()) {
-          const auto count = placement.count_on.find(machine);
-          HT_USAGE_ERROR("device {} of the [parallel] groups has no rank: {} rank(s) {} {}; start one rank per "
-                         "device{}", device.str(), count == placement.count_on.end() ? 0 : count->second,
-                         c.cluster.rehearse ? "drive the devices of node" : "were launched on host", machine,
-                         c.cluster.rehearse ? " of the cluster (cluster.rehearse: rank r drives its r-th device)"
-                                            : " on each host (mpirun/srun), local index = device index");
-        }
-        map.device_of_rank[static_cast<size_t>(it->second)] = device;
-        map.rank_of_device[device] = it->second;
-        used[static_cast<size_t>(it->second)] = true;
-      }
+  for (const config::DeviceId& device : c.strategy_devices()) {
+    const std::string& machine = placement.machine_of_node.at(device.host);
+    auto it = placement.rank_at.find({machine, device.index});
+    if (it == placement.rank_at.end()) {
+      const auto count = placement.count_on.find(machine);
+      HT_USAGE_ERROR("device {} of the [parallel] groups has no rank: {} rank(s) {} {}; start one rank per "
+                     "device{}", device.str(), count == placement.count_on.end() ? 0 : count->second,
+                     c.cluster.rehearse ? "drive the devices of node" : "were launched on host", machine,
+                     c.cluster.rehearse ? " of the cluster (cluster.rehearse: rank r drives its r-th device)"
+                                        : " on each host (mpirun/srun), local index = device index");
     }
+    map.device_of_rank[static_cast<size_t>(it->second)] = device;
+    map.rank_of_device[device] = it->second;
+    used[static_cast<size_t>(it->second)] = true;
   }
   for (size_t r = 0; r < used.size(); ++r) {
     if (!used[r]) {
@@ -95,14 +91,19 @@ RankMap map_ranks(const config::JobConfig& c, const std::vector<std::string>& ra
 }
 
 pipeline::ParallelLayout parallel_layout(const config::JobConfig& c, const RankMap& ranks) {
+  return parallel_layout(c, c.parallel, ranks);
+}
+
+pipeline::ParallelLayout parallel_layout(const config::JobConfig& c, const config::ParallelSection& parallel,
+                                         const RankMap& ranks) {
   pipeline::ParallelLayout layout;
   layout.global_batch = c.training.global_batch;
   int64_t offset = 0;
-  for (size_t r = 0; r < c.parallel.replicas.size(); ++r) {
-    const config::ReplicaSection& section = c.parallel.replicas[r];
+  for (size_t r = 0; r < parallel.replicas.size(); ++r) {
+    const config::ReplicaSection& section = parallel.replicas[r];
     pipeline::ReplicaLayout replica;
     replica.batch_offset = offset;
-    replica.batch = c.replica_batch(r);
+    replica.batch = parallel.replica_batch(r, c.training.global_batch);
     replica.micro_batch = section.micro_batch;
     replica.schedule = section.schedule == config::PipelineSchedule::gpipe ? pipeline::ScheduleKind::gpipe
                                                                            : pipeline::ScheduleKind::one_f_one_b;

@@ -7,8 +7,10 @@
 // `[cluster] rehearse = true`, rank r drives the r-th device of the cluster in node order
 // whatever machine it runs on, so made-up hosts rehearse a multi-node cluster on one machine.
 //
-// Every mismatch is a UsageError before compute: a device of the groups with no rank, a rank
-// with no device, ranks on a host the cluster does not list.
+// The devices are those any strategy's groups name ([parallel] and every
+// [[parallel.strategy]]: JobConfig::strategy_devices), so a rank idle under one strategy
+// still has its device. Every mismatch is a UsageError before compute: a device of the
+// groups with no rank, a rank with no device, ranks on a host the cluster does not list.
 #pragma once
 
 #include <map>
@@ -31,5 +33,8 @@ RankMap map_ranks(const config::JobConfig& config, const std::vector<std::string
 // The job's [parallel] groups in world ranks: replicas with their batch shares (in order,
 // tiling the global batch), stages with their layers and tp groups, schedules.
 pipeline::ParallelLayout parallel_layout(const config::JobConfig& config, const RankMap& ranks);
+// The same for one of the job's strategies (a [[parallel.strategy]] layout, or [parallel]).
+pipeline::ParallelLayout parallel_layout(const config::JobConfig& config, const config::ParallelSection& parallel,
+                                         const RankMap& ranks);
 
 }  // namespace hetu::app

@@ -66,8 +66,7 @@ Tensor LanguageModel::loss(const Tensor& ids, const Tensor& targets, double norm
   return head_loss(stage_forward(ids), targets, normalizer);
 }
 
-double LanguageModel::flops_per_token(int64_t seq_len) const {
-  const ModelConfig& m = config_;
+double training_flops_per_token(const ModelConfig& m, int64_t seq_len) {
   // Every parameter of the padded model, tied embedding once; the token (and position)
   // embedding lookups cost no FLOPs, a tied LM head does.
   const int64_t padding = m.padded_vocab() - m.vocab;
@@ -77,6 +76,8 @@ double LanguageModel::flops_per_token(int64_t seq_len) const {
   if (!m.tie_embeddings) params -= static_cast<double>(m.padded_vocab() * m.hidden);
   return 6.0 * params + 12.0 * static_cast<double>(m.layers * m.hidden * seq_len);
 }
+
+double LanguageModel::flops_per_token(int64_t seq_len) const { return training_flops_per_token(config_, seq_len); }
 
 double residual_init_std(const ModelConfig& config) {
   return 0.02 / std::sqrt(2.0 * static_cast<double>(config.layers));

@@ -98,6 +98,10 @@ class LanguageModel : public nn::Module {
   ModelBuild build_;
 };
 
+// LanguageModel::flops_per_token of a model of `config` (no model needed: ranks that hold no
+// part of it, idle under a strategy, report the same MFU figure).
+double training_flops_per_token(const ModelConfig& config, int64_t seq_len);
+
 // Appends this step's k, v (B, Hkv, T, D) to layer `layer` of the cache and replaces them by
 // the whole cached sequence, ready for attention.
 void append_to_cache(KVCache& cache, size_t layer, Tensor& k, Tensor& v);

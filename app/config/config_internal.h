@@ -15,9 +15,10 @@ namespace hetu::config {
 // expanded). Type errors, unknown keys and missing keys throw here.
 void read_job_config(TableReader& root, JobConfig& out, DeviceCatalog& catalog);
 
-// Builds the replica groups for dp x pp x tp over the cluster's devices in node order.
-std::vector<ReplicaSection> expand_shorthand(const ParallelShorthand& shorthand,
-                                             const JobConfig& config, const SourceMap& sources);
+// Builds the replica groups for dp x pp x tp over the cluster's devices in node order;
+// errors name the keys under `table` ("parallel", "parallel.strategy[1]").
+std::vector<ReplicaSection> expand_shorthand(const ParallelShorthand& shorthand, const JobConfig& config,
+                                             const SourceMap& sources, const std::string& table);
 
 // Cross-field rules; throws on the first violation, returns warnings.
 std::vector<std::string> validate_job_config(const JobConfig& config, const DeviceCatalog& catalog,

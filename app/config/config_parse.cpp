@@ -248,17 +248,20 @@ StageSection read_stage(TableReader& s, size_t num_stages) {
   return stage;
 }
 
-void read_parallel(TableReader& t, JobConfig& config, const SourceMap& sources) {
-  ParallelSection& parallel = config.parallel;
+// The keys of one layout ([parallel] or a [[parallel.strategy]]) into `parallel`: the
+// dp/tp/pp/order shorthand or [[replica]] groups. The caller reads its other keys and calls
+// t.finish().
+void read_layout(TableReader& t, const JobConfig& config, const SourceMap& sources, ParallelSection& parallel) {
   std::optional<int64_t> dp = t.get_int("dp");
   std::optional<int64_t> tp = t.get_int("tp");
   std::optional<int64_t> pp = t.get_int("pp");
   std::optional<std::string> order = t.get_string("order");
+  std::optional<std::string> devices = t.get_string("devices");
   std::vector<TableReader> replicas = t.get_table_array("replica");
-  const bool shorthand = dp || tp || pp || order;
+  const bool shorthand = dp || tp || pp || order || devices;
   if (shorthand && !replicas.empty()) {
-    t.fail(dp ? "dp" : tp ? "tp" : pp ? "pp" : "order",
-           "use either the dp/tp/pp shorthand or [[parallel.replica]] groups, not both");
+    t.fail(dp ? "dp" : tp ? "tp" : pp ? "pp" : order ? "order" : "devices",
+           "use either the dp/tp/pp shorthand or [[" + t.path() + ".replica]] groups, not both");
   }
   for (TableReader& r : replicas) {
     ReplicaSection replica;
@@ -267,7 +270,7 @@ void read_parallel(TableReader& t, JobConfig& config, const SourceMap& sources) 
     if (auto v = r.get_int("micro_batch")) replica.micro_batch = *v;
     if (auto v = r.get_choice("schedule", {"gpipe", "1f1b"})) replica.schedule = static_cast<PipelineSchedule>(*v);
     std::vector<TableReader> stages = r.get_table_array("stage");
-    if (stages.empty()) r.fail("stage", "required: at least one [[parallel.replica.stage]] with devices and layers");
+    if (stages.empty()) r.fail("stage", "required: at least one [[" + t.path() + ".replica.stage]] with devices and layers");
     for (TableReader& s : stages) {
       replica.stages.push_back(read_stage(s, stages.size()));
       if (replica.stages.back().layers.last < 0) replica.stages.back().layers = {0, config.model.layers - 1};
@@ -275,11 +278,11 @@ void read_parallel(TableReader& t, JobConfig& config, const SourceMap& sources) 
     r.finish();
     parallel.replicas.push_back(std::move(replica));
   }
-  t.finish();
   if (replicas.empty()) {
     // No groups: the shorthand, defaulting to pure data parallelism over every device.
     ParallelShorthand s;
-    const int64_t n = config.cluster.num_devices();
+    if (devices) s.devices = with_key(t, "devices", [&] { return parse_device_list(*devices); });
+    const int64_t n = devices ? static_cast<int64_t>(s.devices.size()) : config.cluster.num_devices();
     s.tp = tp.value_or(1);
     s.pp = pp.value_or(1);
     if (s.tp < 1) t.fail("tp", "must be >= 1, got " + std::to_string(s.tp));
@@ -290,14 +293,34 @@ void read_parallel(TableReader& t, JobConfig& config, const SourceMap& sources) 
     } else {
       if (n % (s.tp * s.pp) != 0) {
         t.fail(tp ? "tp" : "pp", "tp*pp = " + std::to_string(s.tp * s.pp) + " does not divide the " +
-                                     std::to_string(n) + " devices of [cluster]");
+                                     std::to_string(n) + (devices ? " devices it names" : " devices of [cluster]"));
       }
       s.dp = n / (s.tp * s.pp);
     }
     if (order) s.order = *order;
     parallel.shorthand = s;
-    parallel.replicas = expand_shorthand(s, config, sources);
+    parallel.replicas = expand_shorthand(s, config, sources, t.path());
   }
+}
+
+// [parallel]: the default layout, [[parallel.strategy]] layouts and [[parallel.switch]]es.
+void read_parallel(TableReader& t, JobConfig& config, const SourceMap& sources) {
+  read_layout(t, config, sources, config.parallel);
+  for (TableReader& s : t.get_table_array("strategy")) {
+    StrategySection strategy;
+    strategy.name = s.require_string("name");
+    read_layout(s, config, sources, strategy.parallel);
+    s.finish();
+    config.strategies.push_back(std::move(strategy));
+  }
+  for (TableReader& s : t.get_table_array("switch")) {
+    SwitchSection change;
+    change.at_step = s.require_int("at_step");
+    change.strategy = s.require_string("strategy");
+    s.finish();
+    config.switches.push_back(std::move(change));
+  }
+  t.finish();
 }
 
 }  // namespace

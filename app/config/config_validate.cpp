@@ -4,7 +4,9 @@
 // device types known; every group device exists and is used once; each replica's stages
 // cover every layer exactly once, in order; each stage's tp divides heads, kv_heads,
 // ffn_hidden (and the padded vocab on the first and last stage); global_batch splits over
-// replicas by batch_share into whole micro-batches; bf16 needs GPUs with bf16 support.
+// replicas by batch_share into whole micro-batches; bf16 needs GPUs with bf16 support. The
+// layout rules hold for [parallel] and every [[parallel.strategy]]; strategy names are
+// unique, switches come in increasing step order inside the run and name known strategies.
 #include <fmt/format.h>
 
 #include <cctype>
@@ -37,6 +39,14 @@ class Rules {
     check_optimizer();
     check_cluster();
     check_parallel();
+    for (size_t i = 0; i < c_.strategies.size(); ++i) {
+      layout_ = &c_.strategies[i].parallel;
+      table_ = "parallel.strategy[" + to_string(i) + "]";
+      check_strategy_name(i);
+      check_parallel();
+    }
+    check_switches();
+    check_idle_devices();
     return std::move(warnings_);
   }
 
@@ -58,8 +68,8 @@ class Rules {
   // from the dp/tp/pp shorthand have no keys of their own, so name the shorthand.
   std::string group_key(size_t r, std::optional<size_t> s, const std::string& field,
                         const std::string& shorthand_key) const {
-    if (c_.parallel.shorthand) return "parallel." + shorthand_key;
-    std::string key = "parallel.replica[" + to_string(r) + "]";
+    if (layout_->shorthand) return table_ + "." + shorthand_key;
+    std::string key = table_ + ".replica[" + to_string(r) + "]";
     if (s) key += ".stage[" + to_string(*s) + "]";
     return key + "." + field;
   }
@@ -214,8 +224,8 @@ class Rules {
   }
 
   void check_parallel() {
-    const auto& replicas = c_.parallel.replicas;
-    if (replicas.empty()) fail("parallel", "needs at least one replica");
+    const auto& replicas = layout_->replicas;
+    if (replicas.empty()) fail(table_, "needs at least one replica");
     std::map<DeviceId, std::string> owner;  // device -> "replica[r].stage[s]"
     double share_sum = 0;
     for (size_t r = 0; r < replicas.size(); ++r) {
@@ -231,16 +241,65 @@ class Rules {
     }
     check_batch_split(share_sum);
     check_precision();
-    const int64_t unused = c_.cluster.num_devices() - static_cast<int64_t>(owner.size());
+  }
+
+  void check_strategy_name(size_t i) {
+    const std::string& name = c_.strategies[i].name;
+    const std::string key = table_ + ".name";
+    if (name.empty()) fail(key, "must not be empty");
+    if (name == kDefaultStrategy) fail(key, "\"default\" names [parallel] itself; pick another name");
+    for (size_t j = 0; j < i; ++j) {
+      if (c_.strategies[j].name == name) {
+        fail(key, "strategy \"" + name + "\" is defined twice (also parallel.strategy[" + to_string(j) + "], " +
+                      sources_.where("parallel.strategy[" + to_string(j) + "].name") + ")");
+      }
+    }
+  }
+
+  // Switches come after distinct steps in increasing order, inside the run, to known strategies.
+  void check_switches() {
+    std::set<std::string> used;
+    for (size_t i = 0; i < c_.switches.size(); ++i) {
+      const SwitchSection& s = c_.switches[i];
+      const std::string key = "parallel.switch[" + to_string(i) + "]";
+      if (s.at_step < 1) fail(key + ".at_step", "must be >= 1 (the switch comes after that step), got " + to_string(s.at_step));
+      if (i > 0 && s.at_step <= c_.switches[i - 1].at_step) {
+        fail(key + ".at_step", "at_step = " + to_string(s.at_step) + " does not come after the previous switch's " +
+                                   to_string(c_.switches[i - 1].at_step) + " (switches are listed in increasing step order)");
+      }
+      if (s.at_step >= c_.training.steps) {
+        fail(key + ".at_step", "at_step = " + to_string(s.at_step) + " is not before the last step (training.steps = " +
+                                   to_string(c_.training.steps) + "): the switch would never run");
+      }
+      bool known = s.strategy == kDefaultStrategy;
+      for (const StrategySection& st : c_.strategies) known = known || st.name == s.strategy;
+      if (!known) {
+        std::vector<std::string> names{kDefaultStrategy};
+        for (const StrategySection& st : c_.strategies) names.push_back(st.name);
+        fail(key + ".strategy", "unknown strategy \"" + s.strategy + "\" (known: " + join(names, ", ") + ")");
+      }
+      used.insert(s.strategy);
+    }
+    for (size_t i = 0; i < c_.strategies.size(); ++i) {
+      if (!used.count(c_.strategies[i].name)) {
+        warn("parallel.strategy[" + to_string(i) + "].name", "strategy \"" + c_.strategies[i].name +
+                                                                  "\" is never switched to (no [[parallel.switch]] names it)");
+      }
+    }
+  }
+
+  void check_idle_devices() {
+    const int64_t unused = c_.cluster.num_devices() - static_cast<int64_t>(c_.strategy_devices().size());
     if (unused > 0) {
       warn("parallel", to_string(unused) + " device(s) of [cluster] are in no group and will stay idle");
     }
   }
 
   void check_stage_devices(size_t r, size_t s, std::map<DeviceId, std::string>& owner) {
-    const StageSection& stage = c_.parallel.replicas[r].stages[s];
-    const std::string key = group_key(r, s, "devices", "dp");
-    const std::string here = "parallel.replica[" + to_string(r) + "].stage[" + to_string(s) + "]";
+    const StageSection& stage = layout_->replicas[r].stages[s];
+    const bool listed = layout_->shorthand && !layout_->shorthand->devices.empty();  // shorthand `devices`
+    const std::string key = group_key(r, s, "devices", listed ? "devices" : "dp");
+    const std::string here = table_ + ".replica[" + to_string(r) + "].stage[" + to_string(s) + "]";
     std::set<std::string> types;
     for (const DeviceId& id : stage.devices) {
       const NodeSection* node = node_of(id);
@@ -266,7 +325,7 @@ class Rules {
   }
 
   void check_stage_tp(size_t r, size_t s) {
-    const ReplicaSection& replica = c_.parallel.replicas[r];
+    const ReplicaSection& replica = layout_->replicas[r];
     const StageSection& stage = replica.stages[s];
     const ModelConfig& m = c_.model;
     const int64_t tp = stage.tp();
@@ -290,7 +349,7 @@ class Rules {
   }
 
   void check_layer_cover(size_t r) {
-    const ReplicaSection& replica = c_.parallel.replicas[r];
+    const ReplicaSection& replica = layout_->replicas[r];
     const int64_t layers = c_.model.layers;
     int64_t next = 0;  // first layer not yet covered
     for (size_t s = 0; s < replica.stages.size(); ++s) {
@@ -313,7 +372,7 @@ class Rules {
   }
 
   void check_batch_split(double share_sum) {
-    const auto& replicas = c_.parallel.replicas;
+    const auto& replicas = layout_->replicas;
     const int64_t global = c_.training.global_batch;
     for (size_t r = 0; r < replicas.size(); ++r) {
       const double exact = static_cast<double>(global) * replicas[r].batch_share / share_sum;
@@ -345,7 +404,7 @@ class Rules {
   void check_precision() {
     const DeviceProfile* first = nullptr;
     DeviceId first_id;
-    for (const auto& replica : c_.parallel.replicas) {
+    for (const auto& replica : layout_->replicas) {
       for (const auto& stage : replica.stages) {
         for (const DeviceId& id : stage.devices) {
           const DeviceProfile* type = catalog_.find(node_of(id)->device_type);
@@ -354,7 +413,7 @@ class Rules {
             first_id = id;
           }
           if (type->kind != first->kind) {
-            fail("parallel", "the groups mix GPUs and CPUs (" + first_id.str() + " is a \"" + first->name + "\", " +
+            fail(table_, "the groups mix GPUs and CPUs (" + first_id.str() + " is a \"" + first->name + "\", " +
                                  id.str() + " a \"" + type->name + "\"): a job trains on one kind of device");
           }
           const bool gpu = type->kind == DeviceKind::gpu;
@@ -375,6 +434,9 @@ class Rules {
   const DeviceCatalog& catalog_;
   const SourceMap& sources_;
   std::vector<std::string> warnings_;
+  // The layout check_parallel() checks: [parallel], then each [[parallel.strategy]].
+  const ParallelSection* layout_ = &c_.parallel;
+  std::string table_ = "parallel";
 };
 
 }  // namespace

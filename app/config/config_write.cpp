@@ -43,6 +43,42 @@ std::string human_count(int64_t n) {
   return std::to_string(n);
 }
 
+// One layout's groups as [[TABLE.replica]] / [[TABLE.replica.stage]] tables.
+void write_layout(std::string& out, const std::string& table, const ParallelSection& parallel) {
+  if (const auto& s = parallel.shorthand) {
+    out += fmt::format("# expanded from dp = {}, tp = {}, pp = {}, order = \"{}\"{}\n", s->dp, s->tp, s->pp, s->order,
+                       s->devices.empty() ? "" : ", devices = \"" + format_device_list(s->devices) + "\"");
+  }
+  for (const ReplicaSection& replica : parallel.replicas) {
+    out += "[[" + table + ".replica]]\n";
+    out += "batch_share = " + toml_number(replica.batch_share) + "\n";
+    out += "micro_batch = " + std::to_string(replica.micro_batch) + "\n";
+    out += "schedule = " + quoted(to_string(replica.schedule)) + "\n";
+    for (const StageSection& stage : replica.stages) {
+      out += "  [[" + table + ".replica.stage]]\n";
+      out += "  devices = " + quoted(format_device_list(stage.devices)) + "\n";
+      out += "  layers = " + quoted(format_layer_range(stage.layers)) + "\n";
+    }
+    out += "\n";
+  }
+}
+
+// One layout's replicas and stages, for describe().
+void describe_layout(std::string& out, const ParallelSection& parallel, int64_t global_batch) {
+  for (size_t r = 0; r < parallel.replicas.size(); ++r) {
+    const ReplicaSection& replica = parallel.replicas[r];
+    const int64_t batch = parallel.replica_batch(r, global_batch);
+    out += fmt::format("  replica {}: {} sequences/step = {} micro-batches of {}, {} schedule, {} stage(s)\n", r, batch,
+                       batch / replica.micro_batch, replica.micro_batch, to_string(replica.schedule),
+                       replica.stages.size());
+    for (size_t s = 0; s < replica.stages.size(); ++s) {
+      const StageSection& stage = replica.stages[s];
+      out += fmt::format("    stage {}: layers {:<7} tp={} on {}\n", s, format_layer_range(stage.layers), stage.tp(),
+                         format_device_list(stage.devices));
+    }
+  }
+}
+
 }  // namespace
 
 std::string to_toml(const RopeScaling& s) {
@@ -139,19 +175,16 @@ std::string to_toml(const JobConfig& c) {
   }
 
   out += "\n";
-  if (const auto& s = c.parallel.shorthand) {
-    out += fmt::format("# expanded from dp = {}, tp = {}, pp = {}, order = \"{}\"\n", s->dp, s->tp, s->pp, s->order);
+  write_layout(out, "parallel", c.parallel);
+  for (const StrategySection& strategy : c.strategies) {
+    out += "[[parallel.strategy]]\n";
+    line("name", str(strategy.name));
+    write_layout(out, "parallel.strategy", strategy.parallel);
   }
-  for (const ReplicaSection& replica : c.parallel.replicas) {
-    out += "[[parallel.replica]]\n";
-    line("batch_share", toml_number(replica.batch_share));
-    line("micro_batch", num(replica.micro_batch));
-    line("schedule", str(to_string(replica.schedule)));
-    for (const StageSection& stage : replica.stages) {
-      out += "  [[parallel.replica.stage]]\n";
-      out += "  devices = " + str(format_device_list(stage.devices)) + "\n";
-      out += "  layers = " + str(format_layer_range(stage.layers)) + "\n";
-    }
+  for (const SwitchSection& change : c.switches) {
+    out += "[[parallel.switch]]\n";
+    line("at_step", num(change.at_step));
+    line("strategy", str(change.strategy));
     out += "\n";
   }
   return out;
@@ -172,16 +205,16 @@ std::string describe(const JobConfig& c) {
   out += fmt::format("training: {} steps, global batch {} x {} tokens, {}, {} replica(s) on {} devices\n",
                      c.training.steps, c.training.global_batch, c.training.seq_len, to_string(c.training.precision),
                      c.parallel.replicas.size(), c.parallel.num_devices());
-  for (size_t r = 0; r < c.parallel.replicas.size(); ++r) {
-    const ReplicaSection& replica = c.parallel.replicas[r];
-    out += fmt::format("  replica {}: {} sequences/step = {} micro-batches of {}, {} schedule, {} stage(s)\n", r,
-                       c.replica_batch(r), c.replica_micro_batches(r), replica.micro_batch,
-                       to_string(replica.schedule), replica.stages.size());
-    for (size_t s = 0; s < replica.stages.size(); ++s) {
-      const StageSection& stage = replica.stages[s];
-      out += fmt::format("    stage {}: layers {:<7} tp={} on {}\n", s, format_layer_range(stage.layers), stage.tp(),
-                         format_device_list(stage.devices));
-    }
+  describe_layout(out, c.parallel, c.training.global_batch);
+  for (const StrategySection& strategy : c.strategies) {
+    out += fmt::format("strategy \"{}\": {} replica(s) on {} devices\n", strategy.name, strategy.parallel.replicas.size(),
+                       strategy.parallel.num_devices());
+    describe_layout(out, strategy.parallel, c.training.global_batch);
+  }
+  if (!c.switches.empty()) {
+    out += "switches: default";
+    for (const SwitchSection& change : c.switches) out += fmt::format(" -> {} after step {}", change.strategy, change.at_step);
+    out += "\n";
   }
   return out;
 }

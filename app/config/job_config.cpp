@@ -2,6 +2,9 @@
 #include "app/config/job_config.h"
 
 #include <cmath>
+#include <set>
+
+#include "lib/util/error.h"
 
 namespace hetu::config {
 
@@ -23,10 +26,45 @@ int64_t ParallelSection::num_devices() const {
   return n;
 }
 
-int64_t JobConfig::replica_batch(size_t r) const {
+int64_t ParallelSection::replica_batch(size_t r, int64_t global_batch) const {
   double sum = 0;
-  for (const ReplicaSection& replica : parallel.replicas) sum += replica.batch_share;
-  return std::llround(static_cast<double>(training.global_batch) * parallel.replicas[r].batch_share / sum);
+  for (const ReplicaSection& replica : replicas) sum += replica.batch_share;
+  return std::llround(static_cast<double>(global_batch) * replicas[r].batch_share / sum);
+}
+
+int64_t JobConfig::replica_batch(size_t r) const { return parallel.replica_batch(r, training.global_batch); }
+
+const ParallelSection& JobConfig::strategy(const std::string& name) const {
+  if (name == kDefaultStrategy) return parallel;
+  for (const StrategySection& s : strategies) {
+    if (s.name == name) return s.parallel;
+  }
+  HT_THROW("job: no strategy named \"{}\"", name);
+}
+
+std::string JobConfig::strategy_after(int64_t step) const {
+  std::string name = kDefaultStrategy;
+  for (const SwitchSection& s : switches) {
+    if (s.at_step <= step) name = s.strategy;
+  }
+  return name;
+}
+
+std::vector<DeviceId> JobConfig::strategy_devices() const {
+  std::set<DeviceId> named;
+  auto add = [&](const ParallelSection& p) {
+    for (const ReplicaSection& replica : p.replicas)
+      for (const StageSection& stage : replica.stages) named.insert(stage.devices.begin(), stage.devices.end());
+  };
+  add(parallel);
+  for (const StrategySection& s : strategies) add(s.parallel);
+  std::vector<DeviceId> out;
+  for (const NodeSection& node : cluster.nodes) {
+    for (int64_t i = 0; i < node.count; ++i) {
+      if (named.count({node.host, i})) out.push_back({node.host, i});
+    }
+  }
+  return out;
 }
 
 int64_t JobConfig::replica_micro_batches(size_t r) const {

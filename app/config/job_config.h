@@ -143,6 +143,7 @@ struct ParallelShorthand {
   int64_t tp = 1;
   int64_t pp = 1;
   std::string order = "dp-pp-tp";     // outermost first
+  std::vector<DeviceId> devices;      // the devices spread over, in order; empty: the cluster's
   bool operator==(const ParallelShorthand&) const = default;
 };
 
@@ -150,8 +151,28 @@ struct ParallelSection {
   std::vector<ReplicaSection> replicas;      // level 1
   std::optional<ParallelShorthand> shorthand;  // set when the file used dp/tp/pp
   int64_t num_devices() const;
+  // Sequences per optimizer step for replica r (global_batch split by batch_share).
+  int64_t replica_batch(size_t r, int64_t global_batch) const;
   bool operator==(const ParallelSection&) const = default;
 };
+
+// [[parallel.strategy]]: a named layout the run can switch to; the same keys as [parallel].
+struct StrategySection {
+  std::string name;
+  ParallelSection parallel;
+  bool operator==(const StrategySection&) const = default;
+};
+
+// [[parallel.switch]]: after step `at_step` completes, the run continues under `strategy`
+// (a [[parallel.strategy]] name, or "default": [parallel]).
+struct SwitchSection {
+  int64_t at_step = 0;
+  std::string strategy;
+  bool operator==(const SwitchSection&) const = default;
+};
+
+// The name of [parallel] as a strategy.
+inline constexpr const char* kDefaultStrategy = "default";
 
 struct JobConfig {
   std::string source;                 // the job file path as given
@@ -163,7 +184,16 @@ struct JobConfig {
   LrScheduleSection lr_schedule;
   CheckpointSection checkpoint;
   ClusterSection cluster;
-  ParallelSection parallel;
+  ParallelSection parallel;               // the strategy at step 0 ("default")
+  std::vector<StrategySection> strategies;  // in file order
+  std::vector<SwitchSection> switches;      // in step order
+
+  // The layout of strategy `name` ("default": parallel); throws when there is none.
+  const ParallelSection& strategy(const std::string& name) const;
+  // The strategy in effect after `step` optimizer steps (the last switch at or before it).
+  std::string strategy_after(int64_t step) const;
+  // Every device some strategy's groups name, in cluster order.
+  std::vector<DeviceId> strategy_devices() const;
 
   // Sequences per optimizer step for replica r (global_batch split by batch_share).
   int64_t replica_batch(size_t r) const;

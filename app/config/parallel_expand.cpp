@@ -1,7 +1,7 @@
 // Expands the homogeneous shorthand (dp, tp, pp, order) into explicit replica -> stage ->
 // device groups, so the rest of hetu sees one representation.
 //
-// Devices are the cluster's, in node order then index order. `order` names the mesh axes
+// Devices are the shorthand's `devices`, or else the cluster's in node order then index order. `order` names the mesh axes
 // outermost first: with "dp-pp-tp" (the default) device i has tp rank i % tp, so the tp
 // ranks of a stage are adjacent and share a node. Layers split as evenly as possible; the
 // first layers % pp stages take one extra layer.
@@ -16,7 +16,7 @@ namespace {
 
 enum Axis { kDp = 0, kPp = 1, kTp = 2 };
 
-std::array<Axis, 3> parse_order(const std::string& order, const SourceMap& sources) {
+std::array<Axis, 3> parse_order(const std::string& order, const SourceMap& sources, const std::string& table) {
   std::vector<std::string_view> names = split(order, '-');
   std::array<Axis, 3> axes{};
   std::array<bool, 3> seen{};
@@ -31,7 +31,7 @@ std::array<Axis, 3> parse_order(const std::string& order, const SourceMap& sourc
     }
   }
   if (!ok) {
-    config_error(sources, "parallel.order",
+    config_error(sources, table + ".order",
                  "\"" + order + "\" must name dp, pp and tp once each, outermost first, e.g. \"dp-pp-tp\"");
   }
   return axes;
@@ -40,24 +40,26 @@ std::array<Axis, 3> parse_order(const std::string& order, const SourceMap& sourc
 }  // namespace
 
 std::vector<ReplicaSection> expand_shorthand(const ParallelShorthand& s, const JobConfig& config,
-                                             const SourceMap& sources) {
-  std::vector<DeviceId> devices;
-  for (const NodeSection& node : config.cluster.nodes) {
-    for (int64_t i = 0; i < node.count; ++i) devices.push_back({node.host, i});
+                                             const SourceMap& sources, const std::string& table) {
+  std::vector<DeviceId> devices = s.devices;
+  if (devices.empty()) {
+    for (const NodeSection& node : config.cluster.nodes) {
+      for (int64_t i = 0; i < node.count; ++i) devices.push_back({node.host, i});
+    }
   }
   const int64_t total = s.dp * s.tp * s.pp;
   if (total != static_cast<int64_t>(devices.size())) {
-    config_error(sources, "parallel",
+    config_error(sources, s.devices.empty() ? table : table + ".devices",
                  "dp*tp*pp = " + std::to_string(s.dp) + "*" + std::to_string(s.tp) + "*" +
-                     std::to_string(s.pp) + " = " + std::to_string(total) + " devices, but [cluster] has " +
-                     std::to_string(devices.size()));
+                     std::to_string(s.pp) + " = " + std::to_string(total) + " devices, but " +
+                     (s.devices.empty() ? "[cluster] has " : "devices names ") + std::to_string(devices.size()));
   }
   if (s.pp > config.model.layers) {
-    config_error(sources, "parallel.pp",
+    config_error(sources, table + ".pp",
                  "pp = " + std::to_string(s.pp) + " stages for only " +
                      std::to_string(config.model.layers) + " layers (model.layers)");
   }
-  const std::array<Axis, 3> axes = parse_order(s.order, sources);
+  const std::array<Axis, 3> axes = parse_order(s.order, sources, table);
   const std::array<int64_t, 3> size = {s.dp, s.pp, s.tp};
 
   std::vector<ReplicaSection> replicas(static_cast<size_t>(s.dp));

@@ -51,7 +51,7 @@ struct ParallelLayout {
   // Where a device sits, or nullopt when no group names it.
   std::optional<Position> locate(DeviceId device) const;
   const StageLayout& stage(const Position& p) const;
-  // Throws naming the problem: a device in two groups, ids not 0..N-1, shares that do not
+  // Throws naming the problem: a device in two groups, a negative id, shares that do not
   // tile the global batch, a micro-batch that does not divide a share, empty stages.
   void validate() const;
   std::string to_string() const;  // one line per replica: "replica 0: {0,1} L0-1 | {2} L2-3; batch 2 (mb 1, 1f1b)"

@@ -12,6 +12,7 @@
 #include "lib/hspmd/plan_executor.h"
 #include "lib/hspmd/redistribute.h"
 #include "lib/ops/ops.h"
+#include "lib/runtime/world_sum.h"
 #include "lib/util/error.h"
 #include "lib/util/step_timer.h"
 
@@ -133,11 +134,7 @@ void ParallelEngine::build_buckets() {
 
 double ParallelEngine::tokens_per_step() const { return static_cast<double>(layout_.global_batch * seq_len_); }
 
-double ParallelEngine::sum_over_world(double value) {
-  Tensor buffer = full({1}, value, DType::f64, comm_.device());
-  comm_.all_reduce(buffer, comm_.world());
-  return buffer.item();
-}
+double ParallelEngine::sum_over_world(double value) { return runtime::sum_over_world(comm_, value); }
 
 bool ParallelEngine::any_rank(bool flag) { return sum_over_world(flag ? 1.0 : 0.0) > 0; }
 

@@ -28,6 +28,7 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 constexpr const char* kOptimizerStepKey = "optimizer_steps";
+constexpr const char* kStrategyKey = "strategy";  // the strategy in effect when the checkpoint was written
 
 void draw_bar(int64_t step, int64_t total, double loss) {
   constexpr int kWidth = 30;
@@ -93,8 +94,8 @@ void Trainer::switch_to(StrategyRun next, const BatchSource& data) {
   }
   optimizer.set_steps_taken(optimizer_.steps_taken());
   next.train->restore_position(data.save_position());
-  spdlog::info("switched strategy {} -> {} after {} optimizer steps ({} tensors resharded, {} plans cached)", from.name,
-               to.name, optimizer_.steps_taken(), old.size(), to.plans->size());
+  spdlog::info("switched strategy {} -> {} after {} optimizer steps (this rank held {} tensors before, {} after; {} "
+               "plans cached)", from.name, to.name, optimizer_.steps_taken(), old.size(), fresh.size(), to.plans->size());
   params_ = std::move(params);
   optimizer_ = std::move(optimizer);
   engine_ = next.engine;
@@ -110,6 +111,7 @@ Snapshot Trainer::snapshot(int64_t step, const BatchSource& train) const {
   s.metadata = options_.checkpoint_metadata;
   s.metadata[kDataPositionKey] = train.save_position();
   s.metadata[kOptimizerStepKey] = std::to_string(optimizer_.steps_taken());
+  if (current_.strategy != nullptr) s.metadata[kStrategyKey] = current_.strategy->name;
   return s;
 }
 
@@ -148,12 +150,33 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
     std::optional<Snapshot> snap = options_.resume == "auto" ? store->load_latest() : store->load(options_.resume);
     if (snap) {
       restore(*snap, first_train);
-      HT_CHECK(options_.switches.empty() || snap->step < options_.switches.front().after_step,
-               "resume: the checkpoint of step {} is past a strategy switch; resuming under a switched strategy is "
-               "not supported yet", snap->step);
       step = snap->step;
       spdlog::info("resumed from step {} ({}) in {:.3f} s", step,
                    options_.resume == "auto" ? "latest checkpoint" : options_.resume, seconds_since(load_start));
+      // The checkpoint loaded under the first strategy (any layout loads any checkpoint); the
+      // run continues under the one in effect after `step`: the last switch at or before it.
+      // The checkpoint was written under that one, or (at a switch's own step, before the
+      // switch) under the one in effect before.
+      const std::string first = current_.strategy != nullptr ? current_.strategy->name : "";
+      const StrategySwitch* in_effect = nullptr;
+      const StrategySwitch* before = nullptr;
+      for (const StrategySwitch& s : options_.switches) {
+        if (s.after_step <= step) in_effect = &s;
+        if (s.after_step < step) before = &s;
+      }
+      if (in_effect != nullptr) {
+        switch_to(in_effect->enter(), *train_source);
+        train_source = current_.train;
+        store = current_.store;
+      }
+      auto written = snap->metadata.find(kStrategyKey);
+      const std::string after_name = in_effect != nullptr ? in_effect->strategy : first;
+      const std::string before_name = before != nullptr ? before->strategy : first;
+      if (written != snap->metadata.end() && written->second != after_name && written->second != before_name) {
+        spdlog::warn("resume: the checkpoint of step {} was written under strategy \"{}\"; the job's switch list puts "
+                     "\"{}\" in effect after that step, which the run continues under", step, written->second,
+                     after_name);
+      }
     }
   }
   if (step == 0 && store != nullptr && !options_.init_from.empty()) {

@@ -9,8 +9,12 @@
 //   TrainResult r = trainer.run(train_batches, &val_batches, &store);
 // Strategy switches (strategy.h): Trainer(run under the first strategy, options with
 // `switches`); after each switch's step the Trainer asks for the rank's run under the next
-// strategy and moves parameters, AdamW moments and counters into it (switch_to); each
-// switch's duration is logged and put on the next metrics.jsonl line (switch_s).
+// strategy and moves parameters, AdamW moments and counters into it (switch_to). A rank the
+// strategy leaves out runs an IdleEngine (idle_engine.h): no parameters, zeros into the
+// step's reductions. Checkpoints record the strategy in effect ("strategy" metadata); a
+// resumed run loads under the first strategy and switches at once to the one in effect
+// after the checkpoint's step, and the later switches follow.
+// Each switch's duration is logged and put on the next metrics.jsonl line (switch_s).
 #pragma once
 
 #include <functional>
@@ -33,6 +37,7 @@ namespace hetu::runtime {
 // continues under the strategy whose run `enter` builds.
 struct StrategySwitch {
   int64_t after_step = 0;
+  std::string strategy;                // the name of the strategy `enter` builds
   std::function<StrategyRun()> enter;
 };
 
@@ -79,7 +84,8 @@ class Trainer {
   // `next`'s plan cache, into `next.engine`'s tensors; carries the AdamW step count and the
   // data position (from `data`, the current source, to next.train) over; then runs under
   // `next`. Every rank must call it; both strategies' placements list every tensor of the
-  // whole model. Today both must use every device of the job (no rank waits idle).
+  // whole model. A rank idle under either strategy holds nothing there (it sends or
+  // receives its tensors, or takes no part).
   void switch_to(StrategyRun next, const BatchSource& data);
 
  private:

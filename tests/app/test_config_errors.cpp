@@ -149,6 +149,9 @@ std::string load_error(const std::string& toml, const std::vector<std::string>& 
 std::vector<BadCase> bad_cases() {
   const std::string& B = kBase;
   const std::string& H = kHetero;
+  // kBase with a strategy "tp2" (lines 41-43) and a switch to it after step 4 (lines 44-46).
+  const std::string S = kBase + "[[parallel.strategy]]\nname = \"tp2\"\ntp = 2\n[[parallel.switch]]\nat_step = 4\n"
+                                "strategy = \"tp2\"\n";
   return {
       // ---- unknown keys ------------------------------------------------------------------
       {"unknown top-level table", B + "\n[trainig]\nsteps = 1\n", {},
@@ -372,6 +375,32 @@ std::vector<BadCase> bad_cases() {
       {"tp*pp does not divide the devices", edit(B, 40, "tp = 4"), {},
        "job.toml:40: parallel.tp: tp*pp = 4 does not divide the 2 devices of [cluster]"},
 
+      // ---- strategies and switches ([[parallel.strategy]], [[parallel.switch]]) -------------------
+      {"a switch to an unknown strategy", edit(S, 46, "strategy = \"tp3\""), {},
+       "job.toml:46: parallel.switch[0].strategy: unknown strategy \"tp3\" (known: default, tp2)"},
+      {"two strategies of one name", S + "[[parallel.strategy]]\nname = \"tp2\"\ndp = 2\n", {},
+       "job.toml:48: parallel.strategy[1].name: strategy \"tp2\" is defined twice (also parallel.strategy[0], job.toml:42)"},
+      {"a strategy named default", edit(S, 42, "name = \"default\""), {},
+       "job.toml:42: parallel.strategy[0].name: \"default\" names [parallel] itself"},
+      {"a strategy without a name", edit(S, 42, ""), {}, "job.toml:41: parallel.strategy[0].name: required key is missing"},
+      {"switches not in increasing step order", S + "[[parallel.switch]]\nat_step = 4\nstrategy = \"default\"\n", {},
+       "job.toml:48: parallel.switch[1].at_step: at_step = 4 does not come after the previous switch's 4"},
+      {"a switch at or past the last step", edit(S, 45, "at_step = 10"), {},
+       "job.toml:45: parallel.switch[0].at_step: at_step = 10 is not before the last step (training.steps = 10)"},
+      {"a switch before any step", S, {"parallel.switch[0].at_step=0"},
+       "--set parallel.switch[0].at_step=0: parallel.switch[0].at_step: must be >= 1"},
+      {"a strategy naming devices the cluster lacks", edit(S, 43, "tp = 2\ndevices = \"localhost:1-2\""), {},
+       "job.toml:44: parallel.strategy[0].devices: device localhost:2 does not exist: node localhost has 2 devices"},
+      {"a strategy's layout checked like [parallel]", edit(S, 43, "tp = 3"), {},
+       "job.toml:43: parallel.strategy[0].tp: tp*pp = 3 does not divide the 2 devices of [cluster]"},
+      {"a strategy's groups checked like [parallel]",
+       edit(S, 43, "[[parallel.strategy.replica]]\n  [[parallel.strategy.replica.stage]]\n  devices = \"localhost:0\"\n"
+                   "  layers = \"0-0\""), {},
+       "job.toml:46: parallel.strategy[0].replica[0].stage[0].layers: layer 1 is not covered by any stage"},
+      {"an unknown key in a strategy", edit(S, 43, "tq = 2"), {}, "parallel.strategy[0]"},
+      {"shorthand devices and groups together", edit(B, 40, "devices = \"localhost:0-1\"\n[[parallel.replica]]"), {},
+       "job.toml:40: parallel.devices: use either the dp/tp/pp shorthand or [[parallel.replica]] groups, not both"},
+
       // ---- emulated links ----------------------------------------------------------------------
       {"negative emulated bandwidth", edit(B, 37, "devices = { type = \"cpu\", count = 2 }\nemulate_link_gbps = -1"), {},
        "job.toml:38: cluster.node[0].emulate_link_gbps: must be a number >= 0 (0: not emulated), got -1"},
@@ -452,6 +481,23 @@ TEST_CASE("advisory rules give warnings, not errors", "[config_errors]") {
                                              "job.toml", {});
     REQUIRE(loaded.warnings.size() == 1);
     CHECK_THAT(loaded.warnings[0], Catch::Matchers::Contains("1 device(s) of [cluster] are in no group"));
+  }
+  SECTION("a strategy no switch names") {
+    const auto loaded = load_job_config_text(kBase + "[[parallel.strategy]]\nname = \"tp2\"\ntp = 2\n", "job.toml", {});
+    REQUIRE(loaded.warnings.size() == 1);
+    CHECK(loaded.warnings[0] == "job.toml:42: parallel.strategy[0].name: strategy \"tp2\" is never switched to (no "
+                                "[[parallel.switch]] names it)");
+  }
+  SECTION("devices idle under [parallel] but used by a strategy are no warning") {
+    const auto loaded = load_job_config_text(
+        edit(kBase, 40, "devices = \"localhost:1\"\n[[parallel.strategy]]\nname = \"both\"\ndp = 2\n"
+                        "[[parallel.switch]]\nat_step = 2\nstrategy = \"both\""), "job.toml", {});
+    CHECK(loaded.warnings.empty());
+    REQUIRE(loaded.config.parallel.replicas.size() == 1);
+    CHECK(loaded.config.parallel.replicas[0].stages[0].devices == std::vector<hetu::config::DeviceId>{{"localhost", 1}});
+    CHECK(loaded.config.strategy_after(1) == "default");
+    CHECK(loaded.config.strategy_after(2) == "both");
+    CHECK(loaded.config.strategy_devices().size() == 2);
   }
   SECTION("a warm-up longer than the run is capped at training.steps") {
     const auto loaded = load_job_config_text(edit(kBase, 27, "warmup_steps = 11"), "job.toml", {});

@@ -27,8 +27,10 @@ std::vector<std::string> config_files() {
 // the shorthand (the printed form is explicit) may differ.
 void require_same_job(JobConfig a, JobConfig b) {
   a.source = b.source = "";
-  a.parallel.shorthand.reset();
-  b.parallel.shorthand.reset();
+  for (JobConfig* c : {&a, &b}) {
+    c->parallel.shorthand.reset();
+    for (StrategySection& s : c->strategies) s.parallel.shorthand.reset();
+  }
   CHECK(a.job == b.job);
   CHECK(a.model == b.model);
   CHECK(a.data == b.data);
@@ -38,6 +40,8 @@ void require_same_job(JobConfig a, JobConfig b) {
   CHECK(a.checkpoint == b.checkpoint);
   CHECK(a.cluster == b.cluster);
   CHECK(a.parallel == b.parallel);
+  CHECK(a.strategies == b.strategies);
+  CHECK(a.switches == b.switches);
   CHECK(a == b);
 }
 
@@ -202,4 +206,30 @@ TEST_CASE("flavors have the published shapes", "[configs]") {
   ModelConfig llama = *find_flavor(Arch::llama, "tiny");
   CHECK((llama.kv_heads == 2 && llama.ffn_hidden == 176 && llama.rope_theta == 10000.0 && !llama.tie_embeddings));
   CHECK_FALSE(find_flavor(Arch::gpt2, "7b").has_value());
+}
+
+TEST_CASE("configs/gpt2-switch-cpu.toml names three strategies and the switches between them", "[configs]") {
+  const LoadedConfig loaded = load_job_config(HETU_SOURCE_DIR "/configs/gpt2-switch-cpu.toml", {});
+  const JobConfig& c = loaded.config;
+  REQUIRE(c.strategies.size() == 3);
+  REQUIRE(c.switches.size() == 3);
+  CHECK(c.switches[0] == SwitchSection{3, "pp2-dp2"});
+  CHECK(c.switches[2] == SwitchSection{9, "tp2-half"});
+  CHECK(c.strategy_after(2) == "default");
+  CHECK(c.strategy_after(6) == "hetero");
+  CHECK(c.strategy_after(12) == "tp2-half");
+  // The shorthand with `devices`: tp 2 over localhost:2-3 only.
+  const ParallelSection& half = c.strategy("tp2-half");
+  REQUIRE(half.replicas.size() == 1);
+  CHECK(half.replicas[0].stages == std::vector<StageSection>{stage("localhost:2-3", "0-3")});
+  const ParallelSection& hetero = c.strategy("hetero");
+  REQUIRE(hetero.replicas.size() == 2);
+  CHECK(hetero.replicas[0].stages == std::vector<StageSection>{stage("localhost:0-1", "0-3")});
+  CHECK(hetero.replicas[1].stages == std::vector<StageSection>{stage("localhost:2", "0-1"), stage("localhost:3", "2-3")});
+  CHECK(c.strategy_devices().size() == 4);
+  const std::string resolved = to_toml(c);
+  CHECK_THAT(resolved, Catch::Matchers::Contains("[[parallel.strategy]]\nname = \"tp2-half\"\n"));
+  CHECK_THAT(resolved, Catch::Matchers::Contains("[[parallel.switch]]\nat_step = 9\nstrategy = \"tp2-half\"\n"));
+  CHECK_THAT(describe(c), Catch::Matchers::Contains(
+                              "switches: default -> pp2-dp2 after step 3 -> hetero after step 6 -> tp2-half after step 9"));
 }
