@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A strategy switch in memory against the same move through a checkpoint, measured in one
 # run of this script on 4 CPU ranks: GPT-2 124M (parameters and both AdamW moments, f32)
-# switched after step 1 from dp=4 to tp=2 x pp=2 and after step 2 back to dp=4 (the
-# test-only trigger HETU_TEST_SWITCH, app/cmd_train.cpp), next to saving the checkpoint of
+# switched after step 1 from dp=4 to tp=2 x pp=2 and after step 2 back to dp=4 (the job's
+# [[parallel.switch]] list), next to saving the checkpoint of
 # that step and resuming the same job from it under the next layout (reshard on load). The
 # in-memory numbers are the Trainer's (metrics.jsonl switch_s: building the next run plus
 # resharding the state; switch_reshard_s: the resharding alone), the checkpoint numbers its
@@ -65,22 +65,35 @@ devices = { type = "cpu", count = 4 }
 [parallel]
 dp = 4
 EOF
+# The same job switching in memory: after step 1 to tp=2 x pp=2, after step 2 back to dp=4.
+cat "$work/job.toml" - > "$work/switched.toml" <<EOF
+[[parallel.strategy]]
+name = "tp2-pp2"
+tp = 2
+pp = 2
+[[parallel.switch]]
+at_step = 1
+strategy = "tp2-pp2"
+[[parallel.switch]]
+at_step = 2
+strategy = "default"
+EOF
 dp4=(--set parallel.dp=4 --set parallel.tp=1 --set parallel.pp=1)
 tp2pp2=(--set parallel.dp=1 --set parallel.tp=2 --set parallel.pp=2)
-train() {  # train NAME ARGS...: mpirun -np 4 hetu train the job into $work/NAME
-  local name=$1
-  shift
-  mpirun -np 4 --bind-to none "$hetu" train "$work/job.toml" --set job.out_dir="$work/$name" "$@" \
+train() {  # train JOB NAME ARGS...: mpirun -np 4 hetu train $work/JOB.toml into $work/NAME
+  local job=$1 name=$2
+  shift 2
+  mpirun -np 4 --bind-to none "$hetu" train "$work/$job.toml" --set job.out_dir="$work/$name" "$@" \
     > "$work/$name.out" 2>&1 || { cat "$work/$name.out"; exit 1; }
 }
 for ((r = 0; r < rounds; ++r)); do
   echo "== round $((r + 1)) of $rounds: GPT-2 $size, 4 ranks" >&2
   # In memory: dp=4, after step 1 -> tp=2 x pp=2, after step 2 -> dp=4; a checkpoint every step.
-  HETU_TEST_SWITCH="1:tp=2,pp=2;2:dp=4" train "switched-$r" "${dp4[@]}"
+  train switched "switched-$r"
   # Through the checkpoints of steps 1 and 2: the same job resumed under the next layout.
-  train "resumed1-$r" "${tp2pp2[@]}" --set "checkpoint.resume=\"$work/switched-$r/checkpoints/step-0000001\"" \
+  train job "resumed1-$r" "${tp2pp2[@]}" --set "checkpoint.resume=\"$work/switched-$r/checkpoints/step-0000001\"" \
     --stop-at-step 2
-  train "resumed2-$r" "${dp4[@]}" --set "checkpoint.resume=\"$work/switched-$r/checkpoints/step-0000002\""
+  train job "resumed2-$r" "${dp4[@]}" --set "checkpoint.resume=\"$work/switched-$r/checkpoints/step-0000002\""
 done
 /usr/bin/python3 - "$work" "$rounds" <<'PY'
 import json, re, statistics, sys
