@@ -97,6 +97,7 @@ RankMap map_ranks(const config::JobConfig& c, const std::vector<std::string>& ra
 pipeline::ParallelLayout parallel_layout(const config::JobConfig& c, const RankMap& ranks) {
   pipeline::ParallelLayout layout;
   layout.global_batch = c.training.global_batch;
+  layout.zero = c.parallel.zero;
   int64_t offset = 0;
   for (size_t r = 0; r < c.parallel.replicas.size(); ++r) {
     const config::ReplicaSection& section = c.parallel.replicas[r];

@@ -255,6 +255,10 @@ void read_parallel(TableReader& t, JobConfig& config, const SourceMap& sources) 
   std::optional<int64_t> pp = t.get_int("pp");
   std::optional<std::string> order = t.get_string("order");
   std::vector<TableReader> replicas = t.get_table_array("replica");
+  if (auto v = t.get_int("zero")) {
+    if (*v != 0 && *v != 1) t.fail("zero", "must be 0 (optimizer state replicated) or 1 (ZeRO-1), got " + std::to_string(*v));
+    parallel.zero = *v;
+  }
   const bool shorthand = dp || tp || pp || order;
   if (shorthand && !replicas.empty()) {
     t.fail(dp ? "dp" : tp ? "tp" : pp ? "pp" : "order",

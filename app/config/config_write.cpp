@@ -142,6 +142,7 @@ std::string to_toml(const JobConfig& c) {
   if (const auto& s = c.parallel.shorthand) {
     out += fmt::format("# expanded from dp = {}, tp = {}, pp = {}, order = \"{}\"\n", s->dp, s->tp, s->pp, s->order);
   }
+  if (c.parallel.zero != 0) out += "[parallel]\nzero = " + num(c.parallel.zero) + "\n\n";
   for (const ReplicaSection& replica : c.parallel.replicas) {
     out += "[[parallel.replica]]\n";
     line("batch_share", toml_number(replica.batch_share));
@@ -172,6 +173,7 @@ std::string describe(const JobConfig& c) {
   out += fmt::format("training: {} steps, global batch {} x {} tokens, {}, {} replica(s) on {} devices\n",
                      c.training.steps, c.training.global_batch, c.training.seq_len, to_string(c.training.precision),
                      c.parallel.replicas.size(), c.parallel.num_devices());
+  if (c.parallel.zero == 1) out += "  ZeRO-1: optimizer state and f32 master weights split over each parameter's holders\n";
   for (size_t r = 0; r < c.parallel.replicas.size(); ++r) {
     const ReplicaSection& replica = c.parallel.replicas[r];
     out += fmt::format("  replica {}: {} sequences/step = {} micro-batches of {}, {} schedule, {} stage(s)\n", r,

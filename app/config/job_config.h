@@ -149,6 +149,7 @@ struct ParallelShorthand {
 struct ParallelSection {
   std::vector<ReplicaSection> replicas;      // level 1
   std::optional<ParallelShorthand> shorthand;  // set when the file used dp/tp/pp
+  int64_t zero = 0;  // 1: ZeRO-1, optimizer state and f32 master weights split over each parameter's holders
   int64_t num_devices() const;
   bool operator==(const ParallelSection&) const = default;
 };
