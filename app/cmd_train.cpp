@@ -212,7 +212,7 @@ runtime::StrategyRun build_run(std::string name, const config::JobConfig& c, con
 // Test-only trigger of strategy switches until the job file names them ([[parallel.switch]],
 // issue 14 item 4): HETU_TEST_SWITCH="3:dp=2,tp=2;6:tp=4" switches after step 3 to the job
 // with parallel.dp=2, parallel.tp=2 (the unnamed of dp, tp, pp set to 1), after step 6 to
-// tp=4 (order=pp-dp-tp sets parallel.order). Each strategy must use every device of the job.
+// tp=4 (order=pp-dp-tp sets parallel.order, zero=1 parallel.zero; unnamed, the job's). Each strategy must use every device of the job.
 struct SwitchRequest {
   int64_t after_step = 0;
   std::string name;                    // "dp=2,tp=2"
@@ -235,8 +235,8 @@ std::vector<SwitchRequest> test_switches() {
     for (std::string_view kv : split(r.name, ',')) {
       const size_t eq = kv.find('=');
       const std::string key(kv.substr(0, eq == std::string_view::npos ? 0 : eq));
-      if (eq == std::string_view::npos || (!keys.count(key) && key != "order")) {
-        HT_USAGE_ERROR("HETU_TEST_SWITCH: '{}' is not dp=N, tp=N, pp=N or order=AXES", kv);
+      if (eq == std::string_view::npos || (!keys.count(key) && key != "order" && key != "zero")) {
+        HT_USAGE_ERROR("HETU_TEST_SWITCH: '{}' is not dp=N, tp=N, pp=N, order=AXES or zero=N", kv);
       }
       const std::string value(kv.substr(eq + 1));
       keys[key] = key == "order" ? "\"" + value + "\"" : value;

@@ -203,3 +203,16 @@ TEST_CASE("flavors have the published shapes", "[configs]") {
   CHECK((llama.kv_heads == 2 && llama.ffn_hidden == 176 && llama.rope_theta == 10000.0 && !llama.tie_embeddings));
   CHECK_FALSE(find_flavor(Arch::gpt2, "7b").has_value());
 }
+
+TEST_CASE("parallel.zero = 1 survives the resolved form, shorthand and groups alike", "[configs]") {
+  for (const char* file : {HETU_SOURCE_DIR "/configs/llama-tiny-cpu.toml",
+                           HETU_SOURCE_DIR "/configs/layouts/gpt2-hetero-replicas.toml"}) {
+    INFO(file);
+    const LoadedConfig loaded = load_job_config(file, {"parallel.zero=1"});
+    CHECK(loaded.config.parallel.zero == 1);
+    const LoadedConfig again = load_job_config_text(to_toml(loaded.config), "resolved.toml", {});
+    CHECK(again.config.parallel.zero == 1);
+    require_same_job(loaded.config, again.config);
+    CHECK(load_job_config(file, {}).config.parallel.zero == 0);
+  }
+}

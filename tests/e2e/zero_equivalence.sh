@@ -12,7 +12,11 @@
 # rank's (dp2, dp3: every element is kept once) and each rank's is within 2% of 1/N of it
 # (± one row per tensor). Then checkpoints cross the setting: hetero with ZeRO to step 3,
 # resumed without it to step 5, and the reverse, each against the uninterrupted run without
-# ZeRO (losses of steps 4-5, final tensors).
+# ZeRO (losses of steps 4-5, final tensors). And strategy switches in memory into and out of
+# ZeRO (HETU_TEST_SWITCH, app/cmd_train.cpp): dp=2 with ZeRO -> tp=2 without -> pp=2 with
+# (the tied embedding's state split over both stages), after steps 2 and 4, against the
+# uninterrupted dp2 run without ZeRO.
+# CASES (default "dp2 dp3 hetero cross switch") picks parts; cross needs hetero, switch dp2.
 # usage: zero_equivalence.sh HETU SOURCE_DIR
 set -euo pipefail
 hetu=$1; src=$2
@@ -67,8 +71,10 @@ state_bytes() {
   sed -n 's/.*optimizer state on this rank: \([0-9]*\) bytes.*/\1/p' "$work/$1/logs/rank-$2.log" | head -1
 }
 
+cases=" ${CASES:-dp2 dp3 hetero cross switch} "
 for case in "dp2 2" "dp3 3" "hetero 3"; do
   read -r layout ranks <<< "$case"
+  [[ $cases == *" $layout "* ]] || continue
   echo "== $layout ($ranks ranks)"
   train "$layout-0" "$layout" "$ranks" 0
   train "$layout-1" "$layout" "$ranks" 1
@@ -97,6 +103,7 @@ PY
   fi
 done
 
+if [[ $cases == *" cross "* ]]; then
 echo "== checkpoints across the setting (hetero)"
 train cross-1to0 hetero 3 1 --stop-at-step 3
 train cross-1to0 hetero 3 0
@@ -109,4 +116,16 @@ for run in cross-1to0 cross-0to1; do
   /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-7 \
     "$work/$run/checkpoints/step-0000005" "$work/hetero-0/checkpoints/step-0000005" || fail "$run: final tensors differ"
 done
+fi
+
+if [[ $cases == *" switch "* ]]; then
+echo "== switches into and out of ZeRO (dp=2 zero 1 -> tp=2 zero 0 -> pp=2 zero 1)"
+HETU_TEST_SWITCH="2:tp=2,zero=0;4:pp=2,zero=1" train switch dp2 2 1
+for entry in "default -> tp=2,zero=0 after 2" "tp=2,zero=0 -> pp=2,zero=1 after 4"; do
+  grep -q "switched strategy $entry optimizer steps" "$work/switch/logs/rank-0.log" || fail "no switch '$entry' in the log"
+done
+compare_runs dp2-0 switch 1e-6 --fields loss,grad_norm --steps 5
+/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-7 \
+  "$work/switch/checkpoints/step-0000005" "$work/dp2-0/checkpoints/step-0000005" || fail "switch: final tensors differ"
+fi
 echo "PASS zero_equivalence"
