@@ -72,7 +72,7 @@ ParallelEngine::ParallelEngine(const pipeline::ParallelLayout& layout, pipeline:
     syncs_.push_back(std::move(s));
   }
   build_buckets();
-  std::map<std::string, int> zero_plans;  // "reduce_scatter/all_gather" -> parameters planned so
+  std::map<std::string, int> zero_plans;  // "grad plan/refresh plan" transitions -> parameters
   int sharded = 0;
   for (const Sync& s : syncs_) {
     if (!s.master.defined()) continue;

@@ -41,8 +41,8 @@ Trainer::Trainer(StepEngine& engine, TrainerOptions options)
       params_(engine_->parameters()),
       optimizer_(engine_->optimizer_parameters(), options_.adamw) {
   HT_CHECK(options_.steps >= 1, "trainer: steps must be >= 1");
-  log_optimizer_state();
   HT_CHECK(options_.switches.empty(), "trainer: strategy switches need the trainer built from a StrategyRun");
+  log_optimizer_state();
 }
 
 Trainer::Trainer(StrategyRun initial, TrainerOptions options)
@@ -52,12 +52,12 @@ Trainer::Trainer(StrategyRun initial, TrainerOptions options)
       params_(engine_->parameters()),
       optimizer_(engine_->optimizer_parameters(), options_.adamw) {
   HT_CHECK(options_.steps >= 1, "trainer: steps must be >= 1");
-  log_optimizer_state();
   HT_CHECK(current_.strategy != nullptr && current_.comm != nullptr, "trainer: a StrategyRun needs its strategy and comm");
   for (size_t i = 1; i < options_.switches.size(); ++i) {
     HT_CHECK(options_.switches[i - 1].after_step < options_.switches[i].after_step,
              "trainer: strategy switches must come in increasing step order");
   }
+  log_optimizer_state();
 }
 
 void Trainer::switch_to(StrategyRun next, const BatchSource& data) {
@@ -107,12 +107,13 @@ void Trainer::switch_to(StrategyRun next, const BatchSource& data) {
 }
 
 void Trainer::log_optimizer_state() const {
-  size_t moments = 0;
-  size_t masters = 0;  // the f32 tensors AdamW updates: the parameters, or ZeRO-1's shards
-  for (const nn::NamedParameter& s : optimizer_.state()) moments += static_cast<size_t>(s.tensor.numel()) * dtype_size(s.tensor.dtype());
-  for (const nn::NamedParameter& p : engine_->optimizer_parameters()) {
-    masters += static_cast<size_t>(p.tensor.numel()) * dtype_size(p.tensor.dtype());
-  }
+  auto bytes = [](const std::vector<nn::NamedParameter>& tensors) {
+    size_t total = 0;
+    for (const nn::NamedParameter& t : tensors) total += static_cast<size_t>(t.tensor.numel()) * dtype_size(t.tensor.dtype());
+    return total;
+  };
+  const size_t moments = bytes(optimizer_.state());
+  const size_t masters = bytes(engine_->optimizer_parameters());  // the parameters, or ZeRO-1's shards
   spdlog::info("optimizer state on this rank: {} bytes (AdamW moments {} + f32 master weights {})", moments + masters,
                moments, masters);
 }
