@@ -12,7 +12,8 @@
 # rank's (dp2, dp3: every element is kept once) and each rank's is within 2% of 1/N of it
 # (± one row per tensor). Then checkpoints cross the setting: hetero with ZeRO to step 3,
 # resumed without it to step 5, and the reverse, each against the uninterrupted run without
-# ZeRO (losses of steps 4-5, final tensors). And strategy switches in memory into and out of
+# ZeRO (losses of steps 4-5, final tensors), and `hetu ckpt reshard` into the ZeRO-1 boxes
+# (every tensor bit for bit). And strategy switches in memory into and out of
 # ZeRO (HETU_TEST_SWITCH, app/cmd_train.cpp): dp=2 with ZeRO -> tp=2 without -> pp=2 with
 # (the tied embedding's state split over both stages), after steps 2 and 4, against the
 # uninterrupted dp2 run without ZeRO.
@@ -116,6 +117,16 @@ for run in cross-1to0 cross-0to1; do
   /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-7 \
     "$work/$run/checkpoints/step-0000005" "$work/hetero-0/checkpoints/step-0000005" || fail "$run: final tensors differ"
 done
+# hetu ckpt reshard writes the ZeRO-1 boxes (the state of c_attn in 3 holders x 3 view pieces)
+# and keeps every tensor bit for bit.
+run_logged reshard "hetu ckpt reshard into the ZeRO-1 boxes" "$hetu" ckpt reshard \
+  "$work/hetero-0/checkpoints/step-0000005" "$work/resharded" --config "$work/hetero.toml" "${common[@]}" \
+  --set parallel.zero=1
+inspected=$("$hetu" ckpt inspect "$work/resharded/step-0000005")
+grep -qE "optim.m/h.0.attn.c_attn.weight .* 9 boxes" <<< "$inspected" \
+  || fail "the resharded checkpoint does not hold the ZeRO-1 boxes"
+/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 0 --atol 0 \
+  "$work/resharded/step-0000005" "$work/hetero-0/checkpoints/step-0000005" > /dev/null || fail "reshard changed tensors"
 fi
 
 if [[ $cases == *" switch "* ]]; then
