@@ -84,6 +84,8 @@ ParallelEngine::ParallelEngine(const pipeline::ParallelLayout& layout, pipeline:
     for (const auto& [name, count] : zero_plans) plans += fmt::format("{}{} x{}", plans.empty() ? "" : ", ", name, count);
     spdlog::info("ZeRO-1: {} of {} parameters keep their optimizer state split over their holders (grad -> state / "
                  "state -> param: {})", sharded, syncs_.size(), plans);
+  } else if (layout_.zero == 1) {
+    spdlog::info("ZeRO-1: no parameter of this rank has a second holder; its optimizer state stays whole");
   }
   load_optimizer_parameters();
 }
