@@ -4,8 +4,9 @@
 # on three layouts, each run with zero = 0 and zero = 1:
 #   dp2     configs/layouts/gpt2-dp2.toml (2 ranks);
 #   dp3     three replicas with batch shares 1:1:2 (3 ranks; uneven state splits);
-#   hetero  a tp=2 replica next to a tp=1 replica (3 ranks; the state split over all three
-#           holders of every weight, across replicas of different shape).
+#   hetero  configs/layouts/gpt2-zero-hetero.toml: a tp=2 replica next to a tp=1 replica (3
+#           ranks; the state split over all three holders of every weight, across replicas
+#           of different shape).
 # Checked: every step's loss and pre-clip gradient norm within 1e-6 relative; every final
 # parameter and AdamW moment (the checkpoints, read back whole) within 1e-6 of max|ref| plus
 # 1e-7; the optimizer-state bytes each rank logs: under ZeRO they add up to the whole model's
@@ -46,13 +47,7 @@ batch_share = 1
 batch_share = 2
   [[parallel.replica.stage]]
   devices = "localhost:2"'
-layout_job hetero 3 '
-[[parallel.replica]]
-  [[parallel.replica.stage]]
-  devices = "localhost:0-1"
-[[parallel.replica]]
-  [[parallel.replica.stage]]
-  devices = "localhost:2"'
+cp "$src/configs/layouts/gpt2-zero-hetero.toml" "$work/hetero.toml"  # parallel.zero is set on every run
 
 common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val_*.bin" --set training.steps=5
         --set lr_schedule.warmup_steps=2 --set training.eval_every=0 --set training.log_every=1
