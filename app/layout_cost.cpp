@@ -129,6 +129,19 @@ std::optional<plan::MeasuredMemory> measured_memory(const DeviceTypeProfile* p, 
                               scale * p->head_activation_bytes, p->reserved_bytes};
 }
 
+// ZeRO-1's share of a stage device: its tp over the devices of every replica that hold the
+// stage's first layer (the stage's layers stand for it), or 0 when no other replica holds
+// them (nothing is duplicated across replicas; duplicated norms inside a tp group are left out).
+double zero_state_share(const config::JobConfig& c, const config::StageSection& stage) {
+  int64_t holders = 0;
+  for (const config::ReplicaSection& replica : c.parallel.replicas) {
+    for (const config::StageSection& other : replica.stages) {
+      if (other.layers.first <= stage.layers.first && stage.layers.first <= other.layers.last) holders += other.tp();
+    }
+  }
+  return holders > stage.tp() ? static_cast<double>(stage.tp()) / static_cast<double>(holders) : 0.0;
+}
+
 }  // namespace
 
 LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles,
@@ -171,6 +184,7 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::ve
       plan::StageShape shape{stage.layers.first, stage.layers.last, s == 0, s + 1 == replica.stages.size(),
                              stage.tp(), replica.micro_batch, c.training.seq_len, num_replicas};
       cost.stages.push_back(plan::estimate_stage(facts, shape, rates));
+      if (c.parallel.zero == 1) cost.stages.back().zero_state_share = zero_state_share(c, stage);
       infos.push_back({rates.measured.has_value(), format_device_list(stage.devices), type.name, type.memory_gib * double(1 << 30),
                        stage.layers.first, stage.layers.last, stage.tp()});
       e.peak_flops += static_cast<double>(stage.tp()) * peak_flops(type, c.training.precision);

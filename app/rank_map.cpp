@@ -98,6 +98,7 @@ pipeline::ParallelLayout parallel_layout(const config::JobConfig& c, const confi
                                          const RankMap& ranks) {
   pipeline::ParallelLayout layout;
   layout.global_batch = c.training.global_batch;
+  layout.zero = parallel.zero;
   int64_t offset = 0;
   for (size_t r = 0; r < parallel.replicas.size(); ++r) {
     const config::ReplicaSection& section = parallel.replicas[r];

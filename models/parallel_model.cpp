@@ -64,7 +64,8 @@ std::optional<TensorPlacement> placement_of(const ModelConfig& config, const pip
   }
   if (members.empty()) return std::nullopt;
   const UnionRelation relation = members.size() > 1 ? UnionRelation::replica() : UnionRelation::none();
-  return replicated_state_placement(name, shape, *view, Union(std::move(members), relation));
+  TensorPlacement p = replicated_state_placement(name, shape, *view, Union(std::move(members), relation));
+  return layout.zero == 1 ? zero_state_placement(std::move(p)) : p;
 }
 
 std::vector<TensorPlacement> ParallelModel::placements() const {

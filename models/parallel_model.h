@@ -25,7 +25,8 @@ ModelPart model_part(const pipeline::ReplicaLayout& replica, int64_t stage);
 
 // The placement of parameter `name` (logical shape `shape`) in `layout`: every stage of every
 // replica that holds it, each with the tp layout of the model's sharding rule; gradients
-// summed into, and optimizer state kept in, that layout. nullopt when no stage holds it.
+// summed into, and optimizer state kept in, that layout, or with layout.zero == 1 split over
+// the holders (zero_state_placement). nullopt when no stage holds it.
 std::optional<TensorPlacement> placement_of(const ModelConfig& config, const pipeline::ParallelLayout& layout,
                              const std::string& name, const Shape& shape);
 

@@ -258,6 +258,10 @@ void read_layout(TableReader& t, const JobConfig& config, const SourceMap& sourc
   std::optional<std::string> order = t.get_string("order");
   std::optional<std::string> devices = t.get_string("devices");
   std::vector<TableReader> replicas = t.get_table_array("replica");
+  if (auto v = t.get_int("zero")) {
+    if (*v != 0 && *v != 1) t.fail("zero", "must be 0 (optimizer state replicated) or 1 (ZeRO-1), got " + std::to_string(*v));
+    parallel.zero = *v;
+  }
   const bool shorthand = dp || tp || pp || order || devices;
   if (shorthand && !replicas.empty()) {
     t.fail(dp ? "dp" : tp ? "tp" : pp ? "pp" : order ? "order" : "devices",

@@ -45,6 +45,10 @@ std::string human_count(int64_t n) {
 
 // One layout's groups as [[TABLE.replica]] / [[TABLE.replica.stage]] tables.
 void write_layout(std::string& out, const std::string& table, const ParallelSection& parallel) {
+  if (parallel.zero != 0) {  // a key of the table itself, before its arrays of tables
+    if (table == "parallel") out += "[parallel]\n";
+    out += "zero = " + std::to_string(parallel.zero) + "\n";
+  }
   if (const auto& s = parallel.shorthand) {
     out += fmt::format("# expanded from dp = {}, tp = {}, pp = {}, order = \"{}\"{}\n", s->dp, s->tp, s->pp, s->order,
                        s->devices.empty() ? "" : ", devices = \"" + format_device_list(s->devices) + "\"");
@@ -65,6 +69,7 @@ void write_layout(std::string& out, const std::string& table, const ParallelSect
 
 // One layout's replicas and stages, for describe().
 void describe_layout(std::string& out, const ParallelSection& parallel, int64_t global_batch) {
+  if (parallel.zero == 1) out += "  ZeRO-1: optimizer state and f32 master weights split over each parameter's holders\n";
   for (size_t r = 0; r < parallel.replicas.size(); ++r) {
     const ReplicaSection& replica = parallel.replicas[r];
     const int64_t batch = parallel.replica_batch(r, global_batch);

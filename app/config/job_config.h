@@ -150,6 +150,7 @@ struct ParallelShorthand {
 struct ParallelSection {
   std::vector<ReplicaSection> replicas;      // level 1
   std::optional<ParallelShorthand> shorthand;  // set when the file used dp/tp/pp
+  int64_t zero = 0;  // 1: ZeRO-1, optimizer state and f32 master weights split over each parameter's holders
   int64_t num_devices() const;
   // Sequences per optimizer step for replica r (global_batch split by batch_share).
   int64_t replica_batch(size_t r, int64_t global_batch) const;

@@ -1,6 +1,10 @@
 // TensorPlacement: construction checks, view pieces and local shapes.
 #include "lib/hspmd/tensor_placement.h"
 
+#include <algorithm>
+#include <optional>
+#include <tuple>
+
 #include "lib/util/error.h"
 
 namespace hetu {
@@ -28,6 +32,49 @@ TensorPlacement replicated_state_placement(std::string name, Shape shape, Shape 
   Union grad = param;
   Union state = param;
   return {std::move(name), std::move(shape), std::move(view), std::move(param), std::move(grad), std::move(state)};
+}
+
+// Note [ZeRO-1 state split]: the state splits the dim a member's tp layout splits (the
+// first found), else the view's longest dim, so that it is cut where the parameter already
+// is. The holders are ordered by where their parameter box starts on that dim (a smaller box
+// first on a tie, then member order): when the replicas split alike, or one holds the whole
+// tensor, each device's state box then lies inside its own parameter box, so the parameter
+// refresh (state -> param) needs no data a device does not gather anyway and loading the
+// state from the parameter (param -> state) is a local slice. Any order is correct: the
+// planner moves whatever the boxes need.
+TensorPlacement zero_state_placement(TensorPlacement p) {
+  const Union& param = p.param;
+  bool duplicated = param.relation().kind() == RelationKind::replica && param.size() > 1;
+  for (const UnionMember& m : param.members()) duplicated = duplicated || m.state.duplicate_count() > 1;
+  if (!duplicated) return p;
+  std::optional<int64_t> dim;
+  for (const UnionMember& m : param.members()) {
+    for (const MeshAxis& axis : m.state.axes()) {
+      if (!dim && axis.kind == AxisKind::split) dim = axis.dim;
+    }
+  }
+  if (!dim) dim = std::max_element(p.view.begin(), p.view.end()) - p.view.begin();
+  const std::vector<DeviceId> holders = param.devices();
+  const auto count = static_cast<int64_t>(holders.size());
+  if (p.view[static_cast<size_t>(*dim)] < count) return p;
+  struct Holder {
+    int64_t offset, size;
+    size_t position;
+    DeviceId device;
+  };
+  std::vector<Holder> order;
+  for (size_t i = 0; i < holders.size(); ++i) {
+    const Box box = shard_of(param, p.view, holders[i]).box;
+    order.push_back({box.offset[static_cast<size_t>(*dim)], box.size[static_cast<size_t>(*dim)], i, holders[i]});
+  }
+  std::sort(order.begin(), order.end(), [](const Holder& a, const Holder& b) {
+    return std::tie(a.offset, a.size, a.position) < std::tie(b.offset, b.size, b.position);
+  });
+  std::vector<DeviceId> devices;
+  for (const Holder& h : order) devices.push_back(h.device);
+  p.state = Union::single(DeviceGroup(std::move(devices)), DistState::split(*dim, count));
+  p.grad = p.state;
+  return p;
 }
 
 std::vector<StoredPiece> stored_pieces(const Shape& shape, const Shape& view, const Box& box) {

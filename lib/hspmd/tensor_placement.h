@@ -7,7 +7,8 @@
 //   grad   what the gradient is summed into: the engine redistributes dual(param) -> grad;
 //   state  the optimizer state's layout (AdamW moments); checkpoints write the parameter's
 //          and the state's boxes from it. Parameters refresh from it with state -> param.
-// Without optimizer-state sharding grad and state equal param.
+// Without optimizer-state sharding grad and state equal param; with ZeRO-1
+// (zero_state_placement) grad and state are one split over every holder of the parameter.
 //
 // A view is a reshape of the logical shape that splits its first dim (GPT-2's fused qkv
 // (3C, C) viewed as (3, C, C) and split on dim 1, so each rank holds its heads' q, k and v
@@ -41,6 +42,18 @@ struct TensorPlacement {
 // its compute layout (grad = state = param). Throws when the view does not reshape `shape`
 // by splitting its first dim, or `param` cannot lay out the view.
 TensorPlacement replicated_state_placement(std::string name, Shape shape, Shape view, Union param);
+
+// ZeRO-1: `p` (a replicated_state_placement) with its gradient summed into, and its optimizer
+// state (AdamW moments, f32 master weights) kept in, one even split of the view over every
+// device that holds the parameter, replicas of different shape included. See Note [ZeRO-1
+// state split] in tensor_placement.cpp for the split dim and the device order. A parameter of
+// which no two devices hold the same element, or whose split dim is shorter than its holder
+// count, keeps grad = state = param.
+//   param {0,1}: S(0)x2 | {2}: whole ; replica   on (12, 4): rows 0-5, 6-11 and 0-11
+//   state {0,2,1}: S(0)x3                            rows 0-3 on 0, 4-7 on 2, 8-11 on 1
+// (each state box inside the device's parameter box: grad -> state reduce-scatters,
+// state -> param all-gathers).
+TensorPlacement zero_state_placement(TensorPlacement p);
 
 // A piece of a local tensor: `box` of the stored (logical) tensor, holding the `count`
 // elements at `offset` of the local tensor's row-major data.

@@ -46,6 +46,9 @@ struct Position {
 struct ParallelLayout {
   std::vector<ReplicaLayout> replicas;
   int64_t global_batch = 1;  // sequences per optimizer step, all replicas
+  // 1: ZeRO-1, every parameter's optimizer state and f32 master weights split over its
+  // holders (zero_state_placement, lib/hspmd/tensor_placement.h); 0: kept with the parameter.
+  int64_t zero = 0;
 
   int64_t num_devices() const;
   // Where a device sits, or nullopt when no group names it.

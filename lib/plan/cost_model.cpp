@@ -14,6 +14,10 @@ namespace hetu::plan {
 // when a fast replica's sync or optimizer could overlap a slow replica's pipeline, exact when
 // the slowest replica also has the slowest sync and optimizer (the usual case: it holds the
 // most parameters per device).
+double training_bytes_per_param_byte(double zero_state_share) {
+  return zero_state_share > 0 ? 2 + 3 * zero_state_share : kTrainingBytesPerParamByte;
+}
+
 LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas) {
   HT_USAGE_CHECK(!replicas.empty(), "cost model: no replicas");
   LayoutPrediction p;
@@ -33,13 +37,16 @@ LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas) {
     for (int64_t s = 0; s < num_stages; ++s) {
       const StageCost& stage = replica.stages[static_cast<size_t>(s)];
       const int64_t in_flight = micro_batches_in_flight(replica.schedule, num_stages, replica.micro_batches, s);
-      peaks.push_back(kTrainingBytesPerParamByte * stage.param_bytes +
+      HT_USAGE_CHECK(stage.zero_state_share >= 0 && stage.zero_state_share <= 1,
+                     "cost model: replica {} stage {} keeps a ZeRO-1 state share of {}", r, s, stage.zero_state_share);
+      peaks.push_back(training_bytes_per_param_byte(stage.zero_state_share) * stage.param_bytes +
                       static_cast<double>(in_flight) * stage.activation_bytes + stage.workspace_bytes +
                       stage.reserved_bytes);
       bubbles.push_back(pipe.bubble(s));
       held.push_back(in_flight);
       p.grad_sync_s = std::max(p.grad_sync_s, stage.grad_sync_s);
-      p.optimizer_s = std::max(p.optimizer_s, stage.optimizer_s);
+      const double optimizer_s = stage.zero_state_share > 0 ? stage.zero_state_share * stage.optimizer_s : stage.optimizer_s;
+      p.optimizer_s = std::max(p.optimizer_s, optimizer_s);
     }
     p.peak_bytes.push_back(std::move(peaks));
     p.bubble.push_back(std::move(bubbles));

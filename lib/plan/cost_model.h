@@ -6,7 +6,9 @@
 //        + the slowest gradient sync across replicas + the slowest optimizer step;
 //   peak memory of a device = parameters + gradients (as big) + AdamW's two moments (twice as
 //        big) + activations of the micro-batches it holds at once (GPipe: all of them; 1F1B:
-//        up to its stage depth) + workspace + the runtime's reserved memory.
+//        up to its stage depth) + workspace + the runtime's reserved memory. Under ZeRO-1 the
+//        moments and the f32 master weights (a third copy) are the device's share of the stage's
+//        (zero_state_share), and so is AdamW's time.
 //
 //   LayoutPrediction p = predict_layout({{one_f_one_b, 4, {stage0, stage1}}});
 //   p.step_s; p.peak_bytes[0][1];   // replica 0, stage 1, per device
@@ -27,6 +29,10 @@ struct StageCost {
   double grad_sync_s = 0;        // its gradients summed across the replicas (0 with one replica)
   double optimizer_s = 0;        // AdamW over its shard
   double reserved_bytes = 0;     // held outside the model's tensors (runtime, kernels, buffers), per device
+  // ZeRO-1: the part of its parameters' AdamW moments and f32 master weights one device keeps
+  // (its tp over every device that holds those layers, all replicas together); 0: no ZeRO
+  // (the moments kept whole, the parameters being the master weights).
+  double zero_state_share = 0;
 };
 
 struct ReplicaCost {
@@ -48,6 +54,9 @@ struct LayoutPrediction {
 
 // Bytes per parameter a device holds for training with AdamW: f32 weight, gradient, m and v.
 inline constexpr double kTrainingBytesPerParamByte = 4;
+// Per parameter byte a device holds under ZeRO-1 with a state share s: the f32 weight and
+// gradient whole, m, v and the f32 master weight at s (2 + 3s; without ZeRO, s = 0: 4).
+double training_bytes_per_param_byte(double zero_state_share);
 
 // Throws hetu::UsageError on no replicas, a replica without stages or micro_batches < 1.
 LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas);

@@ -49,7 +49,7 @@ ParallelEngine::ParallelEngine(const pipeline::ParallelLayout& layout, pipeline:
     HT_CHECK(p.param.member_of(rank).has_value(), "parallel engine: rank {} holds {} but is not in its annotation {}",
              rank, param.name, p.param.to_string());
     Sync s{param, p, p.param.devices().size() > 1, first_holder(p.param, rank), dual_annotation(p.param), nullptr,
-           Shape{}};
+           Shape{}, false, Tensor(), Shape{}, nullptr, nullptr};
     if (s.communicates) {
       s.plan = &plans.get(s.grad_annotation, p.grad, p.view);
       s.communicates = s.plan->transition != "identity";  // a split parameter: each shard has one holder
@@ -58,9 +58,56 @@ ParallelEngine::ParallelEngine(const pipeline::ParallelLayout& layout, pipeline:
     HT_CHECK(shape_numel(s.local_view) == param.tensor.numel(),
              "parallel engine: {} holds {} elements here, its annotation {} on {} gives {}", param.name,
              param.tensor.numel(), p.param.to_string(), shape_str(p.view), shape_numel(s.local_view));
+    if (!(p.state == p.param)) {  // ZeRO-1
+      HT_CHECK(s.communicates && p.grad == p.state, "parallel engine: {} keeps its state as {} apart from its "
+               "parameter {} but sums its gradient into {}", param.name, p.state.to_string(), p.param.to_string(),
+               p.grad.to_string());
+      const Box box = view_box(p, p.state, rank);
+      s.master_view = box.size;
+      s.master = empty(local_shape(p.shape, p.view, box), param.tensor.dtype(), param.tensor.device());
+      s.refresh = &plans.get(p.state, p.param, p.view);
+      s.load = &plans.get(p.param, p.state, p.view);
+      s.counts = first_holder(p.state, rank);
+    }
+    optimized_.push_back(s.master.defined() ? nn::NamedParameter{param.name, s.master} : param);
     syncs_.push_back(std::move(s));
   }
   build_buckets();
+  std::map<std::string, int> zero_plans;  // "grad plan/refresh plan" transitions -> parameters
+  int sharded = 0;
+  for (const Sync& s : syncs_) {
+    if (!s.master.defined()) continue;
+    ++sharded;
+    ++zero_plans[fmt::format("{}/{}", s.plan->transition, s.refresh->transition)];
+  }
+  if (sharded > 0) {
+    std::string plans;
+    for (const auto& [name, count] : zero_plans) plans += fmt::format("{}{} x{}", plans.empty() ? "" : ", ", name, count);
+    spdlog::info("ZeRO-1: {} of {} parameters keep their optimizer state split over their holders (grad -> state / "
+                 "state -> param: {})", sharded, syncs_.size(), plans);
+  } else if (layout_.zero == 1) {
+    spdlog::info("ZeRO-1: no parameter of this rank has a second holder; its optimizer state stays whole");
+  }
+  load_optimizer_parameters();
+}
+
+void ParallelEngine::load_optimizer_parameters() {
+  autograd::NoGradGuard no_grad;
+  for (Sync& s : syncs_) {
+    if (!s.master.defined()) continue;
+    const Tensor shard = execute(*s.load, s.placement.param, s.param.tensor.contiguous().view(s.local_view), comm_);
+    s.master.copy_from(shard.reshape(s.master.shape()));
+  }
+}
+
+void ParallelEngine::refresh_parameters() {
+  timing::Scope scope(timing::Phase::grad_sync, "param_refresh");
+  autograd::NoGradGuard no_grad;
+  for (Sync& s : syncs_) {
+    if (!s.master.defined()) continue;
+    const Tensor whole = execute(*s.refresh, s.placement.state, s.master.view(s.master_view), comm_);
+    s.param.tensor.copy_from(whole.reshape(s.param.tensor.shape()));
+  }
 }
 
 // Note [Gradient buckets]: most gradients (every one under plain data parallelism) are summed
@@ -104,7 +151,7 @@ void ParallelEngine::build_buckets() {
   std::map<std::vector<DeviceId>, std::vector<size_t>> by_group;  // ordered: the same order on every rank
   for (size_t i = 0; i < syncs_.size(); ++i) {
     Sync& s = syncs_[i];
-    if (!s.communicates || !whole_shard_all_reduce(*s.plan)) continue;
+    if (!s.communicates || s.master.defined() || !whole_shard_all_reduce(*s.plan)) continue;
     for (const CommOp& op : s.plan->steps[0].ops) {
       const auto& reduce = std::get<AllReduceOp>(op);
       if (std::find(reduce.devices.begin(), reduce.devices.end(), rank) == reduce.devices.end()) continue;
@@ -175,7 +222,12 @@ void ParallelEngine::sync_grads() {
     const Tensor& param = s.param.tensor;
     Tensor grad = param.grad().defined() ? param.grad().contiguous() : zeros(param.shape(), param.dtype(), param.device());
     const Tensor summed = execute(*s.plan, s.grad_annotation, grad.to(grad_reduce_dtype_).view(s.local_view), comm_);
-    param.set_grad(summed.reshape(param.shape()).to(param.dtype()));
+    if (s.master.defined()) {  // ZeRO-1: the sum of this rank's state box
+      s.master.set_grad(summed.reshape(s.master.shape()).to(s.master.dtype()));
+      param.set_grad(Tensor());
+    } else {
+      param.set_grad(summed.reshape(param.shape()).to(param.dtype()));
+    }
   }
 }
 
@@ -183,7 +235,7 @@ double ParallelEngine::grad_norm() {
   autograd::NoGradGuard no_grad;
   std::vector<Tensor> counted;  // one norm over all of them: one device synchronisation
   for (const Sync& s : syncs_) {
-    const Tensor& grad = s.param.tensor.grad();
+    const Tensor& grad = s.master.defined() ? s.master.grad() : s.param.tensor.grad();
     if (s.counts && grad.defined()) counted.push_back(grad);
   }
   const double norm = counted.empty() ? 0.0 : ops::global_norm(counted);

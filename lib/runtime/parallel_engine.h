@@ -10,6 +10,11 @@
 // of whole shards (all of them under plain data parallelism) are summed together, one
 // all_reduce per device list (Note [Gradient buckets]). Losses are token sums divided by the
 // global batch's token count, so uneven shares weigh correctly.
+// ZeRO-1 (a placement whose state is not its param annotation, zero_state_placement): the
+// gradient is summed straight into the state layout (dual(param) -> state, a reduce-scatter
+// in effect) as the grad of this rank's f32 master shard, which AdamW updates; the norm
+// counts every master shard once; refresh_parameters gathers the shards back into the
+// parameter (state -> param).
 #pragma once
 
 #include <memory>
@@ -51,6 +56,9 @@ class ParallelEngine final : public StepEngine {
                        *strategy.plans, seq_len, hidden, eval_batch, activation_dtype, grad_reduce_dtype) {}
 
   const std::vector<nn::NamedParameter>& parameters() const override { return params_; }
+  const std::vector<nn::NamedParameter>& optimizer_parameters() const override { return optimized_; }
+  void refresh_parameters() override;
+  void load_optimizer_parameters() override;
   double forward_backward(BatchSource& train) override;
   double grad_norm() override;
   // Replica 0 evaluates (each batch one pass through its pipeline); the others join the sum.
@@ -71,6 +79,12 @@ class ParallelEngine final : public StepEngine {
     const CommPlan* plan = nullptr;  // from the plan cache
     Shape local_view;   // this rank's box of the view
     bool bucketed = false;  // summed in a bucket (see Note [Gradient buckets])
+    // ZeRO-1 only: this rank's master shard of the state (defined when the placement has
+    // one), its box of the view, and the plans state -> param and param -> state.
+    Tensor master;
+    Shape master_view;
+    const CommPlan* refresh = nullptr;
+    const CommPlan* load = nullptr;
   };
   // Gradients summed by one all_reduce of their concatenation over `group`.
   struct Bucket {
@@ -85,6 +99,7 @@ class ParallelEngine final : public StepEngine {
   Communicator& comm_;
   pipeline::StageCompute& compute_;
   std::vector<nn::NamedParameter> params_;
+  std::vector<nn::NamedParameter> optimized_;  // optimizer_parameters(), in name order
   std::vector<Sync> syncs_;  // in name order: the same order on every rank
   std::vector<Bucket> buckets_;
   int64_t seq_len_;

@@ -20,6 +20,16 @@ class StepEngine {
   virtual ~StepEngine() = default;
   // The tensors this rank trains (local shards), named as in the whole model.
   virtual const std::vector<nn::NamedParameter>& parameters() const = 0;
+  // The tensors AdamW updates, named as the parameters, their gradients set by
+  // forward_backward: the parameters, or under ZeRO-1 the f32 master shards of the state
+  // layout (parallel_engine.h) for the parameters that have them.
+  virtual const std::vector<nn::NamedParameter>& optimizer_parameters() const { return parameters(); }
+  // After AdamW's step: refresh the parameters from the tensors it updated (ZeRO-1's
+  // all-gather). Every rank calls it.
+  virtual void refresh_parameters() {}
+  // After something wrote the parameters (resume, init_from, a switch): bring the tensors
+  // AdamW updates back in line with them. Every rank calls it.
+  virtual void load_optimizer_parameters() {}
   // Reads this step's batch from `train`, runs forward and backward, and leaves each
   // parameter's gradient summed over every rank that holds it. Returns the step's loss
   // (mean over the global batch's tokens), the same on every rank.

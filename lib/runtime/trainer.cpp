@@ -41,9 +41,13 @@ void draw_bar(int64_t step, int64_t total, double loss) {
 }  // namespace
 
 Trainer::Trainer(StepEngine& engine, TrainerOptions options)
-    : engine_(&engine), options_(std::move(options)), params_(engine_->parameters()), optimizer_(params_, options_.adamw) {
+    : engine_(&engine),
+      options_(std::move(options)),
+      params_(engine_->parameters()),
+      optimizer_(engine_->optimizer_parameters(), options_.adamw) {
   HT_CHECK(options_.steps >= 1, "trainer: steps must be >= 1");
   HT_CHECK(options_.switches.empty(), "trainer: strategy switches need the trainer built from a StrategyRun");
+  log_optimizer_state();
 }
 
 Trainer::Trainer(StrategyRun initial, TrainerOptions options)
@@ -51,13 +55,14 @@ Trainer::Trainer(StrategyRun initial, TrainerOptions options)
       options_(std::move(options)),
       current_(std::move(initial)),
       params_(engine_->parameters()),
-      optimizer_(params_, options_.adamw) {
+      optimizer_(engine_->optimizer_parameters(), options_.adamw) {
   HT_CHECK(options_.steps >= 1, "trainer: steps must be >= 1");
   HT_CHECK(current_.strategy != nullptr && current_.comm != nullptr, "trainer: a StrategyRun needs its strategy and comm");
   for (size_t i = 1; i < options_.switches.size(); ++i) {
     HT_CHECK(options_.switches[i - 1].after_step < options_.switches[i].after_step,
              "trainer: strategy switches must come in increasing step order");
   }
+  log_optimizer_state();
 }
 
 void Trainer::switch_to(StrategyRun next, const BatchSource& data) {
@@ -70,7 +75,7 @@ void Trainer::switch_to(StrategyRun next, const BatchSource& data) {
   for (const nn::NamedParameter& p : params_) old[p.name] = p.tensor;
   for (const nn::NamedParameter& s : optimizer_.state()) old[s.name] = s.tensor;
   std::vector<nn::NamedParameter> params = next.engine->parameters();
-  optim::AdamW optimizer(params, options_.adamw);
+  optim::AdamW optimizer(next.engine->optimizer_parameters(), options_.adamw);
   std::map<std::string, Tensor> fresh;  // the same names under `to`
   for (const nn::NamedParameter& p : params) fresh[p.name] = p.tensor;
   for (const nn::NamedParameter& s : optimizer.state()) fresh[s.name] = s.tensor;
@@ -92,6 +97,7 @@ void Trainer::switch_to(StrategyRun next, const BatchSource& data) {
              shape_str(p.view));
     for (const optim::TrainedTensor& t : optim::trained_tensors(p)) move(t.name, t.annotation(q), t.annotation(p), p);
   }
+  next.engine->load_optimizer_parameters();  // ZeRO-1 master shards from the moved parameters
   optimizer.set_steps_taken(optimizer_.steps_taken());
   next.train->restore_position(data.save_position());
   spdlog::info("switched strategy {} -> {} after {} optimizer steps (this rank held {} tensors before, {} after; {} "
@@ -100,6 +106,19 @@ void Trainer::switch_to(StrategyRun next, const BatchSource& data) {
   optimizer_ = std::move(optimizer);
   engine_ = next.engine;
   current_ = std::move(next);  // releases the previous run's objects
+  log_optimizer_state();
+}
+
+void Trainer::log_optimizer_state() const {
+  auto bytes = [](const std::vector<nn::NamedParameter>& tensors) {
+    size_t total = 0;
+    for (const nn::NamedParameter& t : tensors) total += static_cast<size_t>(t.tensor.numel()) * dtype_size(t.tensor.dtype());
+    return total;
+  };
+  const size_t moments = bytes(optimizer_.state());
+  const size_t masters = bytes(engine_->optimizer_parameters());  // the parameters, or ZeRO-1's shards
+  spdlog::info("optimizer state on this rank: {} bytes (AdamW moments {} + f32 master weights {})", moments + masters,
+               moments, masters);
 }
 
 Snapshot Trainer::snapshot(int64_t step, const BatchSource& train) const {
@@ -125,6 +144,7 @@ void Trainer::restore(const Snapshot& s, BatchSource& train) {
              target.name, shape_str(it->second.shape()), shape_str(target.tensor.shape()));
     target.tensor.copy_from(it->second);
   }
+  engine_->load_optimizer_parameters();
   auto position = s.metadata.find(kDataPositionKey);
   HT_CHECK(position != s.metadata.end(), "resume: the checkpoint has no data position");
   train.restore_position(position->second);
@@ -188,6 +208,7 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
                p.name, shape_str(it->second.shape()), options_.init_from, shape_str(p.tensor.shape()));
       p.tensor.copy_from(it->second);
     }
+    engine_->load_optimizer_parameters();
     spdlog::info("initialised {} parameters from {}", params_.size(), options_.init_from);
   }
   result.first_step = step;
@@ -219,6 +240,7 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
                "checkpoint is untouched; lower training.lr or check the data)", step + 1, loss_sum, norm);
     }
     optimizer_.step(lr, clip);
+    engine_->refresh_parameters();
     optimizer_scope.end();
     ++step;
     ++window_steps;

@@ -90,6 +90,8 @@ class Trainer {
 
  private:
   double evaluate(BatchSource& val);
+  // Logs this rank's optimizer-state bytes: AdamW moments and the f32 tensors AdamW updates.
+  void log_optimizer_state() const;
   Snapshot snapshot(int64_t step, const BatchSource& train) const;
   void restore(const Snapshot& snapshot, BatchSource& train);
 

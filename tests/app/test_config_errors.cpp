@@ -374,6 +374,9 @@ std::vector<BadCase> bad_cases() {
        "job.toml:40: parallel.pp: pp = 4 stages for only 2 layers (model.layers)"},
       {"tp*pp does not divide the devices", edit(B, 40, "tp = 4"), {},
        "job.toml:40: parallel.tp: tp*pp = 4 does not divide the 2 devices of [cluster]"},
+      {"zero is 0 or 1", B + "zero = 2\n", {},
+       "job.toml:41: parallel.zero: must be 0 (optimizer state replicated) or 1 (ZeRO-1), got 2"},
+      {"zero on a grouped file via --set", H, {"parallel.zero=3"}, "--set parallel.zero=3: parallel.zero: must be 0"},
 
       // ---- strategies and switches ([[parallel.strategy]], [[parallel.switch]]) -------------------
       {"a switch to an unknown strategy", edit(S, 46, "strategy = \"tp3\""), {},

@@ -233,3 +233,16 @@ TEST_CASE("configs/gpt2-switch-cpu.toml names three strategies and the switches 
   CHECK_THAT(describe(c), Catch::Matchers::Contains(
                               "switches: default -> pp2-dp2 after step 3 -> hetero after step 6 -> tp2-half after step 9"));
 }
+
+TEST_CASE("parallel.zero = 1 survives the resolved form, shorthand and groups alike", "[configs]") {
+  for (const char* file : {HETU_SOURCE_DIR "/configs/llama-tiny-cpu.toml",
+                           HETU_SOURCE_DIR "/configs/layouts/gpt2-hetero-replicas.toml"}) {
+    INFO(file);
+    const LoadedConfig loaded = load_job_config(file, {"parallel.zero=1"});
+    CHECK(loaded.config.parallel.zero == 1);
+    const LoadedConfig again = load_job_config_text(to_toml(loaded.config), "resolved.toml", {});
+    CHECK(again.config.parallel.zero == 1);
+    require_same_job(loaded.config, again.config);
+    CHECK(load_job_config(file, {}).config.parallel.zero == 0);
+  }
+}

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "app/config/config.h"
+#include "app/layout_cost.h"
 #include "tests/app/run_hetu.h"
 #include "tests/temp_dir.h"
 
@@ -157,4 +159,25 @@ TEST_CASE("hetu profile measures each CPU type with its emulation, and hetu plan
   const auto bad = run_hetu("plan --evaluate --profile " + dir.file("bad.toml") + " " + job);
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.output, Catch::Matchers::Contains("profile[0].layer_forward_s: expected seconds >= 0"));
+}
+
+TEST_CASE("the layout cost gives each ZeRO-1 stage device its share of the replicas' holders", "[plan_cli]") {
+  // gpt2-hetero-replicas: replica A is two tp-1 stages (layers 0-1, 2-3), replica B one tp-2
+  // stage (0-3): every layer has 3 holders, so A's devices keep 1/3 of their stage's state and
+  // B's 2/3 of theirs; memory drops by the moments and master weights given up (4 x params
+  // replicated, 2 x params + 3 x share x params with ZeRO-1).
+  const std::string job = std::string(HETU_SOURCE_DIR) + "/configs/layouts/gpt2-hetero-replicas.toml";
+  const hetu::app::LayoutEstimate plain = hetu::app::estimate_layout(hetu::config::load_job_config(job, {}));
+  const hetu::app::LayoutEstimate zero = hetu::app::estimate_layout(hetu::config::load_job_config(job, {"parallel.zero=1"}));
+  const double share[2][2] = {{1.0 / 3, 1.0 / 3}, {2.0 / 3, 0}};
+  for (size_t r = 0; r < 2; ++r) {
+    for (size_t s = 0; s < zero.replicas[r].stages.size(); ++s) {
+      INFO("replica " << r << " stage " << s);
+      const hetu::plan::StageCost& stage = zero.replicas[r].stages[s];
+      CHECK(plain.replicas[r].stages[s].zero_state_share == 0);
+      CHECK(stage.zero_state_share == Approx(share[r][s]));
+      const double saved = stage.param_bytes * (4 - (2 + 3 * share[r][s]));
+      CHECK(plain.prediction.peak_bytes[r][s] - zero.prediction.peak_bytes[r][s] == Approx(saved));
+    }
+  }
 }

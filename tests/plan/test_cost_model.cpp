@@ -87,11 +87,11 @@ TEST_CASE("layout cost: the slowest pipeline, then the slowest sync and optimize
           "[cost_model]") {
   // Replica 0: one stage, 2 micro-batches of F 1 + B 2 -> 6 s. Replica 1: the uneven GPipe
   // pipeline above -> 20.5 s (1F1B: 18 s). Syncs 0.3 / 0.5 / 0.4 / 0.2, optimizers 0.1 / 0.2 / 0.05 / 0.05.
-  ReplicaCost a{ScheduleKind::one_f_one_b, 2, {StageCost{{1, 2, 0}, 100, 10, 5, 0.3, 0.1}}};
+  ReplicaCost a{ScheduleKind::one_f_one_b, 2, {StageCost{{1, 2, 0}, 100, 10, 5, 0.3, 0.1, 0}}};
   ReplicaCost b{ScheduleKind::gpipe, 2, {}};
   const std::vector<StageTimes> times = uneven();
   const double sync[] = {0.5, 0.4, 0.2}, opt[] = {0.2, 0.05, 0.05};
-  for (size_t s = 0; s < 3; ++s) b.stages.push_back(StageCost{times[s], 40, 8, 1, sync[s], opt[s]});
+  for (size_t s = 0; s < 3; ++s) b.stages.push_back(StageCost{times[s], 40, 8, 1, sync[s], opt[s], 0});
   const LayoutPrediction p = predict_layout({a, b});
   REQUIRE(p.replica_pipeline_s.size() == 2);
   CHECK(p.replica_pipeline_s[0] == Approx(6));
@@ -107,6 +107,28 @@ TEST_CASE("layout cost: the slowest pipeline, then the slowest sync and optimize
   CHECK(q.peak_bytes[1][2] == Approx(4 * 40 + 1 * 8 + 1));
   CHECK(q.step_s == Approx(18 + 0.5 + 0.2));
   CHECK(q.bubble[1][0] == Approx(1 - 6 / 18.0));
+}
+
+TEST_CASE("layout cost: ZeRO-1 keeps a share of the moments and master weights, and of AdamW's time", "[cost_model]") {
+  // Two replicas of one stage each (100 parameter bytes per device; activations 10, workspace
+  // 5; AdamW 0.1 s): replicated, 4 x 100 (weight, gradient, m, v); with ZeRO-1 over both,
+  // weight and gradient whole (200) + m, v and the master weight halved (150), AdamW 0.05 s.
+  const StageCost plain{{1, 2, 0}, 100, 10, 5, 0.3, 0.1, 0};
+  StageCost zero = plain;
+  zero.zero_state_share = 0.5;
+  const LayoutPrediction p = predict_layout({{ScheduleKind::one_f_one_b, 1, {plain}}, {ScheduleKind::one_f_one_b, 1, {plain}}});
+  const LayoutPrediction q = predict_layout({{ScheduleKind::one_f_one_b, 1, {zero}}, {ScheduleKind::one_f_one_b, 1, {zero}}});
+  CHECK(p.peak_bytes[0][0] == Approx(400 + 10 + 5));
+  CHECK(q.peak_bytes[0][0] == Approx(200 + 150 + 10 + 5));
+  CHECK(q.peak_bytes[1][0] == Approx(200 + 150 + 10 + 5));
+  CHECK(p.optimizer_s == Approx(0.1));
+  CHECK(q.optimizer_s == Approx(0.05));
+  CHECK(q.step_s == Approx(p.step_s - 0.05));
+  // Over 8 holders: 200 + 3 x 100 / 8.
+  zero.zero_state_share = 0.125;
+  CHECK(predict_layout({{ScheduleKind::one_f_one_b, 1, {zero}}}).peak_bytes[0][0] == Approx(200 + 37.5 + 15));
+  zero.zero_state_share = 1.5;
+  CHECK_THROWS_AS(predict_layout({{ScheduleKind::one_f_one_b, 1, {zero}}}), UsageError);
 }
 
 TEST_CASE("layout cost: bad input is refused", "[cost_model]") {
