@@ -14,6 +14,11 @@ namespace hetu::plan {
 // when a fast replica's sync or optimizer could overlap a slow replica's pipeline, exact when
 // the slowest replica also has the slowest sync and optimizer (the usual case: it holds the
 // most parameters per device).
+double stage_peak_bytes(const StageCost& stage, int64_t in_flight) {
+  return kTrainingBytesPerParamByte * stage.param_bytes + static_cast<double>(in_flight) * stage.activation_bytes +
+         stage.workspace_bytes;
+}
+
 LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas) {
   HT_USAGE_CHECK(!replicas.empty(), "cost model: no replicas");
   LayoutPrediction p;
@@ -33,8 +38,7 @@ LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas) {
     for (int64_t s = 0; s < num_stages; ++s) {
       const StageCost& stage = replica.stages[static_cast<size_t>(s)];
       const int64_t in_flight = micro_batches_in_flight(replica.schedule, num_stages, replica.micro_batches, s);
-      peaks.push_back(kTrainingBytesPerParamByte * stage.param_bytes +
-                      static_cast<double>(in_flight) * stage.activation_bytes + stage.workspace_bytes);
+      peaks.push_back(stage_peak_bytes(stage, in_flight));
       bubbles.push_back(pipe.bubble(s));
       held.push_back(in_flight);
       p.grad_sync_s = std::max(p.grad_sync_s, stage.grad_sync_s);

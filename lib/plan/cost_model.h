@@ -48,6 +48,9 @@ struct LayoutPrediction {
 // Bytes per parameter a device holds for training with AdamW: f32 weight, gradient, m and v.
 inline constexpr double kTrainingBytesPerParamByte = 4;
 
+// Peak bytes of one device of a stage holding `in_flight` micro-batches' activations at once.
+double stage_peak_bytes(const StageCost& stage, int64_t in_flight);
+
 // Throws hetu::UsageError on no replicas, a replica without stages or micro_batches < 1.
 LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas);
 

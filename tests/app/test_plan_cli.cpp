@@ -1,7 +1,8 @@
 // `hetu plan` end to end on the job files in configs/: --evaluate prices the catalogue-only
 // A100 + H100 job and the emulated CPU job (checked against facts of the job files and
 // catalogues); the search returns the best of every layout of the emulated job listed by hand
-// here and priced one by one, and writes it as a runnable job file.
+// here and priced one by one (both --exhaustive and the layout search), and writes it as a
+// runnable job file.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -99,7 +100,7 @@ TEST_CASE("hetu plan returns the best layout of an exhaustive enumeration writte
     REQUIRE(result.exit_code == 0);
     best = std::min(best, json::parse(result.output)["predicted_step_s"].get<double>());
   }
-  const auto searched = run_hetu("plan --json --out " + dir.file("planned.toml") + " " + src +
+  const auto searched = run_hetu("plan --exhaustive --json --out " + dir.file("planned.toml") + " " + src +
                                  "/configs/emulated-hetero-cpu.toml");
   INFO(searched.output);
   REQUIRE(searched.exit_code == 0);
@@ -110,12 +111,16 @@ TEST_CASE("hetu plan returns the best layout of an exhaustive enumeration writte
   const auto planned = run_hetu("plan --evaluate --json " + dir.file("planned.toml"));
   REQUIRE(planned.exit_code == 0);
   CHECK(json::parse(planned.output)["predicted_step_s"].get<double>() == Approx(best).epsilon(1e-9));
+  // Without --exhaustive: the layout search finds the same best.
+  const auto fast = run_hetu("plan --json " + src + "/configs/emulated-hetero-cpu.toml");
+  REQUIRE(fast.exit_code == 0);
+  CHECK(json::parse(fast.output)["candidates"][0]["predicted_step_s"].get<double>() == Approx(best).epsilon(1e-9));
 }
 
-TEST_CASE("hetu plan: a cluster past the exhaustive limit is refused, exit 2", "[plan_cli]") {
-  const auto result = run_hetu("plan " + std::string(HETU_SOURCE_DIR) + "/configs/gpt2-124m-dp2-tp2-pp2.toml");
+TEST_CASE("hetu plan --exhaustive: a cluster past the listing's limit is refused, exit 2", "[plan_cli]") {
+  const auto result = run_hetu("plan --exhaustive " + std::string(HETU_SOURCE_DIR) + "/configs/gpt2-124m-dp2-tp2-pp2.toml");
   CHECK(result.exit_code == 2);
-  CHECK_THAT(result.output, Catch::Matchers::Contains("exceed the exhaustive search's limit"));
+  CHECK_THAT(result.output, Catch::Matchers::Contains("exceed the exhaustive listing's limit"));
   const auto text = run_hetu("plan --evaluate " + std::string(HETU_SOURCE_DIR) + "/configs/emulated-hetero-cpu.toml");
   CHECK(text.exit_code == 0);
   CHECK_THAT(text.output, Catch::Matchers::Contains("predicted step"));
