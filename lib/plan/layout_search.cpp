@@ -31,21 +31,31 @@ namespace hetu::plan {
 //  - Symmetry: devices of one type on one node are interchangeable, and so are consecutive nodes
 //    of one type and count with the same links (a run); a replica is priced once per place and
 //    its pipeline time once per micro-batch count.
-// Clusters of at most SearchOptions::exact_devices devices are searched whole: every replica
-// cut, stage cut and layer split, depth first, with the bounds above (exact: the result is the
-// best layout of the space; test_layout_search checks it against the exhaustive list). Larger
-// clusters are searched over counts per run: every replica inside one run and all replicas of a
-// run alike, either 1/k of a node or q whole nodes (k divides its devices, q its nodes), with one
+// Clusters of at most SearchOptions::exact_devices devices (and a batch of at most
+// exact_micro_batches) are searched whole: every replica cut, stage cut and layer split, depth
+// first, with the bounds above (exact: the result is the best layout of the space;
+// test_layout_search checks it against the exhaustive list). Larger ones are searched over
+// counts per run, a heuristic: every replica lies inside one run and all replicas of a run are
+// alike, either 1/k of a node or q whole nodes (k divides its devices, q its nodes), with one
 // tp for all its stages (stages inside a node); each such replica gets its best layer split at
-// its proportional share of the batch (Note [Best layer split]); per run the 6 shapes with the
-// shortest step on their proportional share are kept, and the runs' choices are searched with
-// the bounds above; so is one pipeline over the whole cluster (one tp on every node, stages
-// inside nodes), the only place mixed types share a replica there. Ties keep the first found: schedules in SearchJob order, then replica cuts
-// (shorter first), stage cuts (smaller first stage first) and layer splits (fewer layers first).
+// its proportional share of the batch (Note [Best layer split]; at most 16 splits timed past
+// the DP's), its pipeline is timed exactly up to 2 x stages + 2 micro-batches and extrapolated
+// linearly past that (the steady state adds one beat per micro-batch); per run the 6 shapes
+// with the shortest step on their proportional share are kept, and the runs' choices are
+// searched with the bounds above. So is one pipeline over the whole cluster (one tp on every
+// node, stages inside nodes), the only place mixed types share a replica there. What is
+// returned is priced exactly (price_layout). Ties keep the first found: schedules in SearchJob
+// order, then replica cuts (shorter first), stage cuts (smaller first stage first) and layer
+// splits (fewer layers first).
 
 namespace {
 
 constexpr int64_t kShapesPerRun = 6;
+constexpr int64_t kSplitsPerShape = 16;  // layer splits timed per replica shape, past the DP's
+
+// The search by runs times pipelines exactly up to this many micro-batches per stage, then
+// extrapolates (ReplicaCandidate::exact_up_to).
+int64_t exact_micro_batches(int64_t stages) { return 2 * stages + 2; }
 
 // The best layouts found so far, by step (ties: the first found first).
 class TopLayouts {
@@ -230,7 +240,8 @@ std::vector<RunShape> run_shapes(Search& search, int64_t first_node, int64_t nod
       if (stages > job.facts.layers) continue;
       std::vector<StagePlace> places;
       for (int64_t s = 0; s < stages; ++s) places.push_back(index.place(start + s * tp, tp));
-      std::optional<ReplicaCandidate> r = best_layer_split(index, job, search.schedule, places, share);
+      std::optional<ReplicaCandidate> r = best_layer_split(index, job, search.schedule, places, share, kSplitsPerShape,
+                                                           exact_micro_batches(stages));
       if (!r) continue;
       const int64_t run_share = std::max(copies, job.micro_batches * run_devices / n);
       const int64_t each = (run_share + copies - 1) / copies;
@@ -254,8 +265,10 @@ void search_one_pipeline(Search& search) {
     if (common % tp != 0 || !tp_allowed(search.job, tp, true) || index.devices() / tp > search.job.facts.layers) continue;
     std::vector<StagePlace> places;
     for (int64_t d = 0; d < index.devices(); d += tp) places.push_back(index.place(d, tp));
-    std::optional<ReplicaCandidate> r =
-        best_layer_split(index, search.job, search.schedule, places, search.job.micro_batches);
+    const int64_t stages = static_cast<int64_t>(places.size());
+    std::optional<ReplicaCandidate> r = best_layer_split(index, search.job, search.schedule, places,
+                                                         search.job.micro_batches, kSplitsPerShape,
+                                                         exact_micro_batches(stages));
     if (r) search.complete({&*r});
   }
 }
@@ -362,7 +375,7 @@ SearchResult search_layouts(const SearchCluster& cluster, const SearchJob& job, 
                  job.micro_batch, job.seq_len);
   HT_USAGE_CHECK(!job.schedules.empty(), "layout search: no schedules to search");
   SearchResult result;
-  result.exact = index.devices() <= options.exact_devices;
+  result.exact = index.devices() <= options.exact_devices && job.micro_batches <= options.exact_micro_batches;
   auto run = [&](const SearchCluster& searched) {
     const ClusterIndex in(searched);
     TopLayouts top(options.top);

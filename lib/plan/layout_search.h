@@ -48,7 +48,8 @@ struct SearchJob {
 
 struct SearchOptions {
   int64_t top = 1;              // layouts to return
-  int64_t exact_devices = 8;    // clusters of at most this many devices are searched whole
+  int64_t exact_devices = 8;    // clusters of at most this many devices are searched whole,
+  int64_t exact_micro_batches = 64;  // when the batch has at most this many micro-batches
 };
 
 // Devices are positions in node order (node 0's devices first).

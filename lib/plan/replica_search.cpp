@@ -99,10 +99,25 @@ double ReplicaCandidate::pipeline_s(int64_t micro_batches) {
   const size_t m = static_cast<size_t>(micro_batches);
   if (pipeline_by_m.size() <= m) pipeline_by_m.resize(m + 1, std::nan(""));
   if (!std::isnan(pipeline_by_m[m])) return pipeline_by_m[m];
-  const LayoutPrediction p = predict_layout({{schedule, micro_batches, costs}});
-  double t = p.pipeline_s;
-  for (size_t s = 0; s < costs.size(); ++s)
-    if (memory_bytes[s] > 0 && p.peak_bytes[0][s] > memory_bytes[s]) t = kNoFit;
+  double t = 0;
+  const int64_t exact = std::max<int64_t>(2, exact_up_to);
+  if (micro_batches <= exact) {
+    const LayoutPrediction p = predict_layout({{schedule, micro_batches, costs}});
+    t = p.pipeline_s;
+    for (size_t s = 0; s < costs.size(); ++s)
+      if (memory_bytes[s] > 0 && p.peak_bytes[0][s] > memory_bytes[s]) t = kNoFit;
+  } else {
+    const int64_t stages = static_cast<int64_t>(costs.size());
+    for (int64_t s = 0; s < stages; ++s) {
+      const double memory = memory_bytes[static_cast<size_t>(s)];
+      const int64_t held = micro_batches_in_flight(schedule, stages, micro_batches, s);
+      if (memory > 0 && stage_peak_bytes(costs[static_cast<size_t>(s)], held) > memory) t = kNoFit;
+    }
+    if (t == 0) {
+      const double last = pipeline_s(exact), before = pipeline_s(exact - 1);
+      t = last + static_cast<double>(micro_batches - exact) * (last - before);
+    }
+  }
   pipeline_by_m[m] = t;
   return t;
 }
@@ -142,7 +157,7 @@ double ReplicaCandidate::optimizer_s() const {
 // Ties keep the first found (the DP split, then depth-first order).
 std::optional<ReplicaCandidate> best_layer_split(const ClusterIndex& index, const SearchJob& job,
                                                  pipeline::ScheduleKind schedule, const std::vector<StagePlace>& places,
-                                                 int64_t micro_batches, int64_t max_leaves) {
+                                                 int64_t micro_batches, int64_t max_leaves, int64_t exact_up_to) {
   const int64_t stages = static_cast<int64_t>(places.size()), layers = job.facts.layers;
   if (stages < 1 || stages > layers) return std::nullopt;
   const double m = static_cast<double>(micro_batches);
@@ -195,11 +210,12 @@ std::optional<ReplicaCandidate> best_layer_split(const ClusterIndex& index, cons
     used -= split[static_cast<size_t>(s - 1)];
   }
   std::optional<ReplicaCandidate> best = make_replica(index, job, schedule, places, split);
+  best->exact_up_to = exact_up_to;
   double best_s = best->pipeline_s(micro_batches);
   if (best_s == inf) return std::nullopt;
 
   // 2. Branch and bound over the other splits.
-  int64_t leaves = 1;
+  int64_t leaves = 0;
   std::vector<int64_t> current(static_cast<size_t>(stages));
   std::function<void(int64_t, int64_t, double, double, double)> go = [&](int64_t s, int64_t used, double before_f,
                                                                           double before_b, double bound) {
@@ -208,6 +224,7 @@ std::optional<ReplicaCandidate> best_layer_split(const ClusterIndex& index, cons
       if (current == split) return;
       ++leaves;
       ReplicaCandidate r = make_replica(index, job, schedule, places, current);
+      r.exact_up_to = exact_up_to;
       const double t = r.pipeline_s(micro_batches);
       if (t < best_s) best_s = t, best = std::move(r);
       return;

@@ -65,6 +65,9 @@ struct ReplicaCandidate {
   std::vector<double> memory_bytes;  // per stage: a device's memory (0: unbounded)
   double bottleneck_s = 0;         // max over stages of forward + backward: pipeline_s(m) >= m x it
   std::vector<double> pipeline_by_m;  // memo: [m] the pipeline time, NaN until computed
+  // Past this many micro-batches the pipeline time is extrapolated along the last two exact
+  // ones (the search by runs; see Note [Layout search]); memory is always checked exactly.
+  int64_t exact_up_to = std::numeric_limits<int64_t>::max();
 
   double pipeline_s(int64_t micro_batches);  // kNoFit when a stage's memory does not hold it
   double sync_s(const ClusterIndex& index, const SearchJob& job, int64_t replicas) const;  // slowest stage's
@@ -75,11 +78,13 @@ ReplicaCandidate make_replica(const ClusterIndex& index, const SearchJob& job, p
                               std::vector<StagePlace> places, std::vector<int64_t> layers);
 
 // The layer split over `places` with the shortest pipeline at `micro_batches` among those whose
-// stages fit; nullopt when none fits. At most `max_leaves` splits are timed exactly (the best of
-// those is returned; the DP incumbent is always among them).
+// stages fit; nullopt when none fits. At most `max_leaves` splits besides the DP incumbent are
+// timed (the best of those is returned: exact when the search ends before). The candidates it
+// makes extrapolate past `exact_up_to` micro-batches (ReplicaCandidate::exact_up_to).
 std::optional<ReplicaCandidate> best_layer_split(const ClusterIndex& index, const SearchJob& job,
                                                  pipeline::ScheduleKind schedule, const std::vector<StagePlace>& places,
-                                                 int64_t micro_batches, int64_t max_leaves = 20000);
+                                                 int64_t micro_batches, int64_t max_leaves,
+                                                 int64_t exact_up_to = std::numeric_limits<int64_t>::max());
 
 // Micro-batches per replica (each >= 1, summing to `micro_batches`) minimizing the longest
 // pipeline; `replicas` may repeat one candidate. Returns that pipeline time (kNoFit when none).

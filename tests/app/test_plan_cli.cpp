@@ -2,9 +2,10 @@
 // A100 + H100 job and the emulated CPU job (checked against facts of the job files and
 // catalogues); the search returns the best of every layout of the emulated job listed by hand
 // here and priced one by one (both --exhaustive and the layout search), and writes it as a
-// runnable job file.
+// runnable job file; a 128-GPU, four-type cluster plans in bounded time, deterministically.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -162,4 +163,35 @@ TEST_CASE("hetu profile measures each CPU type with its emulation, and hetu plan
   const auto bad = run_hetu("plan --evaluate --profile " + dir.file("bad.toml") + " " + job);
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.output, Catch::Matchers::Contains("profile[0].layer_forward_s: expected seconds >= 0"));
+}
+
+TEST_CASE("hetu plan: 128 GPUs of four types with differing networks, in bounded time, deterministic", "[plan_cli]") {
+  // tests/data/plan-128-gpus.toml (scripts/bench/make_plan_job.py): LLaMA-2 7B, 16 nodes of 8.
+  hetu::test::TempDir dir("plan_128");
+  const std::string job = std::string(HETU_SOURCE_DIR) + "/tests/data/plan-128-gpus.toml";
+  const auto start = std::chrono::steady_clock::now();
+  const auto first = run_hetu("plan --json --top 2 --out " + dir.file("planned.toml") + " " + job);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(first.output.substr(0, 2000));
+  REQUIRE(first.exit_code == 0);
+  CHECK(seconds < 120);  // ~2 s on a quiet core; the bound only catches a search gone exponential
+  const json candidates = json::parse(first.output)["candidates"];
+  REQUIRE(candidates.size() >= 2);
+  CHECK(candidates[0]["fits"] == true);
+  // Every device in a group, each once.
+  int64_t devices = 0;
+  for (const json& replica : candidates[0]["replicas"])
+    for (const json& stage : replica["stages"]) devices += stage["tp"].get<int64_t>();
+  CHECK(devices == 128);
+  // Never worse than the best layout the dp/tp/pp shorthand writes (listed last unless ranked).
+  const json& uniform = candidates.back();
+  REQUIRE(uniform["uniform"] == true);
+  CHECK(candidates[0]["predicted_step_s"].get<double>() <= uniform["predicted_step_s"].get<double>() * (1 + 1e-9));
+  // The written job prices the same; a second run prints the same.
+  const auto planned = run_hetu("plan --evaluate --json " + dir.file("planned.toml"));
+  REQUIRE(planned.exit_code == 0);
+  CHECK(json::parse(planned.output)["predicted_step_s"].get<double>() ==
+        Approx(candidates[0]["predicted_step_s"].get<double>()).epsilon(1e-12));
+  const auto second = run_hetu("plan --json --top 2 " + job);
+  CHECK(second.output == first.output);
 }
