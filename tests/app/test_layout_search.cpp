@@ -4,7 +4,8 @@
 // that fast (the same job file: devices keep node order, so interchangeable devices are
 // written one way), and the search's own prices equal to estimate_layout's of the job it
 // writes. On the same clusters the search by runs (what larger clusters get) never beats the
-// exhaustive optimum and prices what it returns the same way.
+// exhaustive optimum and prices what it returns the same way. The nodes' declared networks
+// (link_gbps, link_latency_us) reach the cost model as the slower side of each pair.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -173,4 +174,30 @@ TEST_CASE("layout search: its own prices are estimate_layout's of the job it wri
       }
     }
   }
+}
+
+TEST_CASE("layout search: [[cluster.node]] link_gbps and link_latency_us set the network between nodes", "[layout_search]") {
+  hetu::test::TempDir dir("layout_search");
+  dir.write("catalog.toml", kCatalog);
+  const std::string parallel =
+      "[[parallel.replica]]\n  [[parallel.replica.stage]]\n  devices = \"a:0\"\n"
+      "[[parallel.replica]]\n  [[parallel.replica.stage]]\n  devices = \"b:0\"\n";
+  auto sync_s = [&](const std::string& a_extra, const std::string& b_extra, hetu::plan::Link& between) {
+    dir.write("job.toml", job(node("a", "A100-80G", 1, a_extra) + node("b", "A100-80G", 1, b_extra), 8, 4) + parallel);
+    const hetu::config::LoadedConfig loaded = hetu::config::load_job_config(dir.file("job.toml"), {});
+    between = hetu::app::search_cluster(loaded).links[0][1];
+    return hetu::app::estimate_layout(loaded).prediction.grad_sync_s;
+  };
+  hetu::plan::Link assumed, declared;
+  const double fast = sync_s("", "", assumed);
+  // The slower side of the two: 10 Gb/s from b, 30 us from a.
+  const double slow = sync_s("link_gbps = 100\nlink_latency_us = 30\n", "link_gbps = 10\nlink_latency_us = 5\n", declared);
+  CHECK(declared.bytes_per_s == Approx(10e9 / 8));
+  CHECK(declared.latency_s == Approx(30e-6));
+  CHECK(assumed.bytes_per_s > declared.bytes_per_s);
+  CHECK(slow > fast);
+  // A bad value is a job-file error naming the key.
+  dir.write("job.toml", job(node("a", "A100-80G", 1, "link_gbps = -1\n") + node("b", "A100-80G", 1), 8, 4) + parallel);
+  CHECK_THROWS_WITH(hetu::config::load_job_config(dir.file("job.toml"), {}),
+                    Catch::Matchers::Contains("cluster.node[0].link_gbps: must be a number >= 0"));
 }
