@@ -96,6 +96,22 @@ bool is_uniform(const config::JobConfig& c) {
   return true;
 }
 
+// A valid job's layout priced by estimate_layout, with its fit, uniformity and summary.
+PlannedLayout priced(const config::LoadedConfig& candidate, const std::vector<DeviceTypeProfile>& profiles) {
+  PlannedLayout planned;
+  planned.job = candidate.config;
+  planned.estimate = estimate_layout(candidate, profiles);
+  const plan::LayoutPrediction& p = planned.estimate.prediction;
+  for (size_t r = 0; r < planned.estimate.stages.size(); ++r)
+    for (size_t s = 0; s < planned.estimate.stages[r].size(); ++s) {
+      const double memory = planned.estimate.stages[r][s].memory_bytes;
+      if (memory > 0 && p.peak_bytes[r][s] > memory) planned.fits = false;
+    }
+  planned.uniform = is_uniform(planned.job);
+  planned.summary = summarize(planned.job);
+  return planned;
+}
+
 // The job with a searched layout as its explicit [parallel] groups, checked by the job-file
 // rules and priced by estimate_layout.
 PlannedLayout planned_job(const config::LoadedConfig& loaded, const std::vector<config::DeviceId>& devices,
@@ -123,18 +139,7 @@ PlannedLayout planned_job(const config::LoadedConfig& loaded, const std::vector<
   } catch (const UsageError& e) {
     HT_THROW("hetu plan: the layout search proposed a layout the job-file rules refuse: {}", e.what());
   }
-  PlannedLayout planned;
-  planned.job = candidate.config;
-  planned.estimate = estimate_layout(candidate, profiles);
-  const plan::LayoutPrediction& p = planned.estimate.prediction;
-  for (size_t r = 0; r < planned.estimate.stages.size(); ++r)
-    for (size_t s = 0; s < planned.estimate.stages[r].size(); ++s) {
-      const double memory = planned.estimate.stages[r][s].memory_bytes;
-      if (memory > 0 && p.peak_bytes[r][s] > memory) planned.fits = false;
-    }
-  planned.uniform = is_uniform(planned.job);
-  planned.summary = summarize(planned.job);
-  return planned;
+  return priced(candidate, profiles);
 }
 
 std::vector<config::DeviceId> devices_in_node_order(const config::JobConfig& c) {
@@ -222,18 +227,7 @@ std::vector<PlannedLayout> enumerate_layouts(const config::LoadedConfig& loaded,
           } catch (const UsageError&) {
             continue;
           }
-          PlannedLayout planned;
-          planned.job = candidate.config;
-          planned.estimate = estimate_layout(candidate, profiles);
-          const plan::LayoutPrediction& p = planned.estimate.prediction;
-          for (size_t r = 0; r < planned.estimate.stages.size(); ++r)
-            for (size_t s = 0; s < planned.estimate.stages[r].size(); ++s) {
-              const double memory = planned.estimate.stages[r][s].memory_bytes;
-              if (memory > 0 && p.peak_bytes[r][s] > memory) planned.fits = false;
-            }
-          planned.uniform = is_uniform(planned.job);
-          planned.summary = summarize(planned.job);
-          found.push_back(std::move(planned));
+          found.push_back(priced(candidate, profiles));
         }
       });
     };
