@@ -176,7 +176,7 @@ TEST_CASE("layout search: its own prices are estimate_layout's of the job it wri
   }
 }
 
-TEST_CASE("layout search: [[cluster.node]] link_gbps and link_latency_us set the network between nodes", "[layout_search]") {
+TEST_CASE("layout search: a node's link_gbps and link_latency_us set the network between nodes", "[layout_search]") {
   hetu::test::TempDir dir("layout_search");
   dir.write("catalog.toml", kCatalog);
   const std::string parallel =
