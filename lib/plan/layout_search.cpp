@@ -39,8 +39,8 @@ namespace hetu::plan {
 // alike, either 1/k of a node or q whole nodes (k divides its devices, q its nodes), with one
 // tp for all its stages (stages inside a node); each such replica gets its best layer split at
 // its proportional share of the batch (Note [Best layer split]; at most 16 splits timed past
-// the DP's), its pipeline is timed exactly up to 2 x stages + 2 micro-batches and extrapolated
-// linearly past that (the steady state adds one beat per micro-batch); per run the 6 shapes
+// the DP's), its pipeline is timed exactly up to 4 x stages + 4 micro-batches and extrapolated
+// past that by whole windows of 2 x stages (the steady state repeats); per run the 6 shapes
 // with the shortest step on their proportional share are kept, and the runs' choices are
 // searched with the bounds above. So is one pipeline over the whole cluster (one tp on every
 // node, stages inside nodes), the only place mixed types share a replica there. What is
@@ -55,7 +55,7 @@ constexpr int64_t kSplitsPerShape = 16;  // layer splits timed per replica shape
 
 // The search by runs times pipelines exactly up to this many micro-batches per stage, then
 // extrapolates (ReplicaCandidate::exact_up_to).
-int64_t exact_micro_batches(int64_t stages) { return 2 * stages + 2; }
+int64_t exact_micro_batches(int64_t stages) { return 4 * stages + 4; }
 
 // The best layouts found so far, by step (ties: the first found first).
 class TopLayouts {

@@ -114,8 +114,12 @@ double ReplicaCandidate::pipeline_s(int64_t micro_batches) {
       if (memory > 0 && stage_peak_bytes(costs[static_cast<size_t>(s)], held) > memory) t = kNoFit;
     }
     if (t == 0) {
-      const double last = pipeline_s(exact), before = pipeline_s(exact - 1);
-      t = last + static_cast<double>(micro_batches - exact) * (last - before);
+      // The steady state repeats with a period (1F1B alternates, e.g. 2) that divides the window
+      // w = 2 x stages in the usual cases: step from the exact time of the same phase.
+      const int64_t w = std::min(2 * stages, exact - 1), phase = (micro_batches - exact) % w;
+      const int64_t base = phase == 0 ? exact : exact - w + phase;
+      const double per_window = pipeline_s(exact) - pipeline_s(exact - w);
+      t = pipeline_s(base) + static_cast<double>((micro_batches - base) / w) * per_window;
     }
   }
   pipeline_by_m[m] = t;

@@ -65,8 +65,8 @@ struct ReplicaCandidate {
   std::vector<double> memory_bytes;  // per stage: a device's memory (0: unbounded)
   double bottleneck_s = 0;         // max over stages of forward + backward: pipeline_s(m) >= m x it
   std::vector<double> pipeline_by_m;  // memo: [m] the pipeline time, NaN until computed
-  // Past this many micro-batches the pipeline time is extrapolated along the last two exact
-  // ones (the search by runs; see Note [Layout search]); memory is always checked exactly.
+  // Past this many micro-batches the pipeline time is extrapolated from the exact ones of the
+  // last 2 x stages (the search by runs; see Note [Layout search]); memory is always exact.
   int64_t exact_up_to = std::numeric_limits<int64_t>::max();
 
   double pipeline_s(int64_t micro_batches);  // kNoFit when a stage's memory does not hold it

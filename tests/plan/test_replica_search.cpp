@@ -150,3 +150,20 @@ TEST_CASE("allocate_shares: the shortest longest pipeline of every share vector"
     CHECK(shares == std::vector<int64_t>{3, 2});
   }
 }
+
+TEST_CASE("ReplicaCandidate: past exact_up_to the pipeline time follows the steady state", "[replica_search]") {
+  const SearchCluster c = cluster();
+  const ClusterIndex index(c);
+  const SearchJob j = job();
+  for (ScheduleKind kind : {ScheduleKind::one_f_one_b, ScheduleKind::gpipe}) {
+    // Three stages of unlike speed behind slow links (1F1B's steady state alternates two beats);
+    // the search by runs extrapolates past 4 x 3 + 4.
+    ReplicaCandidate exact = make_replica(index, j, kind, {index.place(0, 1), index.place(1, 1), index.place(3, 1)}, {1, 3, 2});
+    ReplicaCandidate extrapolated = exact;
+    extrapolated.exact_up_to = 16;
+    for (int64_t m : {17, 18, 23, 40, 101}) {
+      INFO((kind == ScheduleKind::gpipe ? "gpipe" : "1f1b") << ", " << m << " micro-batches");
+      CHECK(extrapolated.pipeline_s(m) == Approx(exact.pipeline_s(m)).epsilon(1e-9));
+    }
+  }
+}
