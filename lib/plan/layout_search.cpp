@@ -43,8 +43,9 @@ namespace hetu::plan {
 // past that by whole windows of 2 x stages (the steady state repeats); per run the 6 shapes
 // with the shortest step on their proportional share are kept, and the runs' choices are
 // searched with the bounds above. So is one pipeline over the whole cluster (one tp on every
-// node, stages inside nodes), the only place mixed types share a replica there. What is
-// returned is priced exactly (price_layout). Ties keep the first found: schedules in SearchJob
+// node, stages inside nodes), the only place mixed types share a replica there; when that space
+// is empty (more runs than micro-batches), the best uniform layout stands in. What is returned
+// is priced exactly (price_layout). Ties keep the first found: schedules in SearchJob
 // order, then replica cuts (shorter first), stage cuts (smaller first stage first) and layer
 // splits (fewer layers first).
 
@@ -393,8 +394,9 @@ SearchResult search_layouts(const SearchCluster& cluster, const SearchJob& job, 
     for (SearchDeviceType& type : unbounded.types) type.memory_bytes = 0;
     found = run(unbounded);
   }
-  HT_USAGE_CHECK(!found.empty(), "layout search: no layout of {} devices for a {}-layer model and {} micro-batches",
-                 index.devices(), job.facts.layers, job.micro_batches);
+  result.uniform = best_uniform(cluster, job, index.devices());
+  HT_USAGE_CHECK(!found.empty() || result.uniform, "layout search: no layout of {} devices for a {}-layer model and {} "
+                 "micro-batches", index.devices(), job.facts.layers, job.micro_batches);
   for (const TopLayouts::Entry& e : found) {
     // Replicas follow each other in device order; copies of a run's shape move along it.
     std::vector<SearchedReplica> replicas;
@@ -412,11 +414,11 @@ SearchResult search_layouts(const SearchCluster& cluster, const SearchJob& job, 
     }
     result.best.push_back(price_layout(cluster, job, e.schedule, std::move(replicas)));
   }
+  if (result.best.empty()) result.best.push_back(*result.uniform);  // the runs' space can be empty (more runs than micro-batches)
   std::stable_sort(result.best.begin(), result.best.end(), [](const SearchedLayout& a, const SearchedLayout& b) {
     if (a.fits != b.fits) return a.fits;
     return a.prediction.step_s < b.prediction.step_s;
   });
-  result.uniform = best_uniform(cluster, job, index.devices());
   return result;
 }
 
