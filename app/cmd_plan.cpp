@@ -1,6 +1,7 @@
-// `hetu plan JOB [--set k=v]... [--top K] [--out planned.toml] [--json]`: every layout of
-// the exhaustive search (layout_search.h) priced from catalogue estimates, a ranked table (the
-// best uniform layout always shown), the best written as a runnable job file. `--evaluate`:
+// `hetu plan JOB [--set k=v]... [--top K] [--out planned.toml] [--json] [--exhaustive]`: the
+// best layouts of the layout search (layout_search.h; `--exhaustive`: every layout of the
+// space) priced from catalogue estimates, a ranked table (the best uniform layout always
+// shown), the best written as a runnable job file. `--evaluate`:
 // the job's own layout only (app/layout_cost.h): per stage its forward and backward time per
 // micro-batch, its peak memory per device against the device's memory and its bubble; the
 // step time, tokens/s and MFU.
@@ -88,7 +89,17 @@ double max_bubble(const plan::LayoutPrediction& p) {
 
 int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
                const std::vector<DeviceTypeProfile>& profiles, const std::vector<LinkProfile>& links) {
-  const std::vector<PlannedLayout> ranked = search_layouts(loaded, profiles, links);
+  std::vector<PlannedLayout> ranked;
+  std::string how;
+  if (options.exhaustive) {
+    ranked = enumerate_layouts(loaded, profiles, links);
+    how = fmt::format("{} layouts listed exhaustively", ranked.size());
+  } else {
+    PlanResult found = plan_layouts(loaded, profiles, links, options.top);
+    ranked = std::move(found.ranked);
+    how = fmt::format("the layout search ({}, {} layouts' shares allocated)",
+                      found.exact ? "exact: the whole space" : "by runs of alike nodes", found.layouts_priced);
+  }
   HT_USAGE_CHECK(!ranked.empty(), "hetu plan: no valid layout of {} for this cluster", loaded.config.source);
   if (options.json) {
     nlohmann::json all = nlohmann::json::array();
@@ -99,10 +110,10 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
       j["uniform"] = l.uniform;
       all.push_back(std::move(j));
     }
-    std::printf("%s\n", nlohmann::json{{"candidates", all}, {"source", "catalogue estimate"}}.dump(2).c_str());
+    std::printf("%s\n",
+                nlohmann::json{{"candidates", all}, {"search", how}, {"source", "catalogue estimate"}}.dump(2).c_str());
   } else {
-    std::printf("hetu plan %s: %zu layouts searched exhaustively (%s; see docs/config.md)\n",
-                loaded.config.source.c_str(), ranked.size(),
+    std::printf("hetu plan %s: %s (%s; see docs/config.md)\n", loaded.config.source.c_str(), how.c_str(),
                 profiles.empty() ? "catalogue estimates" : "measured times of the profiled types, catalogue estimates "
                                                            "for the rest");
     std::printf("%4s  %10s  %10s  %6s  %8s  %9s  %s\n", "rank", "step s", "tokens/s", "MFU", "bubble", "peak GiB",

@@ -25,6 +25,7 @@ struct TrainOptions : ConfigOptions {
 
 struct PlanOptions : ConfigOptions {
   bool evaluate = false;  // predict the job's own layout (no search)
+  bool exhaustive = false;  // list every layout of the space (small clusters), the search's reference
   bool json = false;
   int64_t top = 5;        // rows of the ranked table
   std::string out;        // write the best layout here as a job file

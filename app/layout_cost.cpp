@@ -1,6 +1,7 @@
 // The job's layout priced from the catalogue. See Note [Catalogue estimates] in lib/plan.
 #include "app/layout_cost.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -28,6 +29,14 @@ const config::NodeSection& node_of(const config::JobConfig& c, const std::string
   HT_THROW("host {} is not a [[cluster.node]]", host);
 }
 
+// A node's network as declared (link_gbps, link_latency_us), the assumption where not.
+plan::Link declared_link(const config::NodeSection& node, bool gpu) {
+  plan::Link link = assumed_link(gpu, false);
+  if (node.link_gbps > 0) link.bytes_per_s = node.link_gbps * 1e9 / 8;
+  if (node.link_latency_us > 0) link.latency_s = node.link_latency_us * 1e-6;
+  return link;
+}
+
 // The measured curve of `type`'s links of `scope`, if the profile has one.
 const LinkProfile* profiled_link(const std::vector<LinkProfile>& links, const std::string& type, const char* scope) {
   for (const LinkProfile& l : links) {
@@ -38,7 +47,8 @@ const LinkProfile* profiled_link(const std::vector<LinkProfile>& links, const st
 
 // The link between devices of nodes a and b: the emulated one when either node emulates
 // (the slower side, as the emulation does: slower_link), else the profile's curve for the
-// nodes' device type (the slower of the two types), else the assumption. Between nodes, a
+// nodes' device type (the slower of the two types), else the slower side of the declared
+// networks (link_gbps, link_latency_us), else the assumption. Between nodes, a
 // non-emulated link is shared by the `flows` transfers a node makes at once (Note [Link
 // sharing]); the emulation delays every message on its own.
 plan::Link link_between(const config::JobConfig& c, const std::vector<LinkProfile>& links, const std::string& a,
@@ -53,7 +63,11 @@ plan::Link link_between(const config::JobConfig& c, const std::vector<LinkProfil
     return {link.gbps * 1e9 / 8, link.latency_us * 1e-6};
   }
   const char* scope = a == b ? "intra_node" : "inter_node";
-  plan::Link best = assumed_link(gpu, a == b);
+  plan::Link best = assumed_link(gpu, true);
+  if (a != b) {
+    const plan::Link la = declared_link(na, gpu), lb = declared_link(nb, gpu);
+    best = {std::min(la.bytes_per_s, lb.bytes_per_s), std::max(la.latency_s, lb.latency_s)};
+  }
   bool found = false;
   for (const std::string* type : {&na.device_type, &nb.device_type}) {
     if (const LinkProfile* l = profiled_link(links, *type, scope)) {
@@ -74,20 +88,46 @@ int64_t devices_per_host(const std::vector<config::DeviceId>& devices) {
   return most;
 }
 
+// The slowest of a list of links (compared at a megabyte; the first of equals).
+plan::Link slowest_of(const std::vector<plan::Link>& links) {
+  plan::Link worst = links.front();
+  for (const plan::Link& l : links)
+    if (l.transfer_s(1e6) > worst.transfer_s(1e6)) worst = l;
+  return worst;
+}
+
+// The hosts of `devices`, each once, in order (a link depends only on the hosts).
+std::vector<std::string> hosts_of(const std::vector<config::DeviceId>& devices) {
+  std::vector<std::string> hosts;
+  for (const config::DeviceId& d : devices)
+    if (std::find(hosts.begin(), hosts.end(), d.host) == hosts.end()) hosts.push_back(d.host);
+  return hosts;
+}
+
+// The slowest of a list of links (compared at a megabyte; the first of equals).
+plan::Link slowest_of(const std::vector<plan::Link>& links) {
+  plan::Link worst = links.front();
+  for (const plan::Link& l : links)
+    if (l.transfer_s(1e6) > worst.transfer_s(1e6)) worst = l;
+  return worst;
+}
+
+// The hosts of `devices`, each once, in order (a link depends only on the hosts).
+std::vector<std::string> hosts_of(const std::vector<config::DeviceId>& devices) {
+  std::vector<std::string> hosts;
+  for (const config::DeviceId& d : devices)
+    if (std::find(hosts.begin(), hosts.end(), d.host) == hosts.end()) hosts.push_back(d.host);
+  return hosts;
+}
+
 // The slowest link between any device of `from` and any of `to`.
 plan::Link slowest_link(const config::JobConfig& c, const std::vector<LinkProfile>& links,
                         const std::vector<config::DeviceId>& from, const std::vector<config::DeviceId>& to, bool gpu) {
-  plan::Link worst = assumed_link(gpu, true);
-  double worst_time = -1;
   const int64_t flows = devices_per_host(from);
-  for (const config::DeviceId& a : from) {
-    for (const config::DeviceId& b : to) {
-      const plan::Link l = link_between(c, links, a.host, b.host, gpu, flows);
-      const double t = l.transfer_s(1e6);  // compare at a megabyte
-      if (t > worst_time) worst = l, worst_time = t;
-    }
-  }
-  return worst;
+  std::vector<plan::Link> found;
+  for (const std::string& a : hosts_of(from))
+    for (const std::string& b : hosts_of(to)) found.push_back(link_between(c, links, a, b, gpu, flows));
+  return slowest_of(found);
 }
 
 double peak_flops(const DeviceProfile& type, config::Precision precision) {
@@ -142,15 +182,19 @@ double zero_state_share(const config::JobConfig& c, const config::StageSection& 
   return holders > stage.tp() ? static_cast<double>(stage.tp()) / static_cast<double>(holders) : 0.0;
 }
 
+plan::ModelFacts job_model_facts(const config::JobConfig& c) {
+  const double activation_bytes = c.training.precision == config::Precision::bf16   ? 2.0
+                                  : c.training.precision == config::Precision::fp64 ? 8.0
+                                                                                    : 4.0;
+  return model_facts(c.model, c.training.seq_len, activation_bytes);
+}
+
 }  // namespace
 
 LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles,
                                const std::vector<LinkProfile>& links) {
   const config::JobConfig& c = loaded.config;
-  const double activation_bytes = c.training.precision == config::Precision::bf16   ? 2.0
-                                  : c.training.precision == config::Precision::fp64 ? 8.0
-                                                                                    : 4.0;
-  const plan::ModelFacts facts = model_facts(c.model, c.training.seq_len, activation_bytes);
+  const plan::ModelFacts facts = job_model_facts(c);
   LayoutEstimate e;
   const int64_t num_replicas = static_cast<int64_t>(c.parallel.replicas.size());
   for (size_t r = 0; r < c.parallel.replicas.size(); ++r) {
@@ -197,6 +241,52 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::ve
   const double layer_flops = facts.layer_forward_flops_per_token * static_cast<double>(facts.layers);
   e.flops_per_token = 3 * (layer_flops + facts.head_forward_flops_per_token);
   return e;
+}
+
+plan::SearchCluster search_cluster(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles,
+                                   const std::vector<LinkProfile>& links) {
+  const config::JobConfig& c = loaded.config;
+  plan::SearchCluster cluster;
+  std::vector<std::string> names;
+  std::vector<bool> gpu;  // per node
+  for (const config::NodeSection& node : c.cluster.nodes) {
+    const DeviceProfile& type = *loaded.catalog.find(node.device_type);
+    auto it = std::find(names.begin(), names.end(), type.name);
+    if (it == names.end()) {
+      plan::SearchDeviceType t;
+      t.name = type.name;
+      t.rates.flops_per_s = peak_flops(type, c.training.precision) * (type.kind == DeviceKind::gpu ? kGpuEfficiency : kCpuEfficiency);
+      t.rates.memory_bytes_per_s = type.memory_bandwidth_gbs * 1e9;
+      const double tokens = static_cast<double>(c.training.micro_batch * c.training.seq_len);
+      t.rates.measured = measured_times(profile_for(profiles, type.name, 0, tokens), tokens);
+      t.memory_bytes = type.memory_gib * double(1 << 30);
+      cluster.types.push_back(std::move(t));
+      it = names.insert(names.end(), type.name);
+    }
+    cluster.nodes.push_back({static_cast<int64_t>(it - names.begin()), node.count});
+    gpu.push_back(type.kind == DeviceKind::gpu);
+  }
+  for (size_t a = 0; a < c.cluster.nodes.size(); ++a) {
+    cluster.links.emplace_back();
+    for (const config::NodeSection& other : c.cluster.nodes)
+      cluster.links.back().push_back(link_between(c, links, c.cluster.nodes[a].host, other.host, gpu[a], 1));
+  }
+  return cluster;
+}
+
+plan::SearchJob search_job(const config::LoadedConfig& loaded) {
+  const config::JobConfig& c = loaded.config;
+  HT_USAGE_CHECK(c.training.global_batch % c.training.micro_batch == 0, "hetu plan: training.global_batch = {} is not a "
+                 "multiple of training.micro_batch = {}", c.training.global_batch, c.training.micro_batch);
+  plan::SearchJob job;
+  job.facts = job_model_facts(c);
+  job.micro_batch = c.training.micro_batch;
+  job.seq_len = c.training.seq_len;
+  job.micro_batches = c.training.global_batch / c.training.micro_batch;
+  // The job-file rule for a stage's tp (config_validate.cpp, check_stage_tp).
+  job.tp_divides = {c.model.heads, c.model.kv_heads, c.model.ffn_hidden};
+  job.end_tp_divides = {c.model.padded_vocab()};
+  return job;
 }
 
 }  // namespace hetu::app

@@ -14,6 +14,7 @@
 #include "app/config/config.h"
 #include "app/profile_file.h"
 #include "lib/plan/cost_model.h"
+#include "lib/plan/layout_search.h"
 
 namespace hetu::app {
 
@@ -42,5 +43,12 @@ struct LayoutEstimate {
 // `links`: measured link curves (a profile's [[link]] tables); the others are assumed.
 LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles = {},
                                const std::vector<LinkProfile>& links = {});
+
+// The job's cluster and model as the layout search (lib/plan/layout_search.h) sees them, priced
+// the way estimate_layout prices a layout: the same rates per type and links per pair of nodes.
+plan::SearchCluster search_cluster(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles = {},
+                                   const std::vector<LinkProfile>& links = {});
+// Throws UsageError when training.global_batch is not a multiple of training.micro_batch.
+plan::SearchJob search_job(const config::LoadedConfig& loaded);
 
 }  // namespace hetu::app

@@ -1,4 +1,5 @@
-// The exhaustive layout search. See Note [Exhaustive layout search].
+// The layouts of `hetu plan`: the layout search's, turned into job files, and the exhaustive
+// listing. See Note [Exhaustive layout search].
 #include "app/layout_search.h"
 
 #include <fmt/core.h>
@@ -95,15 +96,82 @@ bool is_uniform(const config::JobConfig& c) {
   return true;
 }
 
-}  // namespace
+// A valid job's layout priced by estimate_layout, with its fit, uniformity and summary.
+PlannedLayout priced(const config::LoadedConfig& candidate, const std::vector<DeviceTypeProfile>& profiles,
+                     const std::vector<LinkProfile>& links) {
+  PlannedLayout planned;
+  planned.job = candidate.config;
+  planned.estimate = estimate_layout(candidate, profiles, links);
+  const plan::LayoutPrediction& p = planned.estimate.prediction;
+  for (size_t r = 0; r < planned.estimate.stages.size(); ++r)
+    for (size_t s = 0; s < planned.estimate.stages[r].size(); ++s) {
+      const double memory = planned.estimate.stages[r][s].memory_bytes;
+      if (memory > 0 && p.peak_bytes[r][s] > memory) planned.fits = false;
+    }
+  planned.uniform = is_uniform(planned.job);
+  planned.summary = summarize(planned.job);
+  return planned;
+}
 
-std::vector<PlannedLayout> search_layouts(const config::LoadedConfig& loaded,
-                                          const std::vector<DeviceTypeProfile>& profiles,
-                                          const std::vector<LinkProfile>& links) {
-  const config::JobConfig& c = loaded.config;
+// The job with a searched layout as its explicit [parallel] groups, checked by the job-file
+// rules and priced by estimate_layout.
+PlannedLayout planned_job(const config::LoadedConfig& loaded, const std::vector<config::DeviceId>& devices,
+                          const plan::SearchedLayout& layout, const std::vector<DeviceTypeProfile>& profiles,
+                          const std::vector<LinkProfile>& links) {
+  config::LoadedConfig candidate = loaded;
+  candidate.config.parallel.shorthand.reset();
+  candidate.config.parallel.replicas.clear();
+  for (const plan::SearchedReplica& searched : layout.replicas) {
+    config::ReplicaSection replica;
+    replica.batch_share = static_cast<double>(searched.micro_batches);
+    replica.micro_batch = loaded.config.training.micro_batch;
+    replica.schedule = layout.schedule == pipeline::ScheduleKind::gpipe ? config::PipelineSchedule::gpipe
+                                                                       : config::PipelineSchedule::one_f_one_b;
+    for (const plan::SearchedStage& s : searched.stages) {
+      config::StageSection stage;
+      for (int64_t d = s.first_device; d < s.first_device + s.devices; ++d)
+        stage.devices.push_back(devices[static_cast<size_t>(d)]);
+      stage.layers = {s.first_layer, s.last_layer};
+      replica.stages.push_back(std::move(stage));
+    }
+    candidate.config.parallel.replicas.push_back(std::move(replica));
+  }
+  try {
+    config::load_job_config_text(config::to_toml(candidate.config), loaded.config.source, {});
+  } catch (const UsageError& e) {
+    HT_THROW("hetu plan: the layout search proposed a layout the job-file rules refuse: {}", e.what());
+  }
+  return priced(candidate, profiles, links);
+}
+
+std::vector<config::DeviceId> devices_in_node_order(const config::JobConfig& c) {
   std::vector<config::DeviceId> devices;
   for (const config::NodeSection& node : c.cluster.nodes)
     for (int64_t i = 0; i < node.count; ++i) devices.push_back({node.host, i});
+  return devices;
+}
+
+}  // namespace
+
+PlanResult plan_layouts(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles,
+                        const std::vector<LinkProfile>& links, int64_t top, int64_t exact_devices) {
+  const plan::SearchResult found = plan::search_layouts(search_cluster(loaded, profiles, links), search_job(loaded),
+                                                        {.top = std::max<int64_t>(1, top), .exact_devices = exact_devices});
+  const std::vector<config::DeviceId> devices = devices_in_node_order(loaded.config);
+  PlanResult result;
+  result.exact = found.exact;
+  result.layouts_priced = found.layouts_priced;
+  for (const plan::SearchedLayout& layout : found.best) result.ranked.push_back(planned_job(loaded, devices, layout, profiles, links));
+  const bool has_uniform = std::any_of(result.ranked.begin(), result.ranked.end(), [](const PlannedLayout& l) { return l.uniform; });
+  if (found.uniform && !has_uniform) result.ranked.push_back(planned_job(loaded, devices, *found.uniform, profiles, links));
+  return result;
+}
+
+std::vector<PlannedLayout> enumerate_layouts(const config::LoadedConfig& loaded,
+                                             const std::vector<DeviceTypeProfile>& profiles,
+                                             const std::vector<LinkProfile>& links) {
+  const config::JobConfig& c = loaded.config;
+  const std::vector<config::DeviceId> devices = devices_in_node_order(c);
   const int64_t n = static_cast<int64_t>(devices.size());
   const int64_t mb = c.training.micro_batch;
   HT_USAGE_CHECK(c.training.global_batch % mb == 0, "hetu plan: training.global_batch = {} is not a multiple of "
@@ -119,7 +187,7 @@ std::vector<PlannedLayout> search_layouts(const config::LoadedConfig& loaded,
     total += product;
   });
   HT_USAGE_CHECK(total <= kMaxExhaustiveCandidates, "hetu plan: {} candidate layouts for {} devices exceed the "
-                 "exhaustive search's limit of {} (the scalable search is still to come)", total, n,
+                 "exhaustive listing's limit of {} (hetu plan without --exhaustive searches any size)", total, n,
                  kMaxExhaustiveCandidates);
 
   std::vector<PlannedLayout> found;
@@ -162,18 +230,7 @@ std::vector<PlannedLayout> search_layouts(const config::LoadedConfig& loaded,
           } catch (const UsageError&) {
             continue;
           }
-          PlannedLayout planned;
-          planned.job = candidate.config;
-          planned.estimate = estimate_layout(candidate, profiles, links);
-          const plan::LayoutPrediction& p = planned.estimate.prediction;
-          for (size_t r = 0; r < planned.estimate.stages.size(); ++r)
-            for (size_t s = 0; s < planned.estimate.stages[r].size(); ++s) {
-              const double memory = planned.estimate.stages[r][s].memory_bytes;
-              if (memory > 0 && p.peak_bytes[r][s] > memory) planned.fits = false;
-            }
-          planned.uniform = is_uniform(planned.job);
-          planned.summary = summarize(planned.job);
-          found.push_back(std::move(planned));
+          found.push_back(priced(candidate, profiles, links));
         }
       });
     };

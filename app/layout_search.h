@@ -1,9 +1,12 @@
-// Exhaustive layout search for small clusters (see Note [Exhaustive layout search]): every
-// layout of a defined space over the job's cluster, each checked like a job file and priced
-// by the catalogue estimate (layout_cost.h), ranked by predicted step time.
+// The layouts `hetu plan` offers, as runnable job files priced by estimate_layout
+// (layout_cost.h): plan_layouts runs the layout search of lib/plan (see Note [Layout search]
+// in lib/plan/layout_search.cpp) on any cluster; enumerate_layouts lists every layout of the
+// same space for small clusters (see Note [Exhaustive layout search]), the reference the
+// search is tested against and what `hetu plan --exhaustive` prints.
 //
-//   std::vector<PlannedLayout> ranked = search_layouts(loaded);   // best first
-//   config::to_toml(ranked[0].job);                              // a runnable job file
+//   PlanResult r = plan_layouts(loaded, profiles, links, 5);    // best first, uniform included
+//   std::vector<PlannedLayout> all = enumerate_layouts(loaded);   // every layout, best first
+//   config::to_toml(r.ranked[0].job);                             // a runnable job file
 #pragma once
 
 #include <string>
@@ -22,13 +25,24 @@ struct PlannedLayout {
   std::string summary;       // "fast:0 L0-3 tp1 x16 | slow:0 L0-3 tp1 x8 (1f1b)"
 };
 
-// Layouts past this many candidates are refused (the scalable search is still to come).
+struct PlanResult {
+  std::vector<PlannedLayout> ranked;  // the search's best first, then the best uniform one unless among them
+  bool exact = false;                 // the whole space was searched (small clusters)
+  int64_t layouts_priced = 0;         // complete layouts the search allocated shares for
+};
+
+// The `top` best layouts of the layout search and the best uniform one; clusters of at most
+// `exact_devices` devices are searched whole. Throws UsageError when the job has no valid layout.
+PlanResult plan_layouts(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles = {},
+                        const std::vector<LinkProfile>& links = {}, int64_t top = 1, int64_t exact_devices = plan::SearchOptions{}.exact_devices);
+
+// Spaces past this many candidates are refused by the exhaustive listing.
 inline constexpr int64_t kMaxExhaustiveCandidates = 200000;
 
 // Every valid layout of the space, fitting ones first, each group by predicted step time
 // (ties in enumeration order). Throws UsageError when the space exceeds the limit.
-std::vector<PlannedLayout> search_layouts(const config::LoadedConfig& loaded,
-                                          const std::vector<DeviceTypeProfile>& profiles = {},
-                                          const std::vector<LinkProfile>& links = {});
+std::vector<PlannedLayout> enumerate_layouts(const config::LoadedConfig& loaded,
+                                             const std::vector<DeviceTypeProfile>& profiles = {},
+                                             const std::vector<LinkProfile>& links = {});
 
 }  // namespace hetu::app

@@ -85,6 +85,8 @@ int main(int argc, char** argv) {
       "plan", "Search layouts for the job's cluster with the cost model (catalogue estimates); --evaluate: the job's own");
   add_config_options(*plan_cmd, plan, /*config_required=*/true);
   plan_cmd->add_flag("--evaluate", plan.evaluate, "Predict the job's own layout (no search)");
+  plan_cmd->add_flag("--exhaustive", plan.exhaustive,
+                     "List every layout of the space instead of searching it (up to 200,000 candidates)");
   plan_cmd->add_flag("--json", plan.json, "Print the prediction as JSON (predicted_step_s, predicted_peak_gib per device)");
   plan_cmd->add_option("--top", plan.top, "Rows of the ranked table")->check(CLI::PositiveNumber)->capture_default_str();
   plan_cmd->add_option("--out", plan.out, "Write the best layout as a runnable job file");

@@ -226,6 +226,8 @@ void read_cluster(TableReader& t, ClusterSection& cluster, DeviceCatalog& catalo
     devices->finish();
     if (auto v = n.get_number("emulate_link_gbps")) node.emulate_link_gbps = *v;
     if (auto v = n.get_number("emulate_link_latency_us")) node.emulate_link_latency_us = *v;
+    if (auto v = n.get_number("link_gbps")) node.link_gbps = *v;
+    if (auto v = n.get_number("link_latency_us")) node.link_latency_us = *v;
     n.finish();
     cluster.nodes.push_back(std::move(node));
   }

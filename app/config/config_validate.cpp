@@ -213,6 +213,12 @@ class Rules {
                                      " has " + node.device_type + " devices");
         }
       }
+      for (const auto& [name, value] :
+           {std::pair{"link_gbps", node.link_gbps}, std::pair{"link_latency_us", node.link_latency_us}}) {
+        if (!(value >= 0) || !std::isfinite(value)) {
+          fail(key + "." + name, fmt::format("must be a number >= 0 (0: the planner's assumption), got {}", value));
+        }
+      }
     }
   }
 

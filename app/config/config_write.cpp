@@ -177,6 +177,8 @@ std::string to_toml(const JobConfig& c) {
     line("devices", "{ type = " + str(node.device_type) + ", count = " + num(node.count) + " }");
     if (node.emulate_link_gbps > 0) line("emulate_link_gbps", toml_number(node.emulate_link_gbps));
     if (node.emulate_link_latency_us > 0) line("emulate_link_latency_us", toml_number(node.emulate_link_latency_us));
+    if (node.link_gbps > 0) line("link_gbps", toml_number(node.link_gbps));
+    if (node.link_latency_us > 0) line("link_latency_us", toml_number(node.link_latency_us));
   }
 
   out += "\n";

@@ -106,6 +106,10 @@ struct NodeSection {
   // node are delayed by latency + bytes / bandwidth. 0: not emulated (no delay from this node).
   double emulate_link_gbps = 0;
   double emulate_link_latency_us = 0;
+  // The node's network as the planner assumes it (any kind; nothing is emulated): between two
+  // nodes the smaller bandwidth and the larger latency. 0: the cost model's assumption.
+  double link_gbps = 0;
+  double link_latency_us = 0;
   bool operator==(const NodeSection&) const = default;
 };
 

@@ -7,6 +7,15 @@
 
 namespace hetu::plan {
 
+double training_bytes_per_param_byte(double zero_state_share) {
+  return zero_state_share > 0 ? 2 + 3 * zero_state_share : kTrainingBytesPerParamByte;
+}
+
+double stage_peak_bytes(const StageCost& stage, int64_t in_flight) {
+  return training_bytes_per_param_byte(stage.zero_state_share) * stage.param_bytes +
+         static_cast<double>(in_flight) * stage.activation_bytes + stage.workspace_bytes + stage.reserved_bytes;
+}
+
 // Note [Step composition]: the replicas run their pipelines side by side; the gradient sync
 // cannot finish before the slowest replica's last backward (a split collective needs every
 // holder of a block), and each device steps its optimizer after its sync. So the step is the
@@ -14,10 +23,6 @@ namespace hetu::plan {
 // when a fast replica's sync or optimizer could overlap a slow replica's pipeline, exact when
 // the slowest replica also has the slowest sync and optimizer (the usual case: it holds the
 // most parameters per device).
-double training_bytes_per_param_byte(double zero_state_share) {
-  return zero_state_share > 0 ? 2 + 3 * zero_state_share : kTrainingBytesPerParamByte;
-}
-
 LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas) {
   HT_USAGE_CHECK(!replicas.empty(), "cost model: no replicas");
   LayoutPrediction p;
@@ -39,9 +44,7 @@ LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas) {
       const int64_t in_flight = micro_batches_in_flight(replica.schedule, num_stages, replica.micro_batches, s);
       HT_USAGE_CHECK(stage.zero_state_share >= 0 && stage.zero_state_share <= 1,
                      "cost model: replica {} stage {} keeps a ZeRO-1 state share of {}", r, s, stage.zero_state_share);
-      peaks.push_back(training_bytes_per_param_byte(stage.zero_state_share) * stage.param_bytes +
-                      static_cast<double>(in_flight) * stage.activation_bytes + stage.workspace_bytes +
-                      stage.reserved_bytes);
+      peaks.push_back(stage_peak_bytes(stage, in_flight));
       bubbles.push_back(pipe.bubble(s));
       held.push_back(in_flight);
       p.grad_sync_s = std::max(p.grad_sync_s, stage.grad_sync_s);

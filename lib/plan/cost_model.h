@@ -58,6 +58,9 @@ inline constexpr double kTrainingBytesPerParamByte = 4;
 // gradient whole, m, v and the f32 master weight at s (2 + 3s; without ZeRO, s = 0: 4).
 double training_bytes_per_param_byte(double zero_state_share);
 
+// Peak bytes of one device of a stage holding `in_flight` micro-batches' activations at once.
+double stage_peak_bytes(const StageCost& stage, int64_t in_flight);
+
 // Throws hetu::UsageError on no replicas, a replica without stages or micro_batches < 1.
 LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas);
 

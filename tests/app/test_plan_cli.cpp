@@ -1,9 +1,11 @@
 // `hetu plan` end to end on the job files in configs/: --evaluate prices the catalogue-only
 // A100 + H100 job and the emulated CPU job (checked against facts of the job files and
 // catalogues); the search returns the best of every layout of the emulated job listed by hand
-// here and priced one by one, and writes it as a runnable job file.
+// here and priced one by one (both --exhaustive and the layout search), and writes it as a
+// runnable job file; a 128-GPU, four-type cluster plans in bounded time, deterministically.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -101,7 +103,7 @@ TEST_CASE("hetu plan returns the best layout of an exhaustive enumeration writte
     REQUIRE(result.exit_code == 0);
     best = std::min(best, json::parse(result.output)["predicted_step_s"].get<double>());
   }
-  const auto searched = run_hetu("plan --json --out " + dir.file("planned.toml") + " " + src +
+  const auto searched = run_hetu("plan --exhaustive --json --out " + dir.file("planned.toml") + " " + src +
                                  "/configs/emulated-hetero-cpu.toml");
   INFO(searched.output);
   REQUIRE(searched.exit_code == 0);
@@ -112,12 +114,16 @@ TEST_CASE("hetu plan returns the best layout of an exhaustive enumeration writte
   const auto planned = run_hetu("plan --evaluate --json " + dir.file("planned.toml"));
   REQUIRE(planned.exit_code == 0);
   CHECK(json::parse(planned.output)["predicted_step_s"].get<double>() == Approx(best).epsilon(1e-9));
+  // Without --exhaustive: the layout search finds the same best.
+  const auto fast = run_hetu("plan --json " + src + "/configs/emulated-hetero-cpu.toml");
+  REQUIRE(fast.exit_code == 0);
+  CHECK(json::parse(fast.output)["candidates"][0]["predicted_step_s"].get<double>() == Approx(best).epsilon(1e-9));
 }
 
-TEST_CASE("hetu plan: a cluster past the exhaustive limit is refused, exit 2", "[plan_cli]") {
-  const auto result = run_hetu("plan " + std::string(HETU_SOURCE_DIR) + "/configs/gpt2-124m-dp2-tp2-pp2.toml");
+TEST_CASE("hetu plan --exhaustive: a cluster past the listing's limit is refused, exit 2", "[plan_cli]") {
+  const auto result = run_hetu("plan --exhaustive " + std::string(HETU_SOURCE_DIR) + "/configs/gpt2-124m-dp2-tp2-pp2.toml");
   CHECK(result.exit_code == 2);
-  CHECK_THAT(result.output, Catch::Matchers::Contains("exceed the exhaustive search's limit"));
+  CHECK_THAT(result.output, Catch::Matchers::Contains("exceed the exhaustive listing's limit"));
   const auto text = run_hetu("plan --evaluate " + std::string(HETU_SOURCE_DIR) + "/configs/emulated-hetero-cpu.toml");
   CHECK(text.exit_code == 0);
   CHECK_THAT(text.output, Catch::Matchers::Contains("predicted step"));
@@ -180,4 +186,35 @@ TEST_CASE("the layout cost gives each ZeRO-1 stage device its share of the repli
       CHECK(plain.prediction.peak_bytes[r][s] - zero.prediction.peak_bytes[r][s] == Approx(saved));
     }
   }
+}
+
+TEST_CASE("hetu plan: 128 GPUs of four types with differing networks, in bounded time, deterministic", "[plan_cli]") {
+  // tests/data/plan-128-gpus.toml (scripts/bench/make_plan_job.py): LLaMA-2 7B, 16 nodes of 8.
+  hetu::test::TempDir dir("plan_128");
+  const std::string job = std::string(HETU_SOURCE_DIR) + "/tests/data/plan-128-gpus.toml";
+  const auto start = std::chrono::steady_clock::now();
+  const auto first = run_hetu("plan --json --top 2 --out " + dir.file("planned.toml") + " " + job);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(first.output.substr(0, 2000));
+  REQUIRE(first.exit_code == 0);
+  CHECK(seconds < 120);  // ~2 s on a quiet core; the bound only catches a search gone exponential
+  const json candidates = json::parse(first.output)["candidates"];
+  REQUIRE(candidates.size() >= 2);
+  CHECK(candidates[0]["fits"] == true);
+  // Every device in a group, each once.
+  int64_t devices = 0;
+  for (const json& replica : candidates[0]["replicas"])
+    for (const json& stage : replica["stages"]) devices += stage["tp"].get<int64_t>();
+  CHECK(devices == 128);
+  // Never worse than the best layout the dp/tp/pp shorthand writes (listed last unless ranked).
+  const json& uniform = candidates.back();
+  REQUIRE(uniform["uniform"] == true);
+  CHECK(candidates[0]["predicted_step_s"].get<double>() <= uniform["predicted_step_s"].get<double>() * (1 + 1e-9));
+  // The written job prices the same; a second run prints the same.
+  const auto planned = run_hetu("plan --evaluate --json " + dir.file("planned.toml"));
+  REQUIRE(planned.exit_code == 0);
+  CHECK(json::parse(planned.output)["predicted_step_s"].get<double>() ==
+        Approx(candidates[0]["predicted_step_s"].get<double>()).epsilon(1e-12));
+  const auto second = run_hetu("plan --json --top 2 " + job);
+  CHECK(second.output == first.output);
 }
