@@ -104,22 +104,6 @@ std::vector<std::string> hosts_of(const std::vector<config::DeviceId>& devices) 
   return hosts;
 }
 
-// The slowest of a list of links (compared at a megabyte; the first of equals).
-plan::Link slowest_of(const std::vector<plan::Link>& links) {
-  plan::Link worst = links.front();
-  for (const plan::Link& l : links)
-    if (l.transfer_s(1e6) > worst.transfer_s(1e6)) worst = l;
-  return worst;
-}
-
-// The hosts of `devices`, each once, in order (a link depends only on the hosts).
-std::vector<std::string> hosts_of(const std::vector<config::DeviceId>& devices) {
-  std::vector<std::string> hosts;
-  for (const config::DeviceId& d : devices)
-    if (std::find(hosts.begin(), hosts.end(), d.host) == hosts.end()) hosts.push_back(d.host);
-  return hosts;
-}
-
 // The slowest link between any device of `from` and any of `to`.
 plan::Link slowest_link(const config::JobConfig& c, const std::vector<LinkProfile>& links,
                         const std::vector<config::DeviceId>& from, const std::vector<config::DeviceId>& to, bool gpu) {
