@@ -6,7 +6,7 @@
 //        + the slowest gradient sync across replicas + the slowest optimizer step;
 //   peak memory of a device = parameters + gradients (as big) + AdamW's two moments (twice as
 //        big) + activations of the micro-batches it holds at once (GPipe: all of them; 1F1B:
-//        up to its stage depth) + workspace.
+//        up to its stage depth) + workspace (see Note [Peak memory]).
 //
 //   LayoutPrediction p = predict_layout({{one_f_one_b, 4, {stage0, stage1}}});
 //   p.step_s; p.peak_bytes[0][1];   // replica 0, stage 1, per device
@@ -23,9 +23,11 @@ struct StageCost {
   StageTimes times;              // per micro-batch
   double param_bytes = 0;        // the f32 parameters one device of the stage holds (its tp shard)
   double activation_bytes = 0;   // what one micro-batch leaves for the backward, per device
-  double workspace_bytes = 0;    // temporaries beyond that (the largest op's), per device
+  double workspace_bytes = 0;    // what one layer's backward holds beyond the kept activations
   double grad_sync_s = 0;        // its gradients summed across the replicas (0 with one replica)
   double optimizer_s = 0;        // AdamW over its shard
+  double head_activation_bytes = 0;  // the part of activation_bytes the LM head keeps (last stage)
+  double sync_buffer_bytes = 0;      // the gradient sync's flat buffer (0 with one replica)
 };
 
 struct ReplicaCost {
@@ -47,6 +49,9 @@ struct LayoutPrediction {
 
 // Bytes per parameter a device holds for training with AdamW: f32 weight, gradient, m and v.
 inline constexpr double kTrainingBytesPerParamByte = 4;
+
+// A device's peak memory holding `in_flight` micro-batches at once. See Note [Peak memory].
+double peak_bytes(const StageCost& stage, int64_t in_flight);
 
 // Throws hetu::UsageError on no replicas, a replica without stages or micro_batches < 1.
 LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas);

@@ -221,7 +221,7 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
       if constexpr (cuda::kBuilt) {
         if (device.is_cuda()) m.peak_memory_gib = static_cast<double>(cuda::memory_stats(device.index).peak_allocated) / (1 << 30);
       }
-      m.time_json = telemetry.collect(window_steps);
+      m.time_json = telemetry.collect(window_steps, m.peak_memory_gib.value_or(-1));
       if (options_.progress_bar) std::fputs("\n", stdout);
       spdlog::info("{}", progress_line(m));
       if (metrics) metrics->write(m);

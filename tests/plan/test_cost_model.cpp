@@ -100,6 +100,22 @@ TEST_CASE("layout cost: the slowest pipeline, then the slowest sync and optimize
   CHECK(q.bubble[1][0] == Approx(1 - 6 / 17.5));
 }
 
+TEST_CASE("peak memory: the oldest micro-batch's head is released, the sync's buffer is a later moment",
+          "[cost_model]") {
+  // State 4 x 100; 3 micro-batches of 10 bytes each (2 of them the head's); workspace 5.
+  StageCost last;
+  last.param_bytes = 100;
+  last.activation_bytes = 10;
+  last.head_activation_bytes = 2;
+  last.workspace_bytes = 5;
+  CHECK(peak_bytes(last, 3) == Approx(400 + 3 * 10 - 2 + 5));
+  // A sync buffer larger than the activations and workspace sets the peak after the pipeline.
+  last.sync_buffer_bytes = 40;
+  CHECK(peak_bytes(last, 1) == Approx(400 + 40));
+  last.sync_buffer_bytes = 20;
+  CHECK(peak_bytes(last, 3) == Approx(400 + 3 * 10 - 2 + 5));
+}
+
 TEST_CASE("layout cost: bad input is refused", "[cost_model]") {
   CHECK_THROWS_AS(predict_layout({}), UsageError);
   CHECK_THROWS_AS(predict_layout({ReplicaCost{ScheduleKind::gpipe, 0, {StageCost{}}}}), UsageError);
