@@ -71,6 +71,33 @@ std::optional<plan::MeasuredTimes> measured_times(const std::vector<DeviceTypePr
   return std::nullopt;
 }
 
+// A tied embedding that a pipeline holds on its first and last stage has its gradient summed
+// over every holder (both ends of each pipelined replica, the one stage of the others) by its
+// own all_reduce after the buckets: the ends of each pipeline pay it on top of their sync.
+void add_tied_embedding_sync(const config::LoadedConfig& loaded, const plan::ModelFacts& facts,
+                             std::vector<plan::ReplicaCost>& replicas) {
+  const config::JobConfig& c = loaded.config;
+  if (!facts.head_shares_embedding) return;
+  int64_t holders = 0;
+  std::vector<config::DeviceId> ends;
+  for (const config::ReplicaSection& replica : c.parallel.replicas) {
+    holders += replica.stages.size() > 1 ? 2 : 1;
+    for (const config::StageSection* stage : {&replica.stages.front(), &replica.stages.back()})
+      ends.insert(ends.end(), stage->devices.begin(), stage->devices.end());
+  }
+  if (holders == static_cast<int64_t>(replicas.size())) return;  // no pipeline: in the buckets
+  const bool gpu = loaded.catalog.find(node_of(c, ends[0].host).device_type)->kind == DeviceKind::gpu;
+  const plan::Link link = slowest_link(c, ends, ends, gpu);
+  for (size_t r = 0; r < replicas.size(); ++r) {
+    const config::ReplicaSection& replica = c.parallel.replicas[r];
+    if (replica.stages.size() < 2) continue;
+    for (size_t s : {size_t{0}, replica.stages.size() - 1}) {
+      const double bytes = 4 * facts.last_params / static_cast<double>(replica.stages[s].tp());
+      replicas[r].stages[s].grad_sync_s += plan::ring_all_reduce_s(bytes, holders, link);
+    }
+  }
+}
+
 }  // namespace
 
 LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles) {
@@ -114,6 +141,7 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::ve
     e.replicas.push_back(std::move(cost));
     e.stages.push_back(std::move(infos));
   }
+  add_tied_embedding_sync(loaded, facts, e.replicas);
   e.prediction = plan::predict_layout(e.replicas);
   e.tokens_per_step = static_cast<double>(c.training.global_batch * c.training.seq_len);
   const double layer_flops = facts.layer_forward_flops_per_token * static_cast<double>(facts.layers);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "lib/util/error.h"
 
@@ -11,13 +12,19 @@ namespace hetu::plan {
 using pipeline::PipeAction;
 using pipeline::PipeOp;
 
-// Note [Pipeline critical path]: stage s runs its actions in schedule order, one at a time.
-// F(s, m) starts when stage s is free and F(s-1, m) has ended plus the send of stage s-1; B(s, m)
-// when stage s is free and B(s+1, m) has ended plus the send of stage s (the gradient is as big
-// as the activation); on the last stage B(m) follows its own F(m) through the list order. Sends
-// overlap compute (the receiver waits, the sender does not). The step's pipeline time is the
-// end of the last action of any stage. Actions are timed in passes over the stages, each pass
-// timing every action whose inputs are timed; a valid schedule (validate_schedules) finishes.
+// Note [Pipeline critical path]: stage s runs its actions in schedule order, one at a time,
+// exchanging messages the way the stage executor does (Note [Exchange pairing] in
+// lib/pipeline/stage_executor.cpp): after action k it posts one batch holding action k's send
+// (F: the activation to stage s+1; B: the input gradient to stage s-1) and the receive of
+// action k+1's input, and starts action k+1 when the whole batch is done. The sender pays its
+// message's time (send_s of the edge; the gradient is as big as the activation) before it
+// posts the batch, as a blocking link and the emulated one (emulated_comm.h) do; a message
+// completes once both ends have posted their batches (a rendezvous: nothing is buffered, so
+// a fast stage waits for a slow neighbour to take its output). Before its first action a
+// stage posts a batch with only that action's receive. With sends free this is the usual
+// dependency graph plus the rendezvous. The pipeline time is when the last stage's last batch
+// is done. Batches are timed in passes over the stages, each pass timing every batch whose
+// partners have posted; a valid schedule (validate_schedules) finishes.
 PipelineTime pipeline_time(pipeline::ScheduleKind kind, int64_t micro_batches, const std::vector<StageTimes>& stages) {
   const int64_t n = static_cast<int64_t>(stages.size());
   HT_USAGE_CHECK(n >= 1, "pipeline time: no stages");
@@ -28,44 +35,73 @@ PipelineTime pipeline_time(pipeline::ScheduleKind kind, int64_t micro_batches, c
   PipelineTime out;
   out.busy_s.assign(static_cast<size_t>(n), 0);
   out.spans.resize(static_cast<size_t>(n));
+  HT_USAGE_CHECK(micro_batches >= 1, "pipeline time: {} micro-batches", micro_batches);
   std::vector<std::vector<PipeAction>> lists;
   for (int64_t s = 0; s < n; ++s) lists.push_back(pipeline::make_schedule(kind, n, micro_batches, s));
-  // end[{stage, op, micro_batch}] once timed.
-  std::map<std::tuple<int64_t, PipeOp, int64_t>, double> end;
-  std::vector<size_t> next(static_cast<size_t>(n), 0);
-  std::vector<double> free_at(static_cast<size_t>(n), 0);
-  size_t remaining = 0;
-  for (const auto& list : lists) remaining += list.size();
-  while (remaining > 0) {
-    bool progressed = false;
+  // index[s][{op, micro_batch}]: the action's place in stage s's list.
+  std::vector<std::map<std::pair<PipeOp, int64_t>, int64_t>> index(static_cast<size_t>(n));
+  for (int64_t s = 0; s < n; ++s) {
+    const auto& list = lists[static_cast<size_t>(s)];
+    for (size_t k = 0; k < list.size(); ++k) index[static_cast<size_t>(s)][{list[k].op, list[k].micro_batch}] = static_cast<int64_t>(k);
+  }
+  // posted[s][k + 1]: when stage s posted its batch after action k (k = -1: before the first).
+  std::vector<std::vector<double>> posted(static_cast<size_t>(n));
+  std::vector<double> done_at(static_cast<size_t>(n), 0);  // when the stage's latest batch completed
+  // The time stage `peer` posted its batch after its action number `k`, if it has.
+  auto post_of = [&](int64_t peer, int64_t k) -> std::optional<double> {
+    const auto& p = posted[static_cast<size_t>(peer)];
+    if (k + 1 < static_cast<int64_t>(p.size())) return p[static_cast<size_t>(k + 1)];
+    return std::nullopt;
+  };
+  for (int64_t s = 0; s < n; ++s) posted[static_cast<size_t>(s)].push_back(0);
+  std::vector<int64_t> next(static_cast<size_t>(n), -1);  // the batch to complete next (after action next)
+  bool progressed = true;
+  auto finished = [&](int64_t s) { return next[static_cast<size_t>(s)] >= static_cast<int64_t>(lists[static_cast<size_t>(s)].size()); };
+  while (progressed) {
+    progressed = false;
     for (int64_t s = 0; s < n; ++s) {
       const size_t si = static_cast<size_t>(s);
-      while (next[si] < lists[si].size()) {
-        const PipeAction a = lists[si][next[si]];
-        const StageTimes& t = stages[si];
-        double ready = free_at[si];
-        if (a.op == PipeOp::forward && s > 0) {
-          auto it = end.find({s - 1, PipeOp::forward, a.micro_batch});
-          if (it == end.end()) break;
-          ready = std::max(ready, it->second + stages[si - 1].send_s);
+      const auto& list = lists[si];
+      while (!finished(s)) {
+        const int64_t k = next[si];
+        // The partners of batch k: its send's receiver and its receive's sender.
+        double done = posted[si][static_cast<size_t>(k + 1)];
+        bool ready = true;
+        auto wait_for = [&](int64_t peer, int64_t peer_k) {
+          const std::optional<double> t = post_of(peer, peer_k);
+          if (t) done = std::max(done, *t); else ready = false;
+        };
+        if (k >= 0) {
+          const PipeAction& a = list[static_cast<size_t>(k)];
+          if (a.op == PipeOp::forward && s + 1 < n) wait_for(s + 1, index[si + 1].at({PipeOp::forward, a.micro_batch}) - 1);
+          if (a.op == PipeOp::backward && s > 0) wait_for(s - 1, index[si - 1].at({PipeOp::backward, a.micro_batch}) - 1);
         }
-        if (a.op == PipeOp::backward && s + 1 < n) {
-          auto it = end.find({s + 1, PipeOp::backward, a.micro_batch});
-          if (it == end.end()) break;
-          ready = std::max(ready, it->second + t.send_s);
+        if (k + 1 < static_cast<int64_t>(list.size())) {
+          const PipeAction& b = list[static_cast<size_t>(k + 1)];
+          if (b.op == PipeOp::forward && s > 0) wait_for(s - 1, index[si - 1].at({PipeOp::forward, b.micro_batch}));
+          if (b.op == PipeOp::backward && s + 1 < n) wait_for(s + 1, index[si + 1].at({PipeOp::backward, b.micro_batch}));
         }
-        const double duration = a.op == PipeOp::forward ? t.forward_s : t.backward_s;
-        out.spans[si].push_back({a, ready, ready + duration});
-        end[{s, a.op, a.micro_batch}] = ready + duration;
-        free_at[si] = ready + duration;
-        out.busy_s[si] += duration;
-        out.makespan_s = std::max(out.makespan_s, ready + duration);
+        if (!ready) break;
+        done_at[si] = done;
         ++next[si];
-        --remaining;
         progressed = true;
+        if (finished(s)) break;
+        // Action k + 1 runs, then the stage pays its send and posts the next batch.
+        const PipeAction& b = list[static_cast<size_t>(k + 1)];
+        const StageTimes& t = stages[si];
+        const double duration = b.op == PipeOp::forward ? t.forward_s : t.backward_s;
+        out.spans[si].push_back({b, done, done + duration});
+        out.busy_s[si] += duration;
+        double send = 0;
+        if (b.op == PipeOp::forward && s + 1 < n) send = t.send_s;
+        if (b.op == PipeOp::backward && s > 0) send = stages[si - 1].send_s;
+        posted[si].push_back(done + duration + send);
       }
     }
-    HT_CHECK(progressed, "pipeline time: the {} schedule of {} stages deadlocks", pipeline::to_string(kind), n);
+  }
+  for (int64_t s = 0; s < n; ++s) {
+    HT_CHECK(finished(s), "pipeline time: the {} schedule of {} stages deadlocks", pipeline::to_string(kind), n);
+    out.makespan_s = std::max(out.makespan_s, done_at[static_cast<size_t>(s)]);
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // The time of one pipeline's step: its schedule (pipeline_schedule.h, GPipe or 1F1B) played
-// out with known per-stage times, each stage running its action list in order and starting an
-// action once its input has arrived (see Note [Pipeline critical path]). Also the largest
+// out with known per-stage times, each stage running its action list in order and exchanging
+// each action's output and the next action's input in one batch, as the stage executor does
+// (see Note [Pipeline critical path]). Also the largest
 // number of micro-batches whose activations a stage holds at once (what its memory must fit).
 //
 // Example: 1F1B, 2 stages, 2 micro-batches, forward 1 s, backward 2 s, sends free:
@@ -18,7 +19,8 @@ namespace hetu::plan {
 struct StageTimes {
   double forward_s = 0;   // one micro-batch through the stage (embedding / LM head included on the ends)
   double backward_s = 0;
-  double send_s = 0;      // the activation to the next stage, and its gradient back (unused on the last)
+  double send_s = 0;      // the activation to the next stage, and its gradient back (unused on the last);
+                          // the sender pays it
 };
 
 struct ActionSpan {

@@ -28,31 +28,46 @@ double end_of(const PipelineTime& t, int64_t stage, pipeline::PipeOp op, int64_t
 }  // namespace
 
 TEST_CASE("pipeline time: 1F1B on 3 uneven stages, timed by hand", "[cost_model]") {
-  // Lists (2 micro-batches): s0 F0 F1 B0 B1 | s1 F0 F1 B0 B1 | s2 F0 B0 F1 B1.
-  // s0: F0 [0,1]  F1 [1,2]
-  // s1: F0 [1.5,3.5] (1 + 0.5)  F1 [3.5,5.5]
-  // s2: F0 [3.75,4.75] (3.5 + 0.25)  B0 [4.75,6.75]  F1 [6.75,7.75]  B1 [7.75,9.75]
-  // s1: B0 [7,11] (6.75 + 0.25)  B1 [11,15]
-  // s0: B0 [11.5,13.5] (11 + 0.5)  B1 [15.5,17.5] (15 + 0.5)
+  // Lists (2 micro-batches): s0 F0 F1 B0 B1 | s1 F0 F1 B0 B1 | s2 F0 B0 F1 B1. After each
+  // action a stage pays its send, posts {send, next receive} and waits for both partners'
+  // posts (P = posted at). Edge 0-1 costs 0.5, edge 1-2 0.25, each way.
+  // s0: F0 [0,1] P 1.5 | F1 [1.5,2.5] P 3
+  // s1: F0 [1.5,3.5] P 3.75 | F1 [3.75,5.75] (its input posted at 3) P 6
+  // s2: F0 [3.75,4.75] | B0 [4.75,6.75] P 7 | F1 [7,8] | B1 [8,10] P 10.25
+  // s1: B0 [7,11] (needs s2's post after B0) P 11.5 | B1 [11.5,15.5] P 16
+  // s0: B0 [11.5,13.5] | B1 [16,18]                                          makespan 18
   const PipelineTime t = pipeline_time(ScheduleKind::one_f_one_b, 2, uneven());
-  CHECK(t.makespan_s == Approx(17.5));
+  CHECK(t.makespan_s == Approx(18));
   CHECK(end_of(t, 2, pipeline::PipeOp::forward, 0) == Approx(4.75));
+  CHECK(end_of(t, 2, pipeline::PipeOp::forward, 1) == Approx(8));
   CHECK(end_of(t, 1, pipeline::PipeOp::backward, 0) == Approx(11));
+  CHECK(end_of(t, 1, pipeline::PipeOp::backward, 1) == Approx(15.5));
   CHECK(end_of(t, 0, pipeline::PipeOp::backward, 0) == Approx(13.5));
   CHECK(t.busy_s == std::vector<double>{6, 12, 6});
-  CHECK(t.bubble(0) == Approx(1 - 6 / 17.5));
-  CHECK(t.bubble(1) == Approx(1 - 12 / 17.5));
+  CHECK(t.bubble(0) == Approx(1 - 6 / 18.0));
+  CHECK(t.bubble(1) == Approx(1 - 12 / 18.0));
 }
 
 TEST_CASE("pipeline time: GPipe on 3 uneven stages, timed by hand", "[cost_model]") {
   // Every list F0 F1 B0 B1.
-  // s0: F0 [0,1]  F1 [1,2];  s1: F0 [1.5,3.5]  F1 [3.5,5.5]
-  // s2: F0 [3.75,4.75]  F1 [5.75,6.75]  B0 [6.75,8.75]  B1 [8.75,10.75]
-  // s1: B0 [9,13]  B1 [13,17];  s0: B0 [13.5,15.5]  B1 [17.5,19.5]
+  // s0: F0 [0,1] P 1.5 | F1 [1.5,2.5] P 3;  s1: F0 [1.5,3.5] P 3.75 | F1 [3.75,5.75] P 6
+  // s2: F0 [3.75,4.75] | F1 [6,7] | B0 [7,9] P 9.25 | B1 [9.25,11.25] P 11.5
+  // s1: B0 [9.25,13.25] P 13.75 | B1 [13.75,17.75] P 18.25
+  // s0: B0 [13.75,15.75] | B1 [18.25,20.25]                                  makespan 20.25
   const PipelineTime t = pipeline_time(ScheduleKind::gpipe, 2, uneven());
-  CHECK(t.makespan_s == Approx(19.5));
-  CHECK(end_of(t, 2, pipeline::PipeOp::forward, 1) == Approx(6.75));
-  CHECK(end_of(t, 1, pipeline::PipeOp::backward, 1) == Approx(17));
+  CHECK(t.makespan_s == Approx(20.25));
+  CHECK(end_of(t, 2, pipeline::PipeOp::forward, 1) == Approx(7));
+  CHECK(end_of(t, 1, pipeline::PipeOp::backward, 1) == Approx(17.75));
+}
+
+TEST_CASE("pipeline time: a fast stage waits for its slow neighbour to take its output", "[cost_model]") {
+  // GPipe, 3 micro-batches, s0 F 1 B 1, s1 F 3 B 3, sends free. s0's send of F1 completes
+  // when s1 posts its receive of F1, after its F0 [1,4]; so s0's F2 runs [4,5], not [2,3].
+  // s1: F0 [1,4] F1 [4,7] F2 [7,10] B0 [10,13] B1 [13,16] B2 [16,19]; s0: B2 [19,20].
+  const PipelineTime t = pipeline_time(ScheduleKind::gpipe, 3, {StageTimes{1, 1, 0}, StageTimes{3, 3, 0}});
+  CHECK(end_of(t, 0, pipeline::PipeOp::forward, 2) == Approx(5));
+  CHECK(end_of(t, 0, pipeline::PipeOp::backward, 0) == Approx(14));
+  CHECK(t.makespan_s == Approx(20));
 }
 
 TEST_CASE("pipeline time: uniform stages take (m + S - 1)(F + B) in both schedules", "[cost_model]") {
@@ -77,7 +92,7 @@ TEST_CASE("activations in flight: GPipe holds every micro-batch, 1F1B up to the 
 TEST_CASE("layout cost: the slowest pipeline, then the slowest sync and optimizer, and memory per stage",
           "[cost_model]") {
   // Replica 0: one stage, 2 micro-batches of F 1 + B 2 -> 6 s. Replica 1: the uneven GPipe
-  // pipeline above -> 19.5 s. Syncs 0.3 / 0.5 / 0.4 / 0.2, optimizers 0.1 / 0.2 / 0.05 / 0.05.
+  // pipeline above -> 20.25 s. Syncs 0.3 / 0.5 / 0.4 / 0.2, optimizers 0.1 / 0.2 / 0.05 / 0.05.
   ReplicaCost a{ScheduleKind::one_f_one_b, 2, {StageCost{{1, 2, 0}, 100, 10, 5, 0.3, 0.1}}};
   ReplicaCost b{ScheduleKind::gpipe, 2, {}};
   const std::vector<StageTimes> times = uneven();
@@ -86,8 +101,8 @@ TEST_CASE("layout cost: the slowest pipeline, then the slowest sync and optimize
   const LayoutPrediction p = predict_layout({a, b});
   REQUIRE(p.replica_pipeline_s.size() == 2);
   CHECK(p.replica_pipeline_s[0] == Approx(6));
-  CHECK(p.replica_pipeline_s[1] == Approx(19.5));
-  CHECK(p.step_s == Approx(19.5 + 0.5 + 0.2));
+  CHECK(p.replica_pipeline_s[1] == Approx(20.25));
+  CHECK(p.step_s == Approx(20.25 + 0.5 + 0.2));
   // Memory: weights, gradients, m and v (4 x params) + activations in flight + workspace.
   CHECK(p.peak_bytes[0][0] == Approx(4 * 100 + 1 * 10 + 5));   // 1F1B, one stage: one micro-batch at a time
   CHECK(p.peak_bytes[1][2] == Approx(4 * 40 + 2 * 8 + 1));     // GPipe: both micro-batches
@@ -96,8 +111,8 @@ TEST_CASE("layout cost: the slowest pipeline, then the slowest sync and optimize
   const LayoutPrediction q = predict_layout({a, b});
   CHECK(q.in_flight[1] == std::vector<int64_t>{2, 2, 1});
   CHECK(q.peak_bytes[1][2] == Approx(4 * 40 + 1 * 8 + 1));
-  CHECK(q.step_s == Approx(17.5 + 0.5 + 0.2));
-  CHECK(q.bubble[1][0] == Approx(1 - 6 / 17.5));
+  CHECK(q.step_s == Approx(18 + 0.5 + 0.2));
+  CHECK(q.bubble[1][0] == Approx(1 - 6 / 18.0));
 }
 
 TEST_CASE("peak memory: the oldest micro-batch's head is released, the sync's buffer is a later moment",
