@@ -148,12 +148,19 @@ p = json.load(open(plan))
 lines = [json.loads(l) for l in open(metrics)][2:] or [json.loads(l) for l in open(metrics)][-1:]
 # Per device type: the raw compute (the slowdown is slept outside forward/backward) that its
 # ranks were predicted to do, and what they measured. Rank r is the r-th device in node order.
+def expand(devices):  # "a:0-1; c:0" -> [("a", 0), ("a", 1), ("c", 0)]
+    out = []
+    for group in devices.split(";"):
+        host, indices = group.strip().split(":")
+        for piece in indices.split(","):
+            lo, _, hi = piece.partition("-")
+            out += [(host, i) for i in range(int(lo), int(hi or lo) + 1)]
+    return out
 devices = []
 for replica in p["replicas"]:
     for stage in replica["stages"]:
-        for d in stage["devices"].split(";"):
-            node, index = d.strip().split(":")
-            devices.append((node, int(index), replica["micro_batches"] * (stage["forward_s"] + stage["backward_s"]) / slowdown[node]))
+        for node, index in expand(stage["devices"]):
+            devices.append((node, index, replica["micro_batches"] * (stage["forward_s"] + stage["backward_s"]) / slowdown[node]))
 devices.sort()
 predicted, measured = {}, {}
 for rank, (node, _, raw) in enumerate(devices):
@@ -177,6 +184,15 @@ PY
 done
 /usr/bin/python3 - "$check_memory" "${rows[@]}" <<'PY'
 import json, statistics, sys
+
+def expand(devices):  # "a:0-1; c:0" -> [("a", 0), ("a", 1), ("c", 0)]
+    out = []
+    for group in devices.split(";"):
+        host, indices = group.strip().split(":")
+        for piece in indices.split(","):
+            lo, _, hi = piece.partition("-")
+            out += [(host, i) for i in range(int(lo), int(hi or lo) + 1)]
+    return out
 
 def ranks_of(values):  # average ranks, 1-based
     order = sorted(range(len(values)), key=lambda i: values[i])
@@ -207,10 +223,9 @@ for row in sys.argv[2:]:
     devices = []  # (device, predicted GiB, fits) in rank order: the cluster's node order
     for replica in plan["replicas"]:
         for stage in replica["stages"]:
-            for d in stage["devices"].split(";"):
-                devices.append((d.strip(), stage["predicted_peak_gib"], stage["fits"]))
-    node_order = {"a": 0, "b": 1, "c": 2, "d": 3}
-    devices.sort(key=lambda t: (node_order[t[0].split(":")[0]], int(t[0].split(":")[1])))
+            for host, index in expand(stage["devices"]):
+                devices.append((f"{host}:{index}", stage["predicted_peak_gib"], stage["fits"]))
+    devices.sort()  # hosts a-d are in node order
     fits = all(f for _, _, f in devices)
     if status != "ok":
         print(f"{name:15} {plan['predicted_step_s']:8.4f} {'-':>8} {'-':>7} {'-':>9}   {status}{' (predicted to fit!)' if fits else ''}")
