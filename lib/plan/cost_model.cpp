@@ -17,15 +17,18 @@ namespace hetu::plan {
 // Note [Peak memory]: a device's tensors at its busiest moment. Its training state (weights,
 // gradients, AdamW's m and v: kTrainingBytesPerParamByte x the weights) lives through the
 // step: the gradients of a step's first micro-batch are all there before its second one's
-// forward. The peak comes in the backward of the oldest micro-batch in flight, in its first
-// layer's backward: every micro-batch in flight still holds its activations, except that one's
-// LM head, whose backward has just run, and the layer's backward holds its workspace (its
-// gradients in flight). After the pipeline, the gradient sync adds its flat buffer to the
-// training state (the activations are gone); the peak is the larger of the two moments.
-// Checked against the CPU allocator's peak by tests/e2e/plan_memory.sh.
-double peak_bytes(const StageCost& stage, int64_t in_flight) {
+// forward (a step of one micro-batch creates them in its backward, as the activations go,
+// so there they are not yet there at the peak). The peak comes in the backward of the oldest
+// micro-batch in flight, in its first layer's backward: every micro-batch in flight still
+// holds its activations, except that one's LM head, whose backward has just run, and the
+// layer's backward holds its workspace (its gradients in flight). After the pipeline, the
+// gradient sync adds its flat buffer to the training state (the activations are gone); the
+// peak is the larger of the two moments. Checked against the CPU allocator's peak by
+// tests/e2e/plan_memory.sh and scripts/bench/plan_accuracy.sh.
+double peak_bytes(const StageCost& stage, int64_t in_flight, int64_t micro_batches) {
   const double state = kTrainingBytesPerParamByte * stage.param_bytes;
-  const double pipeline = state + static_cast<double>(in_flight) * stage.activation_bytes -
+  const double gradients_not_yet = micro_batches == 1 ? stage.param_bytes : 0.0;
+  const double pipeline = state - gradients_not_yet + static_cast<double>(in_flight) * stage.activation_bytes -
                           stage.head_activation_bytes + stage.workspace_bytes;
   return std::max(pipeline, state + stage.sync_buffer_bytes);
 }
@@ -49,7 +52,7 @@ LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas) {
     for (int64_t s = 0; s < num_stages; ++s) {
       const StageCost& stage = replica.stages[static_cast<size_t>(s)];
       const int64_t in_flight = micro_batches_in_flight(replica.schedule, num_stages, replica.micro_batches, s);
-      peaks.push_back(peak_bytes(stage, in_flight));
+      peaks.push_back(peak_bytes(stage, in_flight, replica.micro_batches));
       bubbles.push_back(pipe.bubble(s));
       held.push_back(in_flight);
       p.grad_sync_s = std::max(p.grad_sync_s, stage.grad_sync_s);

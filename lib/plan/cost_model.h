@@ -50,8 +50,9 @@ struct LayoutPrediction {
 // Bytes per parameter a device holds for training with AdamW: f32 weight, gradient, m and v.
 inline constexpr double kTrainingBytesPerParamByte = 4;
 
-// A device's peak memory holding `in_flight` micro-batches at once. See Note [Peak memory].
-double peak_bytes(const StageCost& stage, int64_t in_flight);
+// A device's peak memory holding `in_flight` of the step's `micro_batches` at once. See Note
+// [Peak memory].
+double peak_bytes(const StageCost& stage, int64_t in_flight, int64_t micro_batches);
 
 // Throws hetu::UsageError on no replicas, a replica without stages or micro_batches < 1.
 LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas);

@@ -3,7 +3,7 @@
 # of the emulated job (configs/emulated-hetero-cpu.toml) train 3 steps on 2 ranks, and each
 # rank's peak tensor memory (metrics.jsonl time.by_rank.peak_mem_gib) is within 10% of what
 # `hetu plan --evaluate --json` predicts for its device (uneven 1F1B and GPipe pipelines, data
-# parallelism with unequal shares, tp 2 across the nodes). Then, with the slow type's
+# parallelism with unequal shares, one of them a single micro-batch, tp 2 across the nodes). Then, with the slow type's
 # memory_gib between the two pipelines' predictions, `hetu plan` says the 1F1B one fits and
 # the GPipe one does not, and `hetu train` agrees: the first trains, the second stops with an
 # out-of-memory error naming the device.
@@ -24,6 +24,7 @@ layout() { { cat "$work/base.toml"; cat; } > "$work/$1.toml"; }
 { printf '[[parallel.replica]]\nschedule = "1f1b"\n'; stage fast:0 0-2; stage slow:0 3-3; } | layout pp-1f1b
 { printf '[[parallel.replica]]\nschedule = "gpipe"\n'; stage fast:0 0-1; stage slow:0 2-3; } | layout pp-gpipe
 { printf '[[parallel.replica]]\nbatch_share = 2\n'; stage fast:0; printf '[[parallel.replica]]\nbatch_share = 1\n'; stage slow:0; } | layout dp-2-1
+{ printf '[[parallel.replica]]\nbatch_share = 5\n'; stage fast:0; printf '[[parallel.replica]]\nbatch_share = 1\n'; stage slow:0; } | layout dp-5-1
 { printf '[[parallel.replica]]\n'; stage "fast:0;slow:0"; } | layout tp-2
 
 # check_peaks NAME: trains the layout, compares each rank's peak with its device's prediction.
@@ -50,7 +51,7 @@ for rank, device in enumerate(["fast:0", "slow:0"]):
 sys.exit(0 if ok else 1)
 PY
 }
-for name in pp-1f1b pp-gpipe dp-2-1 tp-2; do check_peaks "$name"; done
+for name in pp-1f1b pp-gpipe dp-2-1 dp-5-1 tp-2; do check_peaks "$name"; done
 
 # memory_gib between the slow device's two predictions: 1F1B (layers 0-2 fast, 3 slow) fits it,
 # GPipe (layers 2-3 slow, every micro-batch in flight) does not.

@@ -123,12 +123,15 @@ TEST_CASE("peak memory: the oldest micro-batch's head is released, the sync's bu
   last.activation_bytes = 10;
   last.head_activation_bytes = 2;
   last.workspace_bytes = 5;
-  CHECK(peak_bytes(last, 3) == Approx(400 + 3 * 10 - 2 + 5));
+  CHECK(peak_bytes(last, 3, 4) == Approx(400 + 3 * 10 - 2 + 5));
+  // One micro-batch: its backward creates the gradients (100) as it frees the activations.
+  CHECK(peak_bytes(last, 1, 1) == Approx(300 + 10 - 2 + 5));
+  CHECK(peak_bytes(last, 1, 2) == Approx(400 + 10 - 2 + 5));
   // A sync buffer larger than the activations and workspace sets the peak after the pipeline.
   last.sync_buffer_bytes = 40;
-  CHECK(peak_bytes(last, 1) == Approx(400 + 40));
+  CHECK(peak_bytes(last, 1, 1) == Approx(400 + 40));
   last.sync_buffer_bytes = 20;
-  CHECK(peak_bytes(last, 3) == Approx(400 + 3 * 10 - 2 + 5));
+  CHECK(peak_bytes(last, 3, 4) == Approx(400 + 3 * 10 - 2 + 5));
 }
 
 TEST_CASE("layout cost: bad input is refused", "[cost_model]") {
