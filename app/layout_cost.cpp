@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "app/config/device_spec.h"
@@ -150,7 +151,7 @@ std::optional<plan::MeasuredMemory> measured_memory(const DeviceTypeProfile* p, 
   if (p == nullptr || p->layer_activation_bytes <= 0) return std::nullopt;
   const double scale = tokens / static_cast<double>(p->micro_batch * p->seq_len) / static_cast<double>(p->tp > 0 ? 1 : tp);
   return plan::MeasuredMemory{scale * p->layer_activation_bytes, scale * p->embed_activation_bytes,
-                              scale * p->head_activation_bytes, p->reserved_bytes};
+                              scale * p->head_activation_bytes, p->reserved_bytes, scale * p->head_workspace_bytes};
 }
 
 // ZeRO-1's share of a stage device: its tp over the devices of every replica that hold the
@@ -173,6 +174,41 @@ plan::ModelFacts job_model_facts(const config::JobConfig& c) {
   return model_facts(c.model, c.training.seq_len, activation_bytes);
 }
 
+// The stage's slowest device type: a tp group runs at its slowest member's pace (each
+// collective waits for it). Measured types compare by their profiled layer times, others
+// (or a mix) by the catalogue peak in the job's precision.
+const DeviceProfile& slowest_type(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles,
+                                  const std::vector<config::DeviceId>& devices) {
+  const config::JobConfig& c = loaded.config;
+  auto layer_s = [&](const DeviceProfile& t) -> std::optional<double> {
+    for (const DeviceTypeProfile& p : profiles)
+      if (p.device_type == t.name) return p.layer_forward_s + p.layer_backward_s;
+    return std::nullopt;
+  };
+  const DeviceProfile* slowest = nullptr;
+  for (const config::DeviceId& d : devices) {
+    const DeviceProfile* t = loaded.catalog.find(node_of(c, d.host).device_type);
+    if (slowest == nullptr) {
+      slowest = t;
+      continue;
+    }
+    const std::optional<double> a = layer_s(*t), b = layer_s(*slowest);
+    const bool slower = a && b ? *a > *b : peak_flops(*t, c.training.precision) < peak_flops(*slowest, c.training.precision);
+    if (slower) slowest = t;
+  }
+  return *slowest;
+}
+
+// The smallest memory_gib of the stage's devices, in bytes (0: unbounded, when every one is).
+double smallest_memory_bytes(const config::LoadedConfig& loaded, const std::vector<config::DeviceId>& devices) {
+  double smallest = 0;
+  for (const config::DeviceId& d : devices) {
+    const double bytes = loaded.catalog.find(node_of(loaded.config, d.host).device_type)->memory_gib * double(1 << 30);
+    if (bytes > 0 && (smallest == 0 || bytes < smallest)) smallest = bytes;
+  }
+  return smallest;
+}
+
 }  // namespace
 
 LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles,
@@ -190,7 +226,7 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::ve
     std::vector<StageEstimateInfo> infos;
     for (size_t s = 0; s < replica.stages.size(); ++s) {
       const config::StageSection& stage = replica.stages[s];
-      const DeviceProfile& type = *loaded.catalog.find(node_of(c, stage.devices[0].host).device_type);
+      const DeviceProfile& type = slowest_type(loaded, profiles, stage.devices);
       const bool gpu = type.kind == DeviceKind::gpu;
       const double efficiency = gpu ? kGpuEfficiency : kCpuEfficiency;
       plan::DeviceRates rates;
@@ -213,7 +249,7 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::ve
                              stage.tp(), replica.micro_batch, c.training.seq_len, num_replicas};
       cost.stages.push_back(plan::estimate_stage(facts, shape, rates));
       if (c.parallel.zero == 1) cost.stages.back().zero_state_share = zero_state_share(c, stage);
-      infos.push_back({rates.measured.has_value(), format_device_list(stage.devices), type.name, type.memory_gib * double(1 << 30),
+      infos.push_back({rates.measured.has_value(), format_device_list(stage.devices), type.name, smallest_memory_bytes(loaded, stage.devices),
                        stage.layers.first, stage.layers.last, stage.tp()});
       e.peak_flops += static_cast<double>(stage.tp()) * peak_flops(type, c.training.precision);
     }

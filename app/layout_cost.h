@@ -25,8 +25,8 @@ inline constexpr double kCpuEfficiency = 0.5;
 struct StageEstimateInfo {
   bool measured = false;     // compute from the profile, not the catalogue
   std::string devices;       // "gpu-a:0-3"
-  std::string device_type;   // the catalogue type of its first device
-  double memory_bytes = 0;   // per device; 0: unbounded
+  std::string device_type;   // the catalogue type of its slowest device (a tp group runs at its pace)
+  double memory_bytes = 0;   // per device, the smallest of its devices; 0: unbounded
   int64_t first_layer = 0, last_layer = 0, tp = 1;
 };
 

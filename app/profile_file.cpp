@@ -14,7 +14,7 @@ constexpr const char* kTimeKeys[] = {"layer_forward_s", "layer_backward_s", "emb
                                      "embed_backward_s", "head_forward_s", "head_backward_s"};
 // Optional measurements, written only when measured (nonzero).
 constexpr const char* kOptionalKeys[] = {"optimizer_s", "layer_activation_bytes", "embed_activation_bytes",
-                                         "head_activation_bytes", "reserved_bytes"};
+                                         "head_activation_bytes", "head_workspace_bytes", "reserved_bytes"};
 
 double* time_field(DeviceTypeProfile& p, std::string_view key) {
   if (key == "layer_forward_s") return &p.layer_forward_s;
@@ -27,6 +27,7 @@ double* time_field(DeviceTypeProfile& p, std::string_view key) {
   if (key == "layer_activation_bytes") return &p.layer_activation_bytes;
   if (key == "embed_activation_bytes") return &p.embed_activation_bytes;
   if (key == "head_activation_bytes") return &p.head_activation_bytes;
+  if (key == "head_workspace_bytes") return &p.head_workspace_bytes;
   if (key == "reserved_bytes") return &p.reserved_bytes;
   return nullptr;
 }

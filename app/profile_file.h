@@ -32,6 +32,7 @@ struct DeviceTypeProfile {
   int64_t tp = 0;               // 0: measured on one device; N: per device of a tp group of N
   double optimizer_s = 0;       // the whole model's optimizer step on one device; 0: not measured
   double layer_activation_bytes = 0, embed_activation_bytes = 0, head_activation_bytes = 0;  // 0: not measured
+  double head_workspace_bytes = 0;  // the LM head's backward beyond what it keeps (0: hetu's fused head, estimated)
   double reserved_bytes = 0;    // device memory held outside the model's tensors
 };
 

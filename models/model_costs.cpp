@@ -1,6 +1,8 @@
 // Cost facts of a model from its config.
 #include "models/model_costs.h"
 
+#include "models/model_family.h"
+
 namespace hetu {
 
 plan::ModelFacts model_facts(const ModelConfig& config, int64_t seq_len, double activation_bytes) {
@@ -22,11 +24,17 @@ plan::ModelFacts model_facts(const ModelConfig& config, int64_t seq_len, double 
   // Matmuls: 2 FLOPs per weight per token; attention scores and their weighted sum: 2 x 2 x T x C.
   f.layer_forward_flops_per_token = 2 * f.layer_params + 4 * C * static_cast<double>(seq_len);
   f.head_forward_flops_per_token = 2 * padded * C;
-  // Estimate: the tape keeps about 10 hidden-sized and 3 MLP-sized tensors per token and layer
-  // (norm inputs and outputs, q/k/v, attention output, residuals; MLP input projections and
-  // activation); the last stage keeps the logits and their gradient.
-  f.layer_activation_bytes_per_token = (10 * C + 3 * static_cast<double>(config.ffn_hidden)) * activation_bytes;
-  f.head_activation_bytes_per_token = 2 * padded * activation_bytes;
+  // The training tape, counted from the family's forward (ModelFamily::activations), and the
+  // LM head every family shares (LanguageModel::head_loss, fused): the final norm keeps its
+  // input and two statistics, the fused head its hidden gradient (C per token) and its weight
+  // gradient (padded vocabulary x C) until the backward.
+  const ActivationCount tape = model_family(config.arch).activations(config);
+  f.layer_activation_bytes_per_token = tape.layer.sharded * activation_bytes;
+  f.layer_replicated_activation_bytes_per_token = tape.layer.replicated * activation_bytes;
+  f.workspace_bytes_per_token = tape.workspace.sharded * activation_bytes;
+  f.replicated_workspace_bytes_per_token = tape.workspace.replicated * activation_bytes;
+  f.head_activation_bytes_per_token = (2 * C + 2) * activation_bytes;
+  f.head_weight_grad_bytes = padded * C * activation_bytes;
   f.hidden_bytes_per_token = C * activation_bytes;
   return f;
 }

@@ -1,7 +1,8 @@
 // A model's cost facts for the planner (lib/plan/stage_estimate.h): parameters per layer and
 // on the ends, forward FLOPs per token, activation bytes kept for the backward. Derived from
 // the ModelConfig's own parameter count (ModelConfig::num_params), so every family that counts
-// its parameters gets them; the activation bytes are an estimate that a profile replaces.
+// its parameters gets them; the activation bytes from the family's count of its training tape
+// (ModelFamily::activations).
 //
 //   plan::ModelFacts f = model_facts(config, /*seq_len=*/1024, /*activation_bytes=*/2);
 //   f.layer_params;   // 7.08M for GPT-2 124M

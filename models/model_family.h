@@ -1,6 +1,7 @@
 // The model-family registry: one entry per family (models/<arch>/<arch>_family.cpp) with
 // its flavors, the job-file keys it accepts, how to build it, its sharding plan, its
-// parameter count (the source of the planner's cost facts, models/model_costs.h) and its
+// parameter count and training-tape count (the sources of the planner's cost facts,
+// models/model_costs.h) and its
 // Hugging Face names and config.json. Code outside models/<arch>/ asks the entry instead of switching on Arch.
 //
 //   const ModelFamily& f = model_family(Arch::llama);
@@ -41,6 +42,18 @@ struct HfNames {
   ModelConfig (*from_config)(const HfConfigReader& config_json);
 };
 
+// Elements per token one layer's training tape holds, counted from the family's forward: what
+// each op saves for its backward (Note [Activation count] in models/<arch>/<arch>_family.cpp).
+// `sharded`: split over the tp ranks (q/k/v, attention output, MLP tensors); `replicated`: whole
+// on every tp rank (the residual stream, norm inputs and outputs, their statistics).
+struct TapeElements {
+  double sharded = 0, replicated = 0;
+};
+struct ActivationCount {
+  TapeElements layer;      // kept from a layer's forward until its backward
+  TapeElements workspace;  // the most one layer's backward holds beyond that (its gradients in flight)
+};
+
 struct ModelFamily {
   Arch arch;
   std::string_view name;                          // the job file's model.arch
@@ -61,6 +74,8 @@ struct ModelFamily {
   int64_t (*num_params)(const ModelConfig& config);
   // hetu's name and shape of every parameter of the whole model (padded vocab rows included).
   std::map<std::string, Shape> (*parameter_shapes)(const ModelConfig& config);
+  // Elements per token of one layer's tape (per sequence of config.max_seq_len or shorter).
+  ActivationCount (*activations)(const ModelConfig& config);
   HfNames hf;
 
   // Rows of the learned position table (no FLOPs; 0 with rotary positions).

@@ -54,7 +54,7 @@ def mean(values):
     return sum(values) / len(values)
 
 
-def profile_entries(timing, memory, num_layers):
+def profile_entries(timing, memory, num_layers, vocab):
     """One [[profile]] per (micro-batch, tp): block times averaged over the blocks."""
     out = []
     for mbs in sorted(timing, key=int):
@@ -80,6 +80,9 @@ def profile_entries(timing, memory, num_layers):
                 entry["layer_activation_bytes"] = int(mbs) * mean(mem[1:-1])
                 entry["embed_activation_bytes"] = int(mbs) * mem[0]
                 entry["head_activation_bytes"] = int(mbs) * mem[-1]
+            # The measured jobs' LM head is unfused: its backward holds the bf16 logits and their
+            # gradient, split over tp (an unmeasured figure, stated from the model's shape).
+            entry["head_workspace_bytes"] = 2 * 2 * int(mbs) * SEQ_LEN * vocab / int(tp)
             entry["reserved_bytes"] = RESERVED_BYTES
             out.append(entry)
     return out
@@ -178,7 +181,7 @@ def main():
     os.makedirs(os.path.join(out, "jobs"), exist_ok=True)
     header = ("# hetu profile converted by scripts/sailor_to_hetu.py from Sailor's GH200 measurements\n"
               "# (tests/data/sailor-gh200). Times per micro-batch on one GPU of a tp group.\n")
-    text = header + "".join(table("profile", e) for e in profile_entries(timing, memory, num_layers))
+    text = header + "".join(table("profile", e) for e in profile_entries(timing, memory, num_layers, training["vocab_size"]))
     # Between nodes: the fit for one GPU per node, a node's link (Note [Link sharing] in
     # lib/plan/link.cpp); within a node: the fit for two GPUs, one pair's link.
     text += table("link", link_curve(inter[ZONE][GPU]["1"][ZONE][GPU]["1"], "inter_node"))

@@ -47,6 +47,10 @@ int64_t tree_depth(int64_t members) {
 //   nodes, every member sleeping the same time, so the collective ends that much later; a
 //   broadcast or barrier pays ceil(log2 p) such steps (a binomial tree), an all_to_all the
 //   larger of this rank's messages out and in. Members on one node pay nothing.
+// - Pacing. Both delays are paid on average exactly: a sleep that overruns (a busy machine
+//   wakes a sleeper late) is taken off the next sleeps of its kind, so the emulated device
+//   and link are not slower than stated by the scheduler's lateness, which a cost model
+//   cannot know (scripts/bench/plan_accuracy.sh measures on such machines).
 EmulationClock EmulationClock::real() {
   return {[] {
             return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -91,8 +95,14 @@ void EmulatedCommunicator::communicate(double link_s, const std::function<void()
     owed_s_ -= slept;
   }
   if (link_s > 0) {
-    clock_.sleep(link_s);
-    stats_.link_sleep_s += link_s;
+    link_owed_s_ += link_s;
+    if (link_owed_s_ > 0) {
+      const double start = clock_.now();
+      clock_.sleep(link_owed_s_);
+      const double slept = clock_.now() - start;
+      stats_.link_sleep_s += slept;
+      link_owed_s_ -= slept;
+    }
   }
   op();
   last_return_ = clock_.now();

@@ -88,6 +88,7 @@ class EmulatedCommunicator final : public Communicator {
   EmulationClock clock_;
   double last_return_ = 0;
   double owed_s_ = 0;  // slowdown not yet slept (sleeps shorter than kMinSleep wait for more)
+  double link_owed_s_ = 0;  // link delay not yet slept (< 0: an overrun sleep, taken off the next)
   EmulationStats stats_;
 };
 

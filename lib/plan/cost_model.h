@@ -6,7 +6,8 @@
 //        + the slowest gradient sync across replicas + the slowest optimizer step;
 //   peak memory of a device = parameters + gradients (as big) + AdamW's two moments (twice as
 //        big) + activations of the micro-batches it holds at once (GPipe: all of them; 1F1B:
-//        up to its stage depth) + workspace + the runtime's reserved memory. Under ZeRO-1 the
+//        up to its stage depth) + workspace + the runtime's reserved memory (see
+//        Note [Peak memory]). Under ZeRO-1 the
 //        moments and the f32 master weights (a third copy) are the device's share of the stage's
 //        (zero_state_share), and so is AdamW's time.
 //
@@ -25,7 +26,7 @@ struct StageCost {
   StageTimes times;              // per micro-batch
   double param_bytes = 0;        // the f32 parameters one device of the stage holds (its tp shard)
   double activation_bytes = 0;   // what one micro-batch leaves for the backward, per device
-  double workspace_bytes = 0;    // temporaries beyond that (the largest op's), per device
+  double workspace_bytes = 0;    // what one layer's backward holds beyond the kept activations
   double grad_sync_s = 0;        // its gradients summed across the replicas (0 with one replica)
   double optimizer_s = 0;        // AdamW over its shard
   double reserved_bytes = 0;     // held outside the model's tensors (runtime, kernels, buffers), per device
@@ -33,6 +34,8 @@ struct StageCost {
   // (its tp over every device that holds those layers, all replicas together); 0: no ZeRO
   // (the moments kept whole, the parameters being the master weights).
   double zero_state_share = 0;
+  double head_activation_bytes = 0;  // the part of activation_bytes the LM head keeps (last stage)
+  double sync_buffer_bytes = 0;      // the gradient sync's flat buffer (0 with one replica)
 };
 
 struct ReplicaCost {
@@ -58,8 +61,9 @@ inline constexpr double kTrainingBytesPerParamByte = 4;
 // gradient whole, m, v and the f32 master weight at s (2 + 3s; without ZeRO, s = 0: 4).
 double training_bytes_per_param_byte(double zero_state_share);
 
-// Peak bytes of one device of a stage holding `in_flight` micro-batches' activations at once.
-double stage_peak_bytes(const StageCost& stage, int64_t in_flight);
+// A device's peak memory holding `in_flight` of the step's `micro_batches` at once. See Note
+// [Peak memory].
+double peak_bytes(const StageCost& stage, int64_t in_flight, int64_t micro_batches);
 
 // Throws hetu::UsageError on no replicas, a replica without stages or micro_batches < 1.
 LayoutPrediction predict_layout(const std::vector<ReplicaCost>& replicas);

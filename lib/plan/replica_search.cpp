@@ -111,7 +111,7 @@ double ReplicaCandidate::pipeline_s(int64_t micro_batches) {
     for (int64_t s = 0; s < stages; ++s) {
       const double memory = memory_bytes[static_cast<size_t>(s)];
       const int64_t held = micro_batches_in_flight(schedule, stages, micro_batches, s);
-      if (memory > 0 && stage_peak_bytes(costs[static_cast<size_t>(s)], held) > memory) t = kNoFit;
+      if (memory > 0 && peak_bytes(costs[static_cast<size_t>(s)], held, micro_batches) > memory) t = kNoFit;
     }
     if (t == 0) {
       // The steady state repeats with a period (1F1B alternates, e.g. 2) that divides the window
@@ -183,7 +183,7 @@ std::optional<ReplicaCandidate> best_layer_split(const ClusterIndex& index, cons
     for (int64_t k = 1; k <= layers - stages + 1; ++k) {
       cost[si][static_cast<size_t>(k)] = stage_cost(index, job, places[si], next[si], 0, k, s == 0, s + 1 == stages, 1);
       fits[si][static_cast<size_t>(k)] =
-          memory <= 0 || stage_peak_bytes(cost[si][static_cast<size_t>(k)], in_flight[si]) <= memory;
+          memory <= 0 || peak_bytes(cost[si][static_cast<size_t>(k)], in_flight[si], micro_batches) <= memory;
     }
   }
   auto beat = [&](int64_t s, int64_t k) {

@@ -1,6 +1,8 @@
 // Stage costs from model facts and device rates. See Note [Catalogue estimates].
 #include "lib/plan/stage_estimate.h"
 
+#include <algorithm>
+
 #include "lib/util/error.h"
 
 namespace hetu::plan {
@@ -10,10 +12,11 @@ namespace hetu::plan {
 // rate plus its tp all_reduces of the hidden activation (ring, on the tp link); the backward
 // twice the FLOPs and the same all_reduces. The activation crossing a stage edge (and its
 // gradient back) pays the next-stage link once. Memory: f32 parameters / tp, activations
-// kept for the backward / tp (each tp rank keeps its shard of the MLP and attention; the
-// layer norms' inputs are duplicated, which this ignores), and one micro-batch's logits as
-// workspace on the last stage. The gradient sync is a ring all_reduce of the stage's f32
-// gradient shard across the replicas; AdamW moves kAdamBytesPerParam per parameter at the
+// kept for the backward (each tp rank keeps its shard of the MLP and attention and the whole
+// residual stream and norms), the LM head's on the last stage, and one layer's backward
+// workspace (Note [Peak memory] in cost_model.cpp composes them). The gradient sync is a ring all_reduce of the stage's f32
+// gradient shard across the replicas (summed in one flat buffer of at most kSyncBucketBytes,
+// which memory counts); AdamW moves kAdamBytesPerParam per parameter at the
 // device's memory bandwidth. With measured times (a profile) the compute is those, split over
 // tp; communication, memory, sync and optimizer stay estimated. A profile measured on one
 // device of a tp group of the stage's size (includes_tp) gives the compute with its tp
@@ -61,14 +64,23 @@ StageCost estimate_stage(const ModelFacts& facts, const StageShape& shape, const
   }
   c.times.send_s = shape.last ? 0 : rates.next_stage.transfer_s(hidden_bytes);
   c.param_bytes = 4 * params / tp;
-  if (const auto& m = rates.measured_memory) {
+  if (const auto& m = rates.measured_memory) {  // a profile's activation and reserved bytes per device
     c.activation_bytes = layers * m->layer_activation_bytes + (shape.first ? m->first_activation_bytes : 0.0) +
                          (shape.last ? m->last_activation_bytes : 0.0);
+    // The measured head's bytes stay held at the peak (head_activation_bytes 0): a profile
+    // measures what that framework's LM head keeps, not hetu's fused one (Note [Peak memory]).
     c.reserved_bytes = m->reserved_bytes;
   } else {
-    c.activation_bytes = layers * facts.layer_activation_bytes_per_token * tokens / tp;
+    c.activation_bytes = layers * tokens *
+                         (facts.layer_activation_bytes_per_token / tp + facts.layer_replicated_activation_bytes_per_token);
+    if (shape.last) {
+      c.head_activation_bytes = facts.head_activation_bytes_per_token * tokens + facts.head_weight_grad_bytes / tp;
+      c.activation_bytes += c.head_activation_bytes;
+    }
   }
-  if (shape.last) c.workspace_bytes = facts.head_activation_bytes_per_token * tokens / tp;
+  c.workspace_bytes = tokens * (facts.workspace_bytes_per_token / tp + facts.replicated_workspace_bytes_per_token);
+  if (shape.last && rates.measured_memory) c.workspace_bytes = std::max(c.workspace_bytes, rates.measured_memory->head_workspace_bytes);
+  if (shape.replicas > 1) c.sync_buffer_bytes = std::min(c.param_bytes, kSyncBucketBytes);
   const bool split_tied = facts.head_shares_embedding && shape.first != shape.last;
   const double tied_bytes = split_tied ? 4 * facts.last_params / tp : 0.0;
   c.grad_sync_s = ring_all_reduce_s(c.param_bytes - tied_bytes, shape.replicas, rates.replicas);

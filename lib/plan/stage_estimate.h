@@ -24,8 +24,17 @@ struct ModelFacts {
   bool head_shares_embedding = false;         // tied: one stage that is first and last holds it once
   double layer_forward_flops_per_token = 0;   // at the job's sequence length
   double head_forward_flops_per_token = 0;    // the LM head, on the last stage
-  double layer_activation_bytes_per_token = 0;  // kept for the backward, per layer
-  double head_activation_bytes_per_token = 0;   // logits and their softmax, on the last stage
+  // Kept for the backward, per layer: split over tp, and whole on every tp rank.
+  double layer_activation_bytes_per_token = 0;
+  double layer_replicated_activation_bytes_per_token = 0;
+  // The most one layer's backward holds beyond that: split over tp, and whole.
+  double workspace_bytes_per_token = 0;
+  double replicated_workspace_bytes_per_token = 0;
+  // Kept by the last stage per micro-batch: the final norm's input and statistics and the fused
+  // LM head's hidden gradient (per token, whole on every tp rank), and its weight gradient
+  // (the head's padded vocabulary x hidden, split over tp).
+  double head_activation_bytes_per_token = 0;
+  double head_weight_grad_bytes = 0;
   double hidden_bytes_per_token = 0;          // the activation crossing a stage edge
   int64_t tp_all_reduces_per_layer = 2;       // forward (the same count again in the backward)
 };
@@ -46,6 +55,7 @@ struct MeasuredMemory {
   double first_activation_bytes = 0;   // by the embeddings
   double last_activation_bytes = 0;    // by the final norm, LM head and loss
   double reserved_bytes = 0;           // held outside the model's tensors (runtime, kernels, buffers)
+  double head_workspace_bytes = 0;     // the LM head's backward beyond that (0: the estimate's)
 };
 
 // One device type's rates as the estimate uses them.
@@ -72,6 +82,9 @@ struct StageShape {
 
 // Bytes AdamW moves per parameter: reads weight, gradient, m, v; writes weight, m, v (f32).
 inline constexpr double kAdamBytesPerParam = 7 * 4;
+
+// The gradient sync's bucket: 32 Mi f32 elements (kBucketElements, lib/runtime/parallel_engine.cpp).
+inline constexpr double kSyncBucketBytes = double(int64_t{1} << 25) * 4;
 
 StageCost estimate_stage(const ModelFacts& facts, const StageShape& shape, const DeviceRates& rates);
 

@@ -92,6 +92,11 @@ std::string timing_json(const TimingSummary& s) {
       }
       json += "]";
     }
+    if (!s.peak_mem_gib.empty()) {
+      json += R"(,"peak_mem_gib":[)";
+      for (size_t r = 0; r < s.peak_mem_gib.size(); ++r) json += (r == 0 ? "" : ",") + json_number(s.peak_mem_gib[r]);
+      json += "]";
+    }
     json += "}";
   }
   return json + "}";
@@ -132,21 +137,27 @@ StepTelemetry::Step::~Step() {
   if (traced && range_done && std::uncaught_exceptions() == 0) owner_.write_trace();
 }
 
-std::string StepTelemetry::collect(int64_t steps) {
+std::string StepTelemetry::collect(int64_t steps, double peak_mem_gib) {
   const timing::Totals t = timing::take_totals();
   const double per = 1.0 / static_cast<double>(std::max<int64_t>(steps, 1));
   std::vector<double> mine(static_cast<size_t>(kFields));
   mine[0] = t.wall * per;
   for (int p = 0; p < timing::kNumPhases; ++p) mine[static_cast<size_t>(1 + p)] = t.seconds[static_cast<size_t>(p)] * per;
   spdlog::info("{}", timing_line(mine));
-  std::vector<double> all(static_cast<size_t>(world_ * kFields), 0.0);
+  // One all_reduce: every rank's fields, then every rank's peak memory.
+  std::vector<double> all(static_cast<size_t>(world_ * (kFields + 1)), 0.0);
   std::copy(mine.begin(), mine.end(), all.begin() + rank_ * kFields);
+  all[static_cast<size_t>(world_ * kFields + rank_)] = peak_mem_gib;
   if (options_.comm != nullptr && world_ > 1) {
-    Tensor buffer = tensor_from(all, {world_ * kFields});
+    Tensor buffer = tensor_from(all, {world_ * (kFields + 1)});
     options_.comm->all_reduce(buffer, options_.comm->world());
     all = to_vector(buffer);
   }
-  return timing_json(summarize_timings(all, world_));
+  const std::vector<double> peaks(all.begin() + world_ * kFields, all.end());
+  all.resize(static_cast<size_t>(world_ * kFields));
+  TimingSummary summary = summarize_timings(all, world_);
+  if (peak_mem_gib >= 0) summary.peak_mem_gib = peaks;
+  return timing_json(summary);
 }
 
 // Each rank writes its events; after one all_reduce (every file is complete) rank 0 joins

@@ -2,7 +2,8 @@
 // step it takes this rank's phase totals from the step timer (lib/util/step_timer.h), shares
 // them with every rank in one small all_reduce, and returns the summary that metrics.jsonl
 // carries under "time" (per phase: min, max, mean over ranks and the slowest rank; per-rank
-// values up to kMaxRanksListed ranks); each rank logs its own line. Steps inside
+// values up to kMaxRanksListed ranks, and each rank's peak tensor memory when the caller gives
+// it: by_rank.peak_mem_gib); each rank logs its own line. Steps inside
 // training.trace are traced: out_dir/trace/rank-N.json per rank and trace.json, all ranks
 // merged (Chrome trace-event format; one process per rank, tid 0 compute, tid 1 communication).
 //
@@ -41,6 +42,7 @@ struct TimingSummary {
   Stat compute;                               // forward + backward
   std::vector<Stat> phases;                   // kNumPhases, in timing::Phase order
   std::vector<std::vector<double>> by_rank;   // [rank][0: step, 1..: phases]
+  std::vector<double> peak_mem_gib;           // [rank], when collected (else empty)
 };
 
 // values[r * kFields + f], f = 0 step seconds, 1.. the phases: the summary over ranks.
@@ -71,8 +73,9 @@ class StepTelemetry {
   [[nodiscard]] Step step(int64_t number, int64_t last) { return Step(*this, number, last); }
 
   // The window since the previous call (`steps` steps), reduced over ranks: the "time" JSON
-  // object. Every rank must call it at the same steps.
-  std::string collect(int64_t steps);
+  // object. Every rank must call it at the same steps. `peak_mem_gib` >= 0: this rank's peak
+  // tensor memory, listed per rank (what the planner's memory prediction is checked against).
+  std::string collect(int64_t steps, double peak_mem_gib = -1);
 
  private:
   void write_trace();

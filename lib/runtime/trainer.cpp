@@ -271,7 +271,7 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
       if constexpr (cuda::kBuilt) {
         if (device.is_cuda()) m.peak_memory_gib = static_cast<double>(cuda::memory_stats(device.index).peak_allocated) / (1 << 30);
       }
-      m.time_json = telemetry.collect(window_steps);
+      m.time_json = telemetry.collect(window_steps, m.peak_memory_gib.value_or(-1));
       if (switch_seconds > 0) {  // the switches since the previous line
         m.switch_seconds = std::exchange(switch_seconds, 0.0);
         m.switch_reshard_seconds = std::exchange(switch_reshard_seconds, 0.0);

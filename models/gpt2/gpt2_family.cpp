@@ -98,6 +98,20 @@ std::unique_ptr<LanguageModel> build_gpt2(const ModelConfig& config, ModelBuild 
 
 }  // namespace
 
+// Note [Activation count]: per token, what Gpt2Block::forward's ops save for the backward
+// (lib/autograd/functions.cpp), C hidden, F ffn_hidden, H heads of this tp rank:
+//   ln_1: its input x and mean, rstd (C + 2); c_attn: ln_1's output (C); attention: q, k, v
+//   (views of c_attn's output, 3C), its output (C, which c_proj's input reshapes) and lse (H);
+//   ln_2: its input h and mean, rstd (C + 2); c_fc: ln_2's output (C); gelu: c_fc's output (F);
+//   c_proj: gelu's output (F). The residual adds save nothing; the block's output is the next
+//   block's x. Replicated over tp: x, ln_1's and ln_2's outputs, h and the statistics (4C + 4);
+//   sharded: q, k, v, the attention output, lse and both MLP tensors (4C + H + 2F).
+// The backward's workspace: the MLP's two F-wide gradients and the incoming C-wide one.
+ActivationCount gpt2_activations(const ModelConfig& m) {
+  const double C = static_cast<double>(m.hidden), F = static_cast<double>(m.ffn_hidden), H = static_cast<double>(m.heads);
+  return {.layer = {.sharded = 4 * C + H + 2 * F, .replicated = 4 * C + 4}, .workspace = {.sharded = 2 * F, .replicated = C}};
+}
+
 const ModelFamily& gpt2_family() {
   static const ModelFamily family{
       .arch = Arch::gpt2,
@@ -114,6 +128,7 @@ const ModelFamily& gpt2_family() {
       .sharding = gpt2_sharding,
       .num_params = gpt2_num_params,
       .parameter_shapes = gpt2_parameter_shapes,
+      .activations = gpt2_activations,
       .hf = {.model_type = "gpt2",
              .architecture = "GPT2LMHeadModel",
              .tensor_prefix = "transformer.",

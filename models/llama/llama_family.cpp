@@ -93,6 +93,22 @@ std::unique_ptr<LanguageModel> build_llama(const ModelConfig& config, ModelBuild
 
 }  // namespace
 
+// Note [Activation count]: per token, what LlamaBlock::forward's ops save for the backward
+// (lib/autograd/functions.cpp), C hidden, F ffn_hidden, H heads and K = kv_heads x head_dim
+// of this tp rank: input_layernorm: x and rstd (C + 1); q/k/v_proj: its output (C); rotary
+// saves nothing, attention keeps the rotated q and k, v (C + 2K), its output (C, which o_proj's
+// input reshapes) and lse (H); post_attention_layernorm: h and rstd (C + 1); gate/up_proj: its
+// output (C); silu: gate's output, mul: silu's and up's outputs, down_proj: their product (4F).
+// Replicated over tp: x, h, both norms' outputs and rstd (4C + 2); sharded: q, k, v, the
+// attention output, lse and the MLP's four tensors (2C + 2K + H + 4F).
+// The backward's workspace: the MLP's three F-wide gradients and the incoming C-wide one.
+ActivationCount llama_activations(const ModelConfig& m) {
+  const double C = static_cast<double>(m.hidden), F = static_cast<double>(m.ffn_hidden), H = static_cast<double>(m.heads);
+  const double K = static_cast<double>(m.kv_heads * m.head_dim());
+  return {.layer = {.sharded = 2 * C + 2 * K + H + 4 * F, .replicated = 4 * C + 2},
+          .workspace = {.sharded = 3 * F, .replicated = C}};
+}
+
 const ModelFamily& llama_family() {
   static const ModelFamily family{
       .arch = Arch::llama,
@@ -109,6 +125,7 @@ const ModelFamily& llama_family() {
       .sharding = llama_sharding,
       .num_params = llama_num_params,
       .parameter_shapes = llama_parameter_shapes,
+      .activations = llama_activations,
       .hf = {.model_type = "llama",
              .architecture = "LlamaForCausalLM",
              .tensor_prefix = "",

@@ -1,8 +1,8 @@
 # Shared by the benchmarks of the emulated job (source it from the repository root with
-# $steps set): $hetu, a work folder $work removed on exit, byte-level data from the docs, the
+# $steps set): $hetu (build/bin/hetu, or $HETU), a work folder $work removed on exit, byte-level data from the docs, the
 # mpirun environment and the training overrides `common` (one thread per rank, a progress
 # line and metrics every step).
-hetu=$PWD/build/bin/hetu
+hetu=${HETU:-$PWD/build/bin/hetu}  # HETU: another build's binary (the ctest smoke's)
 work=$(mktemp -d /tmp/hetu-emulated-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cat docs/*.md README.md configs/*.toml > "$work/text.txt"

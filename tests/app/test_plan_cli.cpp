@@ -28,7 +28,41 @@ json plan_json(const std::string& job) {
   return json::parse(result.output);
 }
 
+// configs/emulated-hetero-cpu.toml without its [parallel] groups, its catalogue by absolute path.
+std::string emulated_job_without_layout() {
+  const std::string src = HETU_SOURCE_DIR;
+  std::ifstream in(src + "/configs/emulated-hetero-cpu.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string base = text.str().substr(0, text.str().find("[[parallel.replica]]"));
+  const std::string relative = "\"catalogs/emulated-cpus.toml\"";
+  base.replace(base.find(relative), relative.size(), "\"" + src + "/configs/catalogs/emulated-cpus.toml\"");
+  return base;
+}
+
 }  // namespace
+
+TEST_CASE("hetu plan --evaluate: a tp group of unlike devices runs at its slowest member's pace", "[plan_cli]") {
+  // One tp-2 stage over fast:0 and slow:0 (either order) against the slow device alone: half
+  // its compute, plus 2 all_reduces per layer of the 4 x 128-token x 128-wide f32 activation
+  // (262,144 bytes) over the emulated 1 Gb/s, 200 us link: a ring of 2 is 2 steps of half of
+  // it, 2 x (200e-6 + 131072 / 1.25e8) s, times 2 x 4 layers. Memory: the slow type's 2 GiB.
+  const std::string base = emulated_job_without_layout();
+  hetu::test::TempDir dir("plan_tp");
+  auto stage0 = [&](const std::string& devices) {
+    dir.write("job.toml", base + "[[parallel.replica]]\n  [[parallel.replica.stage]]\n  devices = \"" + devices + "\"\n");
+    const auto result = run_hetu("plan --evaluate --json " + dir.file("job.toml"));
+    INFO(result.output);
+    REQUIRE(result.exit_code == 0);
+    return json::parse(result.output)["replicas"][0]["stages"][0];
+  };
+  const json alone = stage0("slow:0"), tp = stage0("fast:0; slow:0"), reversed = stage0("slow:0; fast:0");
+  const double tp_comm = 2 * 4 * 2 * (200e-6 + 131072 / 1.25e8);
+  CHECK(tp["forward_s"].get<double>() == Approx(alone["forward_s"].get<double>() / 2 + tp_comm));
+  CHECK(reversed["forward_s"].get<double>() == Approx(tp["forward_s"].get<double>()));
+  CHECK(tp["device_type"] == "cpu-slow");
+  CHECK(tp["memory_gib"] == 2.0);
+}
 
 TEST_CASE("hetu plan --evaluate prices the A100 + H100 job from the catalogue", "[plan_cli]") {
   const json p = plan_json("llama-7b-hetero-a100-h100.toml");
@@ -73,12 +107,7 @@ TEST_CASE("hetu plan returns the best layout of an exhaustive enumeration writte
   // listed by hand: one tp-2 stage; two stages with 1+3, 2+2, 3+1 layers; two replicas with
   // 1..5 of the 6 micro-batches; each with either schedule. Each is priced with --evaluate.
   const std::string src = HETU_SOURCE_DIR;
-  std::ifstream in(src + "/configs/emulated-hetero-cpu.toml");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string base = text.str().substr(0, text.str().find("[[parallel.replica]]"));
-  const std::string relative = "\"catalogs/emulated-cpus.toml\"";
-  base.replace(base.find(relative), relative.size(), "\"" + src + "/configs/catalogs/emulated-cpus.toml\"");
+  const std::string base = emulated_job_without_layout();
   auto stage = [](const std::string& devices, const std::string& layers) {
     return "  [[parallel.replica.stage]]\n  devices = \"" + devices + "\"\n  layers = \"" + layers + "\"\n";
   };

@@ -33,6 +33,7 @@ TEST_CASE("profile file: a tp group's measurements survive a write and a read", 
   gpu.layer_activation_bytes = 876740608;
   gpu.embed_activation_bytes = 67256320;
   gpu.head_activation_bytes = 1745051648;
+  gpu.head_workspace_bytes = 823525376;
   gpu.reserved_bytes = 5.06e9;
   const DeviceTypeProfile cpu{"cpu", 4, 128, "fp32", 0.004, 0.008, 0.001, 0.002, 0.003, 0.006};
   dir.write("p.toml", to_toml({gpu, cpu}, "# test\n"));
@@ -44,6 +45,7 @@ TEST_CASE("profile file: a tp group's measurements survive a write and a read", 
   CHECK(back[0].layer_activation_bytes == Approx(876740608));
   CHECK(back[0].embed_activation_bytes == Approx(67256320));
   CHECK(back[0].head_activation_bytes == Approx(1745051648));
+  CHECK(back[0].head_workspace_bytes == Approx(823525376));
   CHECK(back[0].reserved_bytes == Approx(5.06e9));
   CHECK(back[0].head_backward_s == Approx(0.0059));
   CHECK(back[1].tp == 0);

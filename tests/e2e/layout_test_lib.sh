@@ -37,3 +37,12 @@ run_logged() {
   shift 2
   "$@" > "$work/$name.log" 2>&1 || { cat "$work/$name.log"; fail "$what"; }
 }
+
+# run_failing NAME WHAT PATTERN COMMAND...: runs COMMAND with its output in $work/NAME.log and
+# fails with WHAT unless it fails and its output has PATTERN (fixed string).
+run_failing() {
+  local name=$1 what=$2 pattern=$3
+  shift 3
+  if "$@" > "$work/$name.log" 2>&1; then fail "$what: it succeeded"; fi
+  grep -qF "$pattern" "$work/$name.log" || { cat "$work/$name.log"; fail "$what: no \"$pattern\" in its output"; }
+}

@@ -46,9 +46,10 @@ class RecordingComm final : public Communicator {
 // A clock that only moves when the test computes (advance) or the decorator sleeps.
 struct FakeTime {
   double now = 100.0;
+  double overrun = 0;  // every sleep lasts this much longer than asked (a busy machine)
   std::vector<double> sleeps;
   EmulationClock clock() {
-    return {[this] { return now; }, [this](double s) { sleeps.push_back(s); now += s; }};
+    return {[this] { return now; }, [this](double s) { sleeps.push_back(s); now += s + overrun; }};
   }
 };
 
@@ -174,4 +175,28 @@ TEST_CASE("emulated communicator: a spec that does not fit the world is refused"
                     Catch::Contains("4 node entries for 3 ranks"));
   CHECK_THROWS_WITH(EmulatedCommunicator(std::make_unique<RecordingComm>(0, 4, &calls), two_nodes(0.5)),
                     Catch::Contains("slowdown must be >= 1"));
+}
+
+TEST_CASE("emulated pacing: an overrun sleep is taken off the next ones", "[emulation]") {
+  // Each sleep lasts 1 ms longer than asked. Three messages of 2 ms delay each ask 2, 1, 1 ms
+  // (7 ms slept in all for 6 ms owed: never more than one overrun behind).
+  Fixture f(0, two_nodes(1.0));
+  f.time.overrun = 1e-3;
+  const double delay = 100e-6 + 237500.0 * 8 / 1e9;  // 237,500 bytes at 1 Gb/s + 100 us = 2 ms
+  for (int i = 0; i < 3; ++i) f.comm.send(zeros({59375}), 2);
+  REQUIRE(f.time.sleeps.size() == 3);
+  CHECK(f.time.sleeps[0] == Approx(delay));
+  CHECK(f.time.sleeps[1] == Approx(delay - 1e-3));
+  CHECK(f.time.sleeps[2] == Approx(delay - 1e-3));
+  CHECK(f.comm.stats().link_sleep_s == Approx(3 * delay + 1e-3));
+  // The slowdown too: 2x, 10 ms of compute between messages on one node.
+  Fixture g(0, two_nodes(2.0));
+  g.time.overrun = 1e-3;
+  for (int i = 0; i < 3; ++i) {
+    g.time.now += 0.010;
+    g.comm.send(zeros({1}), 1);
+  }
+  REQUIRE(g.time.sleeps.size() == 3);
+  CHECK(g.time.sleeps[1] == Approx(0.009));
+  CHECK(g.comm.stats().slowdown_sleep_s == Approx(0.031));
 }

@@ -45,6 +45,7 @@ TEST_CASE("pipeline time: 1F1B on 3 uneven stages, timed by hand", "[cost_model]
   CHECK(end_of(t, 2, pipeline::PipeOp::forward, 0) == Approx(4.75));
   CHECK(end_of(t, 1, pipeline::PipeOp::forward, 1) == Approx(6));
   CHECK(end_of(t, 1, pipeline::PipeOp::backward, 0) == Approx(11));
+  CHECK(end_of(t, 1, pipeline::PipeOp::backward, 1) == Approx(15.5));
   CHECK(end_of(t, 0, pipeline::PipeOp::backward, 0) == Approx(13.5));
   CHECK(t.busy_s == std::vector<double>{6, 12, 6});
   CHECK(t.bubble(0) == Approx(1 - 6 / 18.0));
@@ -62,6 +63,16 @@ TEST_CASE("pipeline time: GPipe on 3 uneven stages, timed by hand", "[cost_model
   CHECK(t.makespan_s == Approx(20.5));
   CHECK(end_of(t, 2, pipeline::PipeOp::forward, 1) == Approx(7.25));
   CHECK(end_of(t, 1, pipeline::PipeOp::backward, 1) == Approx(18));
+}
+
+TEST_CASE("pipeline time: a fast stage waits for its slow neighbour to take its output", "[cost_model]") {
+  // GPipe, 3 micro-batches, s0 F 1 B 1, s1 F 3 B 3, sends free. s0's send of F1 completes
+  // when s1 posts its receive of F1, after its F0 [1,4]; so s0's F2 runs [4,5], not [2,3].
+  // s1: F0 [1,4] F1 [4,7] F2 [7,10] B0 [10,13] B1 [13,16] B2 [16,19]; s0: B2 [19,20].
+  const PipelineTime t = pipeline_time(ScheduleKind::gpipe, 3, {StageTimes{1, 1, 0}, StageTimes{3, 3, 0}});
+  CHECK(end_of(t, 0, pipeline::PipeOp::forward, 2) == Approx(5));
+  CHECK(end_of(t, 0, pipeline::PipeOp::backward, 0) == Approx(14));
+  CHECK(t.makespan_s == Approx(20));
 }
 
 TEST_CASE("pipeline time: uniform stages take (m + S - 1)(F + B) in both schedules", "[cost_model]") {
@@ -110,14 +121,15 @@ TEST_CASE("layout cost: the slowest pipeline, then the slowest sync and optimize
 }
 
 TEST_CASE("layout cost: ZeRO-1 keeps a share of the moments and master weights, and of AdamW's time", "[cost_model]") {
-  // Two replicas of one stage each (100 parameter bytes per device; activations 10, workspace
-  // 5; AdamW 0.1 s): replicated, 4 x 100 (weight, gradient, m, v); with ZeRO-1 over both,
+  // Two replicas of one stage each, 2 micro-batches (so the first one's gradients are there at
+  // the second one's peak; 100 parameter bytes per device; activations 10, workspace 5; AdamW
+  // 0.1 s): replicated, 4 x 100 (weight, gradient, m, v); with ZeRO-1 over both,
   // weight and gradient whole (200) + m, v and the master weight halved (150), AdamW 0.05 s.
   const StageCost plain{{1, 2, 0}, 100, 10, 5, 0.3, 0.1, 0};
   StageCost zero = plain;
   zero.zero_state_share = 0.5;
-  const LayoutPrediction p = predict_layout({{ScheduleKind::one_f_one_b, 1, {plain}}, {ScheduleKind::one_f_one_b, 1, {plain}}});
-  const LayoutPrediction q = predict_layout({{ScheduleKind::one_f_one_b, 1, {zero}}, {ScheduleKind::one_f_one_b, 1, {zero}}});
+  const LayoutPrediction p = predict_layout({{ScheduleKind::one_f_one_b, 2, {plain}}, {ScheduleKind::one_f_one_b, 2, {plain}}});
+  const LayoutPrediction q = predict_layout({{ScheduleKind::one_f_one_b, 2, {zero}}, {ScheduleKind::one_f_one_b, 2, {zero}}});
   CHECK(p.peak_bytes[0][0] == Approx(400 + 10 + 5));
   CHECK(q.peak_bytes[0][0] == Approx(200 + 150 + 10 + 5));
   CHECK(q.peak_bytes[1][0] == Approx(200 + 150 + 10 + 5));
@@ -126,7 +138,7 @@ TEST_CASE("layout cost: ZeRO-1 keeps a share of the moments and master weights, 
   CHECK(q.step_s == Approx(p.step_s - 0.05));
   // Over 8 holders: 200 + 3 x 100 / 8.
   zero.zero_state_share = 0.125;
-  CHECK(predict_layout({{ScheduleKind::one_f_one_b, 1, {zero}}}).peak_bytes[0][0] == Approx(200 + 37.5 + 15));
+  CHECK(predict_layout({{ScheduleKind::one_f_one_b, 2, {zero}}}).peak_bytes[0][0] == Approx(200 + 37.5 + 15));
   zero.zero_state_share = 1.5;
   CHECK_THROWS_AS(predict_layout({{ScheduleKind::one_f_one_b, 1, {zero}}}), UsageError);
 }

@@ -20,7 +20,11 @@ ModelFacts small_facts() {
   f.layer_forward_flops_per_token = 1000;
   f.head_forward_flops_per_token = 400;
   f.layer_activation_bytes_per_token = 8;
+  f.layer_replicated_activation_bytes_per_token = 1;
+  f.workspace_bytes_per_token = 4;
+  f.replicated_workspace_bytes_per_token = 1;
   f.head_activation_bytes_per_token = 16;
+  f.head_weight_grad_bytes = 10;
   f.hidden_bytes_per_token = 2;
   f.tp_all_reduces_per_layer = 2;
   return f;
@@ -46,10 +50,14 @@ TEST_CASE("stage estimate: the last stage of a tp 2 pipeline, by hand", "[stage_
   CHECK(c.times.forward_s == Approx(12 + 20));
   CHECK(c.times.backward_s == Approx(24 + 20));
   CHECK(c.times.send_s == 0);
-  // Parameters 2 x 100 + 30 = 230 -> 4 x 230 / 2 = 460 bytes; activations 2 x 8 x 6 / 2; logits 16 x 6 / 2.
+  // Parameters 2 x 100 + 30 = 230 -> 4 x 230 / 2 = 460 bytes. Activations: 2 layers x 6 tokens
+  // x (8 / tp 2 + 1 whole) = 60, and the head's 16 x 6 whole + weight gradient 10 / tp 2 = 101.
+  // Workspace 6 x (4 / 2 + 1); the sync's buffer is the whole 460-byte shard (3 replicas).
   CHECK(c.param_bytes == Approx(460));
-  CHECK(c.activation_bytes == Approx(48));
-  CHECK(c.workspace_bytes == Approx(48));
+  CHECK(c.head_activation_bytes == Approx(101));
+  CHECK(c.activation_bytes == Approx(60 + 101));
+  CHECK(c.workspace_bytes == Approx(18));
+  CHECK(c.sync_buffer_bytes == Approx(460));
   // Sync: ring over 3 of 460 bytes: 4 x (1 + 460 / 3 / 46); AdamW: 28 x 115 / 1400.
   CHECK(c.grad_sync_s == Approx(4 * (1 + 460.0 / 3 / 46)));
   CHECK(c.optimizer_s == Approx(28.0 * 115 / 1400));
@@ -102,7 +110,7 @@ TEST_CASE("stage estimate: a profile of the stage's tp group, its optimizer and 
   CHECK(c.optimizer_s == Approx(0.9 * 230 / 480));  // its 230 of the model's 480 parameters
   CHECK(c.activation_bytes == Approx(2 * 10 + 40));
   CHECK(c.reserved_bytes == Approx(1000));
-  CHECK(c.workspace_bytes == Approx(48));           // still the model's logits, 16 x 6 / 2
+  CHECK(c.workspace_bytes == Approx(6 * (4 / 2 + 1)));  // still estimated: one layer's backward, 6 tokens
 }
 
 TEST_CASE("stage estimate: tied embeddings split over stages sum over both ends of every replica", "[stage_estimate]") {

@@ -136,3 +136,13 @@ TEST_CASE("the cross-rank summary matches a naive loop", "[step_timer]") {
   CHECK(s.compute.slowest == straggler);
   CHECK(s.compute.max == Approx(best));
 }
+
+TEST_CASE("the cross-rank JSON lists each rank's peak memory when collected", "[step_timer]") {
+  constexpr int64_t k = hetu::runtime::StepTelemetry::kFields;
+  hetu::runtime::TimingSummary s = hetu::runtime::summarize_timings(std::vector<double>(2 * k, 1.0), 2);
+  CHECK(hetu::runtime::timing_json(s).find("peak_mem_gib") == std::string::npos);
+  s.peak_mem_gib = {0.25, 1.5};
+  const std::string json = hetu::runtime::timing_json(s);
+  CHECK(json.find(R"("by_rank":{"step_s":[1,1])") != std::string::npos);
+  CHECK(json.find(R"(,"peak_mem_gib":[0.25,1.5]}})") != std::string::npos);  // inside by_rank, its last list
+}
