@@ -15,8 +15,8 @@
 #
 # Data: the King James Bible (Debian's bible-kjv) tokenized once with `hetu data prepare` into
 # SCRATCH/data/{byte,gpt2}/train_000000.bin. hetu reads it with data.sampling = "sequential"; the
-# PyTorch scripts read the same shard and takes the same consecutive windows, so step
-# k of both runs sees the same B sequences.
+# PyTorch scripts read the same shard and take the same consecutive windows, so step
+# k of every run sees the same B sequences.
 #
 # Timing: each run takes N + 1 optimizer steps; the first (warm-up: allocations, page faults) is
 # dropped and tok/s is the median over the other N of B*T / step time. For hetu the step time
