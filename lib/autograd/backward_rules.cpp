@@ -134,7 +134,8 @@ Grads concat_rule(const SavedContext& c, const Tensor& g) {
   }
   return grads;
 }
-// split / narrow: ints {dim, start}, shapes {input}. The slice's gradient, zeros elsewhere.
+// split / narrow: ints {dim, start}, shapes {input}. The slice's gradient, zeros elsewhere (the
+// reference; the engine writes into the input's gradient directly when it can, Note [Slice gradients]).
 Grads narrow_rule(const SavedContext& c, const Tensor& g) {
   Tensor dx = zeros(c.shapes[0], g.dtype(), g.device());
   copy_(dx.narrow(c.ints[0], c.ints[1], g.size(c.ints[0])), g);
@@ -193,13 +194,13 @@ constexpr auto kRules = std::to_array<BackwardRule>({
     {"cross_entropy", cross_entropy_rule},
     {"linear_cross_entropy", linear_cross_entropy_rule},
     {"concat", concat_rule},
-    {"split", narrow_rule},
+    {"split", narrow_rule, /*slice_view=*/true},
     {"index_select", index_select_rule},
     {"cast", cast_rule},
     {"reshape", reshape_rule},
     {"transpose", transpose_rule},
     {"permute", permute_rule},
-    {"narrow", narrow_rule},
+    {"narrow", narrow_rule, /*slice_view=*/true},
     {"expand", expand_rule},
     {"contiguous", contiguous_rule},
 });
