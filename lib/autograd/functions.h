@@ -16,6 +16,7 @@
 namespace hetu::autograd {
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);  // bias may be undefined
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);

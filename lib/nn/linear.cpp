@@ -18,8 +18,11 @@ Linear::Linear(const ParamInit& init, int64_t in_features, int64_t out_features,
 }
 
 Tensor Linear::forward(const Tensor& x) const {
-  Tensor y = autograd::matmul(x, compute_copy(weight, x), /*trans_a=*/false, /*trans_b=*/true);
-  if (tp_) y = tp_->reduce_partial(y);  // row parallel: each rank summed its input columns
+  const Tensor w = compute_copy(weight, x);
+  // Column parallel or whole: the bias enters the GEMM (autograd::linear).
+  if (!tp_) return autograd::linear(x, w, bias.defined() ? compute_copy(bias, x) : Tensor());
+  // Row parallel: each rank summed its input columns; the bias is added once, after the sum.
+  const Tensor y = tp_->reduce_partial(autograd::matmul(x, w, /*trans_a=*/false, /*trans_b=*/true));
   return bias.defined() ? autograd::add(y, compute_copy(bias, y)) : y;
 }
 
