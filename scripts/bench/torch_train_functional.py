@@ -101,23 +101,16 @@ def clip_(grads, max_norm):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", required=True, help="one llm.c shard (train_000000.bin)")
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--hidden", type=int, default=256)
-    ap.add_argument("--max-seq-len", type=int, default=256)
-    ap.add_argument("--vocab", type=int, required=True, help="embedding rows (the tokenizer's ids must fit)")
-    ap.add_argument("--norm-eps", type=float, default=1e-5)
-    ap.add_argument("--batch", type=int, default=4)
-    ap.add_argument("--seq", type=int, default=64)
-    ap.add_argument("--steps", type=int, default=31, help="optimizer steps in all (the caller drops the first)")
-    ap.add_argument("--lr", type=float, default=1e-3)
+    # The command line of scripts/bench/torch_train.py (cpu_train.sh passes both the same flags).
+    for flag, kind, default in (("--layers", int, 4), ("--heads", int, 4), ("--hidden", int, 256),
+                                ("--max-seq-len", int, 256), ("--norm-eps", float, 1e-5), ("--batch", int, 4),
+                                ("--seq", int, 64), ("--steps", int, 31), ("--lr", float, 1e-3),
+                                ("--eps", float, 1e-8), ("--weight-decay", float, 0.1), ("--grad-clip", float, 1.0),
+                                ("--seed", int, 1234), ("--threads", int, 1)):
+        ap.add_argument(flag, type=kind, default=default)
     ap.add_argument("--betas", type=float, nargs=2, default=[0.9, 0.95])
-    ap.add_argument("--eps", type=float, default=1e-8)
-    ap.add_argument("--weight-decay", type=float, default=0.1)
-    ap.add_argument("--grad-clip", type=float, default=1.0)
-    ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--vocab", type=int, required=True, help="embedding rows (the tokenizer's ids must fit)")
+    ap.add_argument("--data", required=True, help="one llm.c shard (train_000000.bin)")
     ap.add_argument("--metrics", required=True, help="JSON lines out, one per step")
     a = ap.parse_args()
     if a.hidden % a.heads != 0 or not 1 <= a.seq <= a.max_seq_len:
