@@ -38,13 +38,13 @@ Grads matmul_backward(const SavedContext& c, const Tensor& g) {
   return {sum_to_shape(da, a.shape()), sum_to_shape(db, b.shape())};
 }
 
-// linear: tensors {x rows (M, K), weight (N, K)}, ints {has bias}, shapes {x}. out = x Wᵀ + b:
-// dx = g W, dW = gᵀ x, db = the column sums of g (M, N).
+// linear: tensors {x rows (M, K), weight (N, K)}, ints {has bias}, shapes {x}. out = r + x Wᵀ + b:
+// dx = g W, dW = gᵀ x, db = the column sums of g (M, N), dr = g.
 Grads linear_rule(const SavedContext& c, const Tensor& g) {
   const Tensor& x = c.tensors[0];
   const Tensor& w = c.tensors[1];
   const Tensor g2 = g.reshape({x.size(0), w.size(0)});
-  return {matmul(g2, w).reshape(c.shapes[0]), matmul(g2, x, true, false), c.ints[0] != 0 ? sum(g2, {0}) : Tensor()};
+  return {matmul(g2, w).reshape(c.shapes[0]), matmul(g2, x, true, false), c.ints[0] != 0 ? sum(g2, {0}) : Tensor(), g};
 }
 
 // add / sub: shapes {a, b}.

@@ -52,7 +52,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   return out;
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
   check_inputs("linear", {&x, &weight}, Backends::cpu_and_cuda);
   check_float_dtype("linear", {&x, &weight});
   HT_CHECK(x.dim() >= 1 && weight.dim() == 2 && x.size(-1) == weight.size(1),
@@ -67,6 +67,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   }
   Shape out_shape(x.shape().begin(), x.shape().end() - 1);
   out_shape.push_back(n);
+  if (residual.defined()) {
+    check_inputs("linear", {&x, &residual}, Backends::cpu_and_cuda);
+    check_float_dtype("linear", {&x, &residual});
+    HT_CHECK(residual.shape() == out_shape, "linear: residual {} for an output {}", shape_str(residual.shape()),
+             shape_str(out_shape));
+  }
   Tensor out = empty(out_shape, x.dtype(), x.device());
   const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
   const Tensor x2 = x.contiguous().view({rows, k});
@@ -75,10 +81,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     if (out.device().is_cuda()) {
       cuda::matmul(x2, blas_ready(weight), false, true, out2);
       if (bias.defined()) add_(out2, bias);
+      if (residual.defined()) add_(out, residual);
       return out;
     }
   }
-  cpu::linear(x2, blas_ready(weight), bias.defined() ? bias.contiguous() : bias, out2);
+  cpu::linear(x2, blas_ready(weight), bias.defined() ? bias.contiguous() : bias,
+              residual.defined() ? residual.contiguous().view({rows, n}) : residual, out2);
   return out;
 }
 

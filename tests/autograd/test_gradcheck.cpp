@@ -58,6 +58,8 @@ std::vector<GradCase> cases() {
                [](const V& x) { return ag::matmul(x[0], x[1]); }});
   c.push_back({"linear", "3-d input with bias", [] { return V{leaf({2, 3, 4}, 30), leaf({5, 4}, 31), leaf({5}, 32)}; },
                [](const V& x) { return ag::linear(x[0], x[1], x[2]); }});
+  c.push_back({"linear", "with bias and residual", [] { return V{leaf({2, 3, 4}, 35), leaf({5, 4}, 36), leaf({5}, 37), leaf({2, 3, 5}, 38)}; },
+               [](const V& x) { return ag::linear(x[0], x[1], x[2], x[3]); }});
   c.push_back({"linear", "transposed input, no bias", [] { return V{leaf({4, 3}, 33), leaf({2, 4}, 34)}; },
                [](const V& x) { return ag::linear(ag::transpose(x[0], 0, 1), x[1], Tensor()); }});
   for (auto [name, fn] : {std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>{"add", ag::add},

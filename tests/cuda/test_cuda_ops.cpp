@@ -152,6 +152,10 @@ TEST_CASE("cuda ops: matmul and linear on cuBLAS, transposes, batches, broadcast
                 tol, "linear with bias " + dname(dt));
     check_close(ops::linear(gpu(x, dt), gpu(w, dt), Tensor()), ops::linear(rounded(x, dt), rounded(w, dt), Tensor()), tol,
                 "linear without bias " + dname(dt));
+    const Tensor res = random_cpu({3, 17, 48}, 68);
+    check_close(ops::linear(gpu(x, dt), gpu(w, dt), gpu(bias, dt), gpu(res, dt)),
+                ops::linear(rounded(x, dt), rounded(w, dt), rounded(bias, dt), rounded(res, dt)), tol,
+                "linear with bias and residual " + dname(dt));
     const Tensor q = random_cpu({2, 3, 11, 16}, 64), k = random_cpu({2, 3, 13, 16}, 65);
     check_close(ops::matmul(gpu(q, dt), gpu(k, dt), false, true), ops::matmul(rounded(q, dt), rounded(k, dt), false, true),
                 tol, "matmul 4-d batch " + dname(dt));
