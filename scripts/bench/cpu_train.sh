@@ -7,7 +7,8 @@
 # scripts/bench/torch_train_functional.py (a flat parameter dict, addmm/baddbmm, foreach AdamW).
 # It prints tokens/s for the three side by side and the ratio hetu/PyTorch against each script
 # as a markdown table, per row; the two PyTorch columns should agree (a large gap between them
-# means one construction is slow, and the ratio against the faster one is the one that counts). Rows: batch B = 4 with T = 64 and 256, times vocab 256 (byte
+# means one construction is slow, and the ratio against the faster one is the one that counts;
+# tests/python/torch_bench_scripts_agree.py checks that both compute the same loss and gradients). Rows: batch B = 4 with T = 64 and 256, times vocab 256 (byte
 # tokenizer) and 50257 (GPT-2 BPE; hetu runs with model.vocab_multiple = 1, so both models have
 # exactly 50257 embedding rows). Optimizer: AdamW lr 1e-3 (constant: hetu's lr_schedule.decay =
 # "constant", no warm-up), betas 0.9/0.95, eps 1e-8, weight decay 0.1 on tensors with ndim >= 2
