@@ -38,6 +38,15 @@ Grads matmul_backward(const SavedContext& c, const Tensor& g) {
   return {sum_to_shape(da, a.shape()), sum_to_shape(db, b.shape())};
 }
 
+// linear: tensors {x rows (M, K), weight (N, K)}, ints {has bias}, shapes {x}. out = r + x Wᵀ + b:
+// dx = g W, dW = gᵀ x, db = the column sums of g (M, N), dr = g.
+Grads linear_rule(const SavedContext& c, const Tensor& g) {
+  const Tensor& x = c.tensors[0];
+  const Tensor& w = c.tensors[1];
+  const Tensor g2 = g.reshape({x.size(0), w.size(0)});
+  return {matmul(g2, w).reshape(c.shapes[0]), matmul(g2, x, true, false), c.ints[0] != 0 ? sum(g2, {0}) : Tensor(), g};
+}
+
 // add / sub: shapes {a, b}.
 Grads add_backward(const SavedContext& c, const Tensor& g) {
   return {sum_to_shape(g, c.shapes[0]), sum_to_shape(g, c.shapes[1])};
@@ -134,7 +143,8 @@ Grads concat_rule(const SavedContext& c, const Tensor& g) {
   }
   return grads;
 }
-// split / narrow: ints {dim, start}, shapes {input}. The slice's gradient, zeros elsewhere.
+// split / narrow: ints {dim, start}, shapes {input}. The slice's gradient, zeros elsewhere (the
+// reference; the engine writes into the input's gradient directly when it can, Note [Slice gradients]).
 Grads narrow_rule(const SavedContext& c, const Tensor& g) {
   Tensor dx = zeros(c.shapes[0], g.dtype(), g.device());
   copy_(dx.narrow(c.ints[0], c.ints[1], g.size(c.ints[0])), g);
@@ -165,6 +175,7 @@ Grads contiguous_rule(const SavedContext&, const Tensor& g) { return {g}; }
 
 constexpr auto kRules = std::to_array<BackwardRule>({
     {"matmul", matmul_backward},
+    {"linear", linear_rule},
     {"add", add_backward},
     {"sub", sub_backward},
     {"mul", mul_backward},
@@ -193,13 +204,13 @@ constexpr auto kRules = std::to_array<BackwardRule>({
     {"cross_entropy", cross_entropy_rule},
     {"linear_cross_entropy", linear_cross_entropy_rule},
     {"concat", concat_rule},
-    {"split", narrow_rule},
+    {"split", narrow_rule, /*slice_view=*/true},
     {"index_select", index_select_rule},
     {"cast", cast_rule},
     {"reshape", reshape_rule},
     {"transpose", transpose_rule},
     {"permute", permute_rule},
-    {"narrow", narrow_rule},
+    {"narrow", narrow_rule, /*slice_view=*/true},
     {"expand", expand_rule},
     {"contiguous", contiguous_rule},
 });

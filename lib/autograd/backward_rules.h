@@ -17,6 +17,10 @@ using BackwardFn = std::vector<Tensor> (*)(const SavedContext& ctx, const Tensor
 struct BackwardRule {
   std::string_view name;  // the op name in lib/ops/op_list.h, or the view name
   BackwardFn fn;
+  // A slice view (narrow, split; SavedContext ints {dim, start}, shapes {input}): the engine
+  // may write the gradient into the slice of the input's pending gradient instead of running
+  // `fn`, which stays the reference (see Note [Slice gradients] in engine.cpp).
+  bool slice_view = false;
 };
 
 std::span<const BackwardRule> backward_rules();

@@ -1,6 +1,7 @@
 // The tape engine: recording nodes, topological order, gradient accumulation.
 #include "lib/autograd/engine.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -15,9 +16,14 @@ std::vector<Tensor> AutogradNode::run_backward(const Tensor& grad_out) {
   std::vector<Tensor> grads = rule_->fn(ctx_, grad_out);
   HT_CHECK(grads.size() == edges_.size(), "backward rule {} returned {} gradients for {} inputs", rule_->name,
            grads.size(), edges_.size());
+  release_saved();
+  return grads;
+}
+
+void AutogradNode::release_saved() {
+  HT_CHECK(!released_, "backward through the {} node a second time: its saved tensors were freed", rule_->name);
   ctx_ = autograd::SavedContext{};  // release saved tensors now
   released_ = true;
-  return grads;
 }
 
 namespace autograd {
@@ -69,6 +75,101 @@ void accumulate_pending(Tensor& slot, const Tensor& grad, const Ownership& own) 
     slot = ops::add(slot, grad);
   }
 }
+
+// Note [Slice gradients]: the gradient of a narrow or split piece is its input's gradient with
+// zeros outside the slice. narrow_rule (the reference) builds exactly that, one full-size
+// tensor per piece: for the q/k/v split of a fused projection, three zero-filled buffers and
+// two full-size additions per layer. When the piece's input came from another node (not a
+// leaf), the engine instead copies the piece's gradient into the slice of ONE pending buffer
+// of the input's shape, allocated uninitialised, and records which ranges of the slicing dim
+// were written. Just before that node runs, or before a whole-tensor gradient is added to the
+// buffer, the ranges no slice wrote are zero-filled (for split pieces that all got a gradient:
+// none). A slice along another dim, or one overlapping a written range, first completes the
+// buffer and is then added into its slice in place.
+struct SliceCover {
+  int64_t dim = 0;
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // [start, end) written along dim
+
+  bool overlaps(int64_t start, int64_t end) const {
+    for (auto [s, e] : ranges) {
+      if (start < e && s < end) return true;
+    }
+    return false;
+  }
+};
+
+// Zeros wherever `cover` wrote nothing.
+void fill_gaps(const Tensor& buffer, SliceCover& cover) {
+  std::sort(cover.ranges.begin(), cover.ranges.end());
+  int64_t at = 0;
+  for (auto [start, end] : cover.ranges) {
+    if (start > at) ops::fill_(buffer.narrow(cover.dim, at, start - at), 0.0);
+    at = std::max(at, end);
+  }
+  const int64_t size = buffer.size(cover.dim);
+  if (at < size) ops::fill_(buffer.narrow(cover.dim, at, size - at), 0.0);
+}
+
+// The summed output gradient of each node not yet run; some buffers are still partial (Note
+// [Slice gradients]).
+class PendingGrads {
+ public:
+  explicit PendingGrads(AutogradNode* root, const Tensor& seed) { grads_.emplace(root, seed); }
+
+  // node's complete gradient, removed from the table; undefined when none reached the node.
+  Tensor take(AutogradNode* node) {
+    auto found = grads_.find(node);
+    if (found == grads_.end()) return Tensor();
+    Tensor grad = std::move(found->second);
+    grads_.erase(found);
+    complete(node, grad);
+    return grad;
+  }
+
+  void add(AutogradNode* node, const Tensor& grad, const Ownership& own) {
+    auto [slot, inserted] = grads_.try_emplace(node, grad);
+    if (inserted) return;
+    complete(node, slot->second);
+    accumulate_pending(slot->second, grad, own);
+  }
+
+  // grad into [start, start + grad.size(dim)) along `dim` of node's gradient, of `shape`.
+  // false (nothing done) when node's pending gradient has another shape or dtype.
+  bool add_slice(AutogradNode* node, const Tensor& grad, int64_t dim, int64_t start, const Shape& shape,
+                 const Ownership& own) {
+    const int64_t end = start + grad.size(dim);
+    auto [slot, inserted] = grads_.try_emplace(node);
+    if (inserted) {
+      slot->second = empty(shape, grad.dtype(), grad.device());
+      ops::copy_(slot->second.narrow(dim, start, end - start), grad);
+      partial_[node] = SliceCover{dim, {{start, end}}};
+      return true;
+    }
+    Tensor& buffer = slot->second;
+    if (buffer.shape() != shape || buffer.dtype() != grad.dtype()) return false;
+    auto cover = partial_.find(node);
+    if (cover != partial_.end() && cover->second.dim == dim && !cover->second.overlaps(start, end)) {
+      ops::copy_(buffer.narrow(dim, start, end - start), grad);
+      cover->second.ranges.emplace_back(start, end);
+      return true;
+    }
+    complete(node, buffer);
+    if (!own.exclusive(buffer)) buffer = buffer.clone();
+    ops::add_(buffer.narrow(dim, start, end - start), grad);
+    return true;
+  }
+
+ private:
+  void complete(AutogradNode* node, const Tensor& buffer) {
+    auto cover = partial_.find(node);
+    if (cover == partial_.end()) return;
+    fill_gaps(buffer, cover->second);
+    partial_.erase(cover);
+  }
+
+  std::unordered_map<AutogradNode*, Tensor> grads_;
+  std::unordered_map<AutogradNode*, SliceCover> partial_;
+};
 
 }  // namespace
 
@@ -140,21 +241,25 @@ void backward(const Tensor& root, const Tensor& grad) {
       stack.pop_back();
     }
   }
-  std::unordered_map<AutogradNode*, Tensor> pending = {{root.grad_fn().get(), seed}};
+  PendingGrads pending(root.grad_fn().get(), seed);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     AutogradNode* node = *it;
-    auto found = pending.find(node);
-    if (found == pending.end()) continue;  // no gradient reached this node
-    const Tensor grad_out = std::move(found->second);
-    pending.erase(found);
+    const Tensor grad_out = pending.take(node);
+    if (!grad_out.defined()) continue;  // no gradient reached this node
+    if (node->rule().slice_view && node->edges()[0].node) {  // See Note [Slice gradients]
+      const SavedContext& c = node->saved();
+      if (pending.add_slice(node->edges()[0].node.get(), grad_out, c.ints[0], c.ints[1], c.shapes[0], own)) {
+        node->release_saved();
+        continue;
+      }
+    }
     std::vector<Tensor> grads = node->run_backward(grad_out);
     own.after_rule(grad_out, grads);
     for (size_t i = 0; i < grads.size(); ++i) {
       const Edge& edge = node->edges()[i];
       if (!edge.needs_grad() || !grads[i].defined()) continue;
       if (edge.node) {
-        auto [slot, inserted] = pending.try_emplace(edge.node.get(), grads[i]);
-        if (!inserted) accumulate_pending(slot->second, grads[i], own);
+        pending.add(edge.node.get(), grads[i], own);
       } else {
         accumulate_leaf(edge.leaf, grads[i], own);
       }

@@ -39,6 +39,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   return record("matmul", {&a, &b}, out, {{a.detach(), b.detach()}, {trans_a, trans_b}, {}, {}});
 }
 
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
+  Tensor out = ops::linear(x, weight, bias, residual);
+  if (!needs_tape({&x, &weight, &bias, &residual})) return out;
+  const Tensor rows = x.contiguous().view({shape_numel(Shape(x.shape().begin(), x.shape().end() - 1)), x.size(-1)});
+  return record("linear", {&x, &weight, &bias, &residual}, out,
+                {{rows.detach(), weight.detach()}, {bias.defined() ? 1 : 0}, {}, {x.shape()}});
+}
+
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = ops::add(a, b);
   if (!needs_tape({&a, &b})) return out;

@@ -53,6 +53,10 @@ class AutogradNode {
   const std::vector<autograd::Edge>& edges() const { return edges_; }
   // Runs the rule (one gradient per input, undefined where not needed) and frees ctx.
   std::vector<Tensor> run_backward(const Tensor& grad_out);
+  // What the rule would read; for the engine's own handling of slice views.
+  const autograd::SavedContext& saved() const { return ctx_; }
+  // Frees ctx as run_backward does, for a node whose gradient the engine routed itself.
+  void release_saved();
 
  private:
   const autograd::BackwardRule* rule_;

@@ -17,10 +17,14 @@ Linear::Linear(const ParamInit& init, int64_t in_features, int64_t out_features,
   }
 }
 
-Tensor Linear::forward(const Tensor& x) const {
-  Tensor y = autograd::matmul(x, compute_copy(weight, x), /*trans_a=*/false, /*trans_b=*/true);
-  if (tp_) y = tp_->reduce_partial(y);  // row parallel: each rank summed its input columns
-  return bias.defined() ? autograd::add(y, compute_copy(bias, y)) : y;
+Tensor Linear::forward(const Tensor& x, const Tensor& residual) const {
+  const Tensor w = compute_copy(weight, x);
+  // Column parallel or whole: bias and residual enter the GEMM (autograd::linear).
+  if (!tp_) return autograd::linear(x, w, bias.defined() ? compute_copy(bias, x) : Tensor(), residual);
+  // Row parallel: each rank summed its input columns; bias and residual are added once, after the sum.
+  Tensor y = tp_->reduce_partial(autograd::matmul(x, w, /*trans_a=*/false, /*trans_b=*/true));
+  if (bias.defined()) y = autograd::add(y, compute_copy(bias, y));
+  return residual.defined() ? autograd::add(residual, y) : y;
 }
 
 }  // namespace hetu::nn

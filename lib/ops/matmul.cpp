@@ -1,4 +1,4 @@
-// matmul: argument checks, batch broadcasting, and the choice of a copy-free BLAS layout.
+// matmul and linear: argument checks, batch broadcasting, and the choice of a copy-free BLAS layout.
 #include "lib/ops/cpu/matmul.h"
 #include "lib/ops/cuda/matmul.h"
 #include "lib/ops/op_checks.h"
@@ -49,6 +49,44 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
     return out;
   }
   cpu::matmul(blas_ready(a).expand(a_full), blas_ready(b).expand(b_full), trans_a, trans_b, out);
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
+  check_inputs("linear", {&x, &weight}, Backends::cpu_and_cuda);
+  check_float_dtype("linear", {&x, &weight});
+  HT_CHECK(x.dim() >= 1 && weight.dim() == 2 && x.size(-1) == weight.size(1),
+           "linear: input {} does not match a weight {} (want (..., K) and (N, K))", shape_str(x.shape()),
+           shape_str(weight.shape()));
+  const int64_t n = weight.size(0), k = weight.size(1);
+  if (bias.defined()) {
+    check_inputs("linear", {&x, &bias}, Backends::cpu_and_cuda);
+    check_float_dtype("linear", {&x, &bias});
+    HT_CHECK(bias.dim() == 1 && bias.size(0) == n, "linear: bias {} for a weight {} (want ({},))",
+             shape_str(bias.shape()), shape_str(weight.shape()), n);
+  }
+  Shape out_shape(x.shape().begin(), x.shape().end() - 1);
+  out_shape.push_back(n);
+  if (residual.defined()) {
+    check_inputs("linear", {&x, &residual}, Backends::cpu_and_cuda);
+    check_float_dtype("linear", {&x, &residual});
+    HT_CHECK(residual.shape() == out_shape, "linear: residual {} for an output {}", shape_str(residual.shape()),
+             shape_str(out_shape));
+  }
+  Tensor out = empty(out_shape, x.dtype(), x.device());
+  const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
+  const Tensor x2 = x.contiguous().view({rows, k});
+  const Tensor out2 = out.view({rows, n});
+  if constexpr (hetu::cuda::kBuilt) {
+    if (out.device().is_cuda()) {
+      cuda::matmul(x2, blas_ready(weight), false, true, out2);
+      if (bias.defined()) add_(out2, bias);
+      if (residual.defined()) add_(out, residual);
+      return out;
+    }
+  }
+  cpu::linear(x2, blas_ready(weight), bias.defined() ? bias.contiguous() : bias,
+              residual.defined() ? residual.contiguous().view({rows, n}) : residual, out2);
   return out;
 }
 

@@ -13,6 +13,7 @@
 
 #define HT_OP_LIST(X)            \
   X(matmul, true)                \
+  X(linear, true)                \
   X(add, true)                   \
   X(sub, true)                   \
   X(mul, true)                   \

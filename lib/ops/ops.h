@@ -23,6 +23,12 @@ namespace hetu::ops {
 // a: (..., M, K) or (..., K, M) when trans_a; b: (..., K, N) or (..., N, K) when trans_b.
 // Batch dims broadcast (a 2-d b against a 3-d a is a linear layer). Out: (..., M, N).
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+// The linear layer: x (..., K), weight (N, K) as torch.nn.Linear, bias (N) or undefined,
+// residual (..., N) or undefined -> (..., N) = residual + x weightᵀ + bias. On the CPU
+// residual + bias is the GEMM's starting value (beta = 1; no pass over the output to add
+// them); on CUDA they are added in place after cuBLAS. The reference is
+// add(residual, add(matmul(x, weight, false, true), bias)).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual = Tensor());
 
 // ---- elementwise (lib/ops/elementwise.cpp) ----
 Tensor add(const Tensor& a, const Tensor& b);  // NumPy broadcasting

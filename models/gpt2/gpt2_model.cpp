@@ -45,10 +45,9 @@ Tensor Gpt2Block::forward(const Tensor& x, KVCache* cache, size_t layer) const {
   if (cache != nullptr) append_to_cache(*cache, layer, k, v);
   const Tensor y = ag::attention(heads(parts[0]), k, v, 1.0 / std::sqrt(static_cast<double>(D)));
   const Tensor merged = ag::reshape(ag::transpose(y, 1, 2), {B, T, HD});
-  const Tensor h = ag::add(x, attn.c_proj.forward(merged));
+  const Tensor h = attn.c_proj.forward(merged, /*residual=*/x);  // x + c_proj(merged)
   // MLP: C -> 4C -> GELU -> C.
-  const Tensor m = mlp.c_proj.forward(ag::gelu(mlp.c_fc.forward(ln_2.forward(h))));
-  return ag::add(h, m);
+  return mlp.c_proj.forward(ag::gelu(mlp.c_fc.forward(ln_2.forward(h))), /*residual=*/h);
 }
 
 Gpt2Model::Gpt2Model(const ModelConfig& c, ModelBuild build) : LanguageModel(c, std::move(build)) {

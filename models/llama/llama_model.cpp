@@ -58,11 +58,11 @@ Tensor LlamaBlock::forward(const Tensor& x, KVCache* cache, size_t layer) const 
   Tensor kh = ag::transpose(k, 1, 2), vh = ag::transpose(v, 1, 2);
   if (cache != nullptr) append_to_cache(*cache, layer, kh, vh);
   const Tensor y = ag::attention(ag::transpose(q, 1, 2), kh, vh, 1.0 / std::sqrt(static_cast<double>(D)));
-  const Tensor h = ag::add(x, self_attn.o_proj.forward(ag::reshape(ag::transpose(y, 1, 2), {B, T, H * D})));
+  const Tensor h = self_attn.o_proj.forward(ag::reshape(ag::transpose(y, 1, 2), {B, T, H * D}), /*residual=*/x);
   // SwiGLU: down(silu(gate(x)) * up(x)).
   const Tensor m = post_attention_layernorm.forward(h);
   const Tensor gated = ag::mul(ag::silu(mlp.gate_proj.forward(m)), mlp.up_proj.forward(m));
-  return ag::add(h, mlp.down_proj.forward(gated));
+  return mlp.down_proj.forward(gated, /*residual=*/h);
 }
 
 LlamaModel::Body::Body(const nn::ParamInit& init, const ModelConfig& c, const ModelPart& part,

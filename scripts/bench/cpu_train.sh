@@ -2,24 +2,28 @@
 # CPU training throughput, hetu next to PyTorch (a benchmark, not part of CI).
 #
 # Trains the same GPT-2 (4 layers, 4 heads, hidden 256, max_seq_len 256, fp32) with
-# `hetu train` and with scripts/bench/torch_train.py (plain PyTorch, Debian's python3-torch) on
-# the same data in the same order, one thread each, and prints tokens/s for both and the ratio
-# hetu/PyTorch as a markdown table. Rows: batch B = 4 with T = 64 and 256, times vocab 256 (byte
+# `hetu train` and with two independent PyTorch scripts (Debian's python3-torch) on the same data
+# in the same order, one thread each: scripts/bench/torch_train.py (nn.Module layers) and
+# scripts/bench/torch_train_functional.py (a flat parameter dict, addmm/baddbmm, foreach AdamW).
+# It prints tokens/s for the three side by side and the ratio hetu/PyTorch against each script
+# as a markdown table, per row; the two PyTorch columns should agree (a large gap between them
+# means one construction is slow, and the ratio against the faster one is the one that counts;
+# tests/python/torch_bench_scripts_agree.py checks that both compute the same loss and gradients). Rows: batch B = 4 with T = 64 and 256, times vocab 256 (byte
 # tokenizer) and 50257 (GPT-2 BPE; hetu runs with model.vocab_multiple = 1, so both models have
 # exactly 50257 embedding rows). Optimizer: AdamW lr 1e-3 (constant: hetu's lr_schedule.decay =
 # "constant", no warm-up), betas 0.9/0.95, eps 1e-8, weight decay 0.1 on tensors with ndim >= 2
-# (hetu's rule, copied by the PyTorch script), grad clip 1.0, global_batch = micro_batch = B.
+# (hetu's rule, copied by the PyTorch scripts), grad clip 1.0, global_batch = micro_batch = B.
 #
 # Data: the King James Bible (Debian's bible-kjv) tokenized once with `hetu data prepare` into
 # SCRATCH/data/{byte,gpt2}/train_000000.bin. hetu reads it with data.sampling = "sequential"; the
-# PyTorch script reads the same shard with numpy and takes the same consecutive windows, so step
-# k of both runs sees the same B sequences.
+# PyTorch scripts read the same shard and take the same consecutive windows, so step
+# k of every run sees the same B sequences.
 #
 # Timing: each run takes N + 1 optimizer steps; the first (warm-up: allocations, page faults) is
 # dropped and tok/s is the median over the other N of B*T / step time. For hetu the step time
 # is "step_s" of out_dir/metrics.jsonl with training.log_every = 1 (the trainer's clock around
 # one whole step: batch, forward, backward, clip, AdamW; logging and the final checkpoint fall
-# outside it); the PyTorch script times the same span with time.perf_counter.
+# outside it); the PyTorch scripts time the same span with time.perf_counter.
 #
 # Peak: every hetu run measures single-thread sgemm FLOP/s when it starts (the MFU probe of
 # `hetu train`, 0.3 s; HOME points into the run folder so no cached value from another run is
@@ -44,9 +48,10 @@
 #               for both, so the table compares the compute.
 #
 # Needs build/bin/hetu (ninja -C build hetu). Installs python3-torch, python3-numpy and
-# bible-kjv with apt-get when they are missing. Time on a 2-core VM (AMD EPYC): 7 to 10 minutes
-# with the defaults (the vocab-50257 rows take most of it, PyTorch's above all: it page-faults
-# its fresh buffers every step), about 4 with --malloc-thp, about 3 with --steps 10.
+# bible-kjv with apt-get when they are missing. Time on a 2-core VM (AMD EPYC), with one PyTorch
+# script (two take about 1.6 times as long): 7 to 10 minutes with the defaults (the vocab-50257
+# rows take most of it, PyTorch's above all: it page-faults its fresh buffers every step), about 4
+# with --malloc-thp, about 3 with --steps 10.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 
@@ -194,13 +199,15 @@ EOF
     --set training.eval_every=0 --set checkpoint.every=0 > "$runs/hetu-$tag.log" 2>&1 ||
     { tail -20 "$runs/hetu-$tag.log" >&2; echo "cpu_train.sh: hetu failed (log: $runs/hetu-$tag.log)" >&2; exit 1; }
   [ "$keep" = 1 ] || rm -rf "$runs/hetu-$tag/checkpoints"
-  echo "== T=$T vocab=$V: PyTorch"
-  "$py" "$root/scripts/bench/torch_train.py" --data "$data/$tok/train_000000.bin" --vocab "$V" --layers 4 \
-    --heads 4 --hidden 256 --max-seq-len 256 --batch "$B" --seq "$T" --steps "$total" --lr 1e-3 \
-    --betas 0.9 0.95 --eps 1e-8 --weight-decay 0.1 --grad-clip 1.0 --threads 1 \
-    --metrics "$runs/torch-$tag.jsonl" > "$runs/torch-$tag.log" 2>&1 ||
-    { tail -20 "$runs/torch-$tag.log" >&2; echo "cpu_train.sh: PyTorch failed (log: $runs/torch-$tag.log)" >&2; exit 1; }
-  rows+=("$T"$'\t'"$V"$'\t'"$runs/hetu-$tag/metrics.jsonl"$'\t'"$runs/torch-$tag.jsonl"$'\t'"$runs/hetu-$tag.log")
+  for peer in torch_train torch_train_functional; do
+    echo "== T=$T vocab=$V: PyTorch ($peer.py)"
+    "$py" "$root/scripts/bench/$peer.py" --data "$data/$tok/train_000000.bin" --vocab "$V" --layers 4 \
+      --heads 4 --hidden 256 --max-seq-len 256 --batch "$B" --seq "$T" --steps "$total" --lr 1e-3 \
+      --betas 0.9 0.95 --eps 1e-8 --weight-decay 0.1 --grad-clip 1.0 --threads 1 \
+      --metrics "$runs/$peer-$tag.jsonl" > "$runs/$peer-$tag.log" 2>&1 ||
+      { tail -20 "$runs/$peer-$tag.log" >&2; echo "cpu_train.sh: PyTorch failed (log: $runs/$peer-$tag.log)" >&2; exit 1; }
+  done
+  rows+=("$T"$'\t'"$V"$'\t'"$runs/hetu-$tag/metrics.jsonl"$'\t'"$runs/torch_train-$tag.jsonl"$'\t'"$runs/torch_train_functional-$tag.jsonl"$'\t'"$runs/hetu-$tag.log")
 done
 
 echo
@@ -227,22 +234,27 @@ def sgemm_peak(log):
 
 results = []
 for row in sys.argv[3:]:
-    T, V, hetu_path, torch_path, hetu_log = row.split("\t")
-    results.append((int(T), V, read(hetu_path, int(T)), read(torch_path, int(T)), sgemm_peak(hetu_log)))
+    T, V, hetu_path, module_path, functional_path, hetu_log = row.split("\t")
+    results.append((int(T), V, read(hetu_path, int(T)), read(module_path, int(T)), read(functional_path, int(T)),
+                    sgemm_peak(hetu_log)))
 
-print(f"| T | vocab | hetu tok/s | PyTorch tok/s | ratio | hetu / sgemm peak (GFLOP/s) | loss step 1 (hetu / PyTorch) | loss step {steps + 1} (hetu / PyTorch) |")
-print("|---:|---:|---:|---:|---:|---:|---|---|")
-for T, V, h, t, peak in results:
-    print(f"| {T} | {V} | {h[0]:,.0f} | {t[0]:,.0f} | {h[0] / t[0]:.2f} | {100 * h[4]:.0f}% ({peak:.1f}) | {h[2]:.3f} / {t[2]:.3f} | {h[3]:.3f} / {t[3]:.3f} |")
+print("PyTorch (module) = scripts/bench/torch_train.py, PyTorch (functional) = scripts/bench/torch_train_functional.py.")
 print()
-print(f"B = {B}; tok/s = median over {steps} steps (the first of {steps + 1} dropped) of B*T / step time; ratio = hetu / PyTorch.")
-print("Losses: both models start from different random initialisations (same scheme, different RNGs) and see the")
-print("same batches, so the losses agree only roughly; step 1 is near ln(vocab) for both.")
+print(f"| T | vocab | hetu tok/s | PyTorch (module) tok/s | PyTorch (functional) tok/s | hetu / module | hetu / functional "
+      f"| hetu / sgemm peak (GFLOP/s) | loss step 1 (hetu / module / functional) | loss step {steps + 1} (hetu / module / functional) |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+for T, V, h, m, f, peak in results:
+    print(f"| {T} | {V} | {h[0]:,.0f} | {m[0]:,.0f} | {f[0]:,.0f} | {h[0] / m[0]:.2f} | {h[0] / f[0]:.2f} "
+          f"| {100 * h[4]:.0f}% ({peak:.1f}) | {h[2]:.3f} / {m[2]:.3f} / {f[2]:.3f} | {h[3]:.3f} / {m[3]:.3f} / {f[3]:.3f} |")
+print()
+print(f"B = {B}; tok/s = median over {steps} steps (the first of {steps + 1} dropped) of B*T / step time; ratio = hetu / that PyTorch script.")
+print("Losses: the three models start from different random initialisations (same scheme, different RNGs) and see the")
+print("same batches, so the losses agree only roughly; step 1 is near ln(vocab) for all.")
 print()
 print("Fastest single step (less sensitive to other load on a shared machine):")
 print()
-print("| T | vocab | hetu tok/s | PyTorch tok/s | ratio |")
-print("|---:|---:|---:|---:|---:|")
-for T, V, h, t, peak in results:
-    print(f"| {T} | {V} | {h[1]:,.0f} | {t[1]:,.0f} | {h[1] / t[1]:.2f} |")
+print("| T | vocab | hetu tok/s | PyTorch (module) tok/s | PyTorch (functional) tok/s | hetu / module | hetu / functional |")
+print("|---:|---:|---:|---:|---:|---:|---:|")
+for T, V, h, m, f, peak in results:
+    print(f"| {T} | {V} | {h[1]:,.0f} | {m[1]:,.0f} | {f[1]:,.0f} | {h[1] / m[1]:.2f} | {h[1] / f[1]:.2f} |")
 EOF

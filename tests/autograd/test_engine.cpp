@@ -123,3 +123,15 @@ TEST_CASE("in-place gradient accumulation never writes into shared memory", "[au
     CHECK(to_vector(w.grad()) == std::vector<double>{7, 7});
   }
 }
+
+// See Note [Slice gradients] (lib/autograd/engine.cpp): split pieces of a computed tensor
+// write into one uninitialised buffer; what no piece wrote must come out as zeros.
+TEST_CASE("slices that got no gradient are zero in the input's gradient", "[autograd]") {
+  Tensor x = tensor_from<double>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {2, 6});
+  x.set_requires_grad(true);
+  std::vector<Tensor> p = ag::split(ag::mul_scalar(x, 1.0), {2, 2, 2}, 1);
+  const Tensor loss = ag::add(ag::sum(p[0]), ag::sum(ag::mul_scalar(p[2], 3.0)));  // p[1] unused
+  { Tensor junk = full({2, 6}, std::nan(""), DType::f64); }  // freed memory the buffer may reuse
+  ag::backward(loss);
+  CHECK(to_vector(x.grad()) == std::vector<double>{1, 1, 0, 0, 3, 3, 1, 1, 0, 0, 3, 3});
+}

@@ -56,6 +56,12 @@ std::vector<GradCase> cases() {
                [](const V& x) { return ag::matmul(x[0], x[1], true, false); }});
   c.push_back({"matmul", "broadcast batch", [] { return V{leaf({2, 1, 3, 4}, 1), leaf({3, 4, 2}, 2)}; },
                [](const V& x) { return ag::matmul(x[0], x[1]); }});
+  c.push_back({"linear", "3-d input with bias", [] { return V{leaf({2, 3, 4}, 30), leaf({5, 4}, 31), leaf({5}, 32)}; },
+               [](const V& x) { return ag::linear(x[0], x[1], x[2]); }});
+  c.push_back({"linear", "with bias and residual", [] { return V{leaf({2, 3, 4}, 35), leaf({5, 4}, 36), leaf({5}, 37), leaf({2, 3, 5}, 38)}; },
+               [](const V& x) { return ag::linear(x[0], x[1], x[2], x[3]); }});
+  c.push_back({"linear", "transposed input, no bias", [] { return V{leaf({4, 3}, 33), leaf({2, 4}, 34)}; },
+               [](const V& x) { return ag::linear(ag::transpose(x[0], 0, 1), x[1], Tensor()); }});
   for (auto [name, fn] : {std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>{"add", ag::add},
                           {"sub", ag::sub}, {"mul", ag::mul}, {"div", ag::div}}) {
     c.push_back({name, "broadcast", [] { return V{leaf({2, 3, 4}, 3), leaf({3, 1}, 4, 0.5, 2.0)}; },
@@ -103,6 +109,35 @@ std::vector<GradCase> cases() {
                [](const V& x) {
                  std::vector<Tensor> p = ag::split(x[0], {2, 3}, 0);
                  return ag::mul(p[0], ag::narrow(p[1], 0, 1, 2));
+               }});
+  // Pieces of a computed tensor: the engine writes their gradients into one buffer (Note
+  // [Slice gradients], lib/autograd/engine.cpp); each case takes another of its paths.
+  c.push_back({"split", "q/k/v of a computed tensor, all pieces used", [] { return V{leaf({2, 3, 6}, 20)}; },
+               [](const V& x) {
+                 std::vector<Tensor> p = ag::split(ag::exp(x[0]), {2, 2, 2}, -1);
+                 return ag::mul(ag::transpose(p[0], 1, 2), ag::exp(ag::transpose(ag::add(p[1], p[2]), 1, 2)));
+               }});
+  c.push_back({"split", "a computed tensor, one piece unused", [] { return V{leaf({3, 5}, 21)}; },
+               [](const V& x) {
+                 std::vector<Tensor> p = ag::split(ag::exp(x[0]), {1, 3, 1}, 1);
+                 return ag::mul(p[0], p[2]);
+               }});
+  c.push_back({"narrow", "overlapping slices and the whole of a computed tensor", [] { return V{leaf({4, 3}, 22)}; },
+               [](const V& x) {
+                 const Tensor h = ag::exp(x[0]);
+                 const Tensor a = ag::mul(ag::narrow(h, 0, 0, 3), ag::narrow(h, 0, 1, 3));
+                 return ag::add(ag::sum(ag::mul(h, h), {0}), ag::sum(a, {0}));  // the slices' gradients arrive first
+               }});
+  c.push_back({"narrow", "the whole of a computed tensor after slices with a gap", [] { return V{leaf({4, 3}, 24)}; },
+               [](const V& x) {
+                 const Tensor h = ag::exp(x[0]);
+                 const Tensor a = ag::mul(ag::narrow(h, 0, 0, 1), ag::narrow(h, 0, 2, 2));
+                 return ag::add(ag::sum(ag::mul(h, h), {0}), ag::sum(a, {0}));
+               }});
+  c.push_back({"narrow", "slices of a computed tensor along two dims", [] { return V{leaf({4, 4}, 23)}; },
+               [](const V& x) {
+                 const Tensor h = ag::exp(x[0]);
+                 return ag::mul(ag::narrow(h, 0, 1, 2), ag::transpose(ag::narrow(h, 1, 2, 2), 0, 1));
                }});
   c.push_back({"index_select", "repeats along dim 1", [] { return V{leaf({3, 4}, 18)}; },
                [](const V& x) { return ag::index_select(x[0], 1, ids({3, 0, 3}, {3})); }});

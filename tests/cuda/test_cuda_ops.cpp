@@ -132,7 +132,7 @@ TEST_CASE("cuda ops: layer_norm and rms_norm, forward and backward", "[cuda]") {
   }
 }
 
-TEST_CASE("cuda ops: matmul on cuBLAS, transposes, batches, broadcast weights", "[cuda]") {
+TEST_CASE("cuda ops: matmul and linear on cuBLAS, transposes, batches, broadcast weights", "[cuda]") {
   HT_REQUIRE_GPU();
   for (DType dt : kGpuDtypes) {
     const Tolerance tol = tolerance(dt);
@@ -147,6 +147,15 @@ TEST_CASE("cuda ops: matmul on cuBLAS, transposes, batches, broadcast weights", 
     const Tensor x = random_cpu({3, 17, 64}, 62), w = random_cpu({48, 64}, 63);
     check_close(ops::matmul(gpu(x, dt), gpu(w, dt), false, true), ops::matmul(rounded(x, dt), rounded(w, dt), false, true),
                 tol, "matmul linear " + dname(dt));
+    const Tensor bias = random_cpu({48}, 67);
+    check_close(ops::linear(gpu(x, dt), gpu(w, dt), gpu(bias, dt)), ops::linear(rounded(x, dt), rounded(w, dt), rounded(bias, dt)),
+                tol, "linear with bias " + dname(dt));
+    check_close(ops::linear(gpu(x, dt), gpu(w, dt), Tensor()), ops::linear(rounded(x, dt), rounded(w, dt), Tensor()), tol,
+                "linear without bias " + dname(dt));
+    const Tensor res = random_cpu({3, 17, 48}, 68);
+    check_close(ops::linear(gpu(x, dt), gpu(w, dt), gpu(bias, dt), gpu(res, dt)),
+                ops::linear(rounded(x, dt), rounded(w, dt), rounded(bias, dt), rounded(res, dt)), tol,
+                "linear with bias and residual " + dname(dt));
     const Tensor q = random_cpu({2, 3, 11, 16}, 64), k = random_cpu({2, 3, 13, 16}, 65);
     check_close(ops::matmul(gpu(q, dt), gpu(k, dt), false, true), ops::matmul(rounded(q, dt), rounded(k, dt), false, true),
                 tol, "matmul 4-d batch " + dname(dt));

@@ -1,6 +1,6 @@
 // The kernels that run_isa compiles per instruction-set level (lib/ops/cpu/isa.h; Note
 // [Kernel ISA levels]) give the same results at every level this CPU supports: f32 GELU,
-// layer norm, AdamW and attention, forward and backward, against the same op in f64 (whose
+// layer norm, AdamW, attention (forward and backward) and column sums, against the same op in f64 (whose
 // kernels the op tests check against naive loops), and level against level.
 #include <string>
 #include <vector>
@@ -49,6 +49,8 @@ std::vector<Tensor> run_all(DType dtype) {
   const ops::AttentionResult att = ops::attention(q, k, val, 0.5);
   const ops::AttentionGrads ag = ops::attention_backward(dout, q, k, val, att.out, att.lse, 0.5);
   outputs.insert(outputs.end(), {att.out, att.lse, ag.dq, ag.dk, ag.dv});
+
+  outputs.push_back(ops::sum(input({64, 4, 700}, 30), {0, 1}));  // column sums (a bias gradient), two blocks
   return outputs;
 }
 

@@ -1,4 +1,4 @@
-// matmul against a naive triple loop in double: transposes (flags and views), batch
+// matmul and linear against naive loops in double: transposes (flags and views), batch
 // broadcasting, odd sizes, f32 and f64, and shape errors.
 #include "lib/ops/ops.h"
 #include "tests/ops/op_test_utils.h"
@@ -84,4 +84,48 @@ TEST_CASE("matmul rejects bad shapes and dtypes", "[matmul]") {
                     Contains("op matmul not implemented for device cpu / dtype i32"));
   CHECK_THROWS_WITH(ops::matmul(a, zeros({3, 2}, DType::f64)), Contains("matmul: dtypes differ"));
   CHECK_THROWS_WITH(ops::matmul(zeros({2, 2, 3}), zeros({3, 3, 2})), Contains("do not broadcast"));
+}
+
+// linear against a naive loop: out[r, j] = residual[r, j] + bias[j] + Σ_p x[r, p] w[j, p] over
+// the rows r of x's leading dims; x, w, bias, residual in every layout, with and without bias
+// and residual, odd sizes and K = 0.
+TEST_CASE("linear matches a naive loop with and without bias and residual", "[matmul]") {
+  uint64_t seed = 100;
+  for (DType dtype : {DType::f32, DType::f64}) {
+    for (auto [m, k, n] : {std::array<int64_t, 3>{1, 1, 1}, {7, 33, 1}, {33, 7, 129}, {5, 0, 3}}) {
+      for (auto [with_bias, with_residual] : {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
+        for (Layout layout : {Layout::contiguous, Layout::transposed, Layout::strided}) {
+          const Tensor x = with_layout(random_tensor({2, m, k}, dtype, seed++), layout);
+          const Tensor w = with_layout(random_tensor({n, k}, dtype, seed++), layout);
+          const Tensor b = with_bias ? with_layout(random_tensor({1, n}, dtype, seed++), layout).squeeze(0) : Tensor();
+          const Tensor res = with_residual ? with_layout(random_tensor({2, m, n}, dtype, seed++), layout) : Tensor();
+          INFO("m,k,n=" << m << "," << k << "," << n << " bias=" << with_bias << " residual=" << with_residual << " "
+                        << to_string(layout) << " " << to_string(dtype));
+          const std::vector<double> vx = to_vector(x), vw = to_vector(w);
+          const std::vector<double> vb = with_bias ? to_vector(b) : std::vector<double>(static_cast<size_t>(n), 0.0);
+          const std::vector<double> vr = with_residual ? to_vector(res) : std::vector<double>(static_cast<size_t>(2 * m * n), 0.0);
+          std::vector<double> expected;
+          for (int64_t r = 0; r < 2 * m; ++r) {
+            for (int64_t j = 0; j < n; ++j) {
+              double acc = vr[static_cast<size_t>(r * n + j)] + vb[static_cast<size_t>(j)];
+              for (int64_t p = 0; p < k; ++p) acc += vx[static_cast<size_t>(r * k + p)] * vw[static_cast<size_t>(j * k + p)];
+              expected.push_back(acc);
+            }
+          }
+          const Tensor out = ops::linear(x, w, b, res);
+          REQUIRE(out.shape() == Shape{2, m, n});
+          CHECK(max_abs_diff(out, expected) <= tolerance(dtype, static_cast<double>(k + 2)));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("linear rejects mismatched shapes", "[matmul]") {
+  using Catch::Contains;
+  CHECK_THROWS_WITH(ops::linear(zeros({2, 3}), zeros({4, 5}), Tensor()), Contains("linear: input (2, 3) does not match a weight (4, 5)"));
+  CHECK_THROWS_WITH(ops::linear(zeros({2, 3}), zeros({4, 3}), zeros({3})), Contains("linear: bias (3,) for a weight (4, 3) (want (4,))"));
+  CHECK_THROWS_WITH(ops::linear(zeros({2, 3}), zeros({4, 3}), zeros({4}, DType::f64)), Contains("linear: dtypes differ"));
+  CHECK_THROWS_WITH(ops::linear(zeros({2, 3}), zeros({4, 3}), Tensor(), zeros({2, 3})),
+                    Contains("linear: residual (2, 3) for an output (2, 4)"));
 }

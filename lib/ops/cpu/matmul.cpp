@@ -5,6 +5,8 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+
 #include "lib/core/dispatch.h"
 #include "lib/core/strided_loop.h"
 
@@ -71,6 +73,35 @@ void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const 
       gemm<scalar_t>(blas_ta, blas_tb, m, n, k, scalar_t(1), pa + off[0], la.ld, pb + off[1], lb.ld, scalar_t(0),
                      pc + off[2], n);
     });
+  });
+}
+
+void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual, const Tensor& out) {
+  const int64_t m = out.size(0), n = out.size(1), k = x.size(1);
+  const std::optional<MatrixLayout> lx = blas_layout(x), lw = blas_layout(w);
+  HT_CHECK(lx && lw && out.is_contiguous(), "linear: internal error: operand strides not BLAS-compatible");
+  HT_DISPATCH_FLOAT(out.dtype(), "linear", out.device(), [&] {
+    scalar_t* pc = out.data<scalar_t>();
+    const scalar_t* pb = bias.defined() ? bias.data<scalar_t>() : nullptr;
+    const scalar_t* pr = residual.defined() ? residual.data<scalar_t>() : nullptr;
+    const bool start = pb != nullptr || pr != nullptr;  // rows start as residual + bias
+    for (int64_t r = 0; r < m; ++r) {
+      scalar_t* row = pc + r * n;
+      if (pr != nullptr && pb != nullptr) {
+        const scalar_t* res = pr + r * n;
+        for (int64_t j = 0; j < n; ++j) row[j] = res[j] + pb[j];
+      } else if (pr != nullptr) {
+        std::copy_n(pr + r * n, n, row);
+      } else if (pb != nullptr) {
+        std::copy_n(pb, n, row);
+      } else if (k == 0) {
+        std::fill_n(row, n, scalar_t(0));
+      }
+    }
+    if (k == 0 || m == 0 || n == 0) return;
+    // Row-major BLAS sees a column-major operand as its transpose; w enters transposed.
+    gemm<scalar_t>(lx->transposed_in_memory, !lw->transposed_in_memory, m, n, k, scalar_t(1), x.data<scalar_t>(),
+                   lx->ld, w.data<scalar_t>(), lw->ld, start ? scalar_t(1) : scalar_t(0), pc, n);
   });
 }
 
