@@ -256,6 +256,16 @@ void read_parallel(TableReader& t, JobConfig& config, const SourceMap& sources) 
   std::optional<std::string> order = t.get_string("order");
   std::vector<TableReader> replicas = t.get_table_array("replica");
   const bool shorthand = dp || tp || pp || order;
+  parallel.auto_plan = t.get_bool("auto").value_or(false);
+  if (auto v = t.get_string("profile")) {
+    if (!parallel.auto_plan) t.fail("profile", "is the profile [parallel] auto = true plans from; set auto = true");
+    std::filesystem::path path(*v);
+    if (path.is_relative()) path = std::filesystem::path(config.source).parent_path() / path;
+    parallel.profile = std::filesystem::absolute(path).lexically_normal().string();
+  }
+  if (parallel.auto_plan && (shorthand || !replicas.empty())) {
+    t.fail("auto", "plans the layout at launch: drop the dp/tp/pp shorthand and the [[parallel.replica]] groups");
+  }
   if (shorthand && !replicas.empty()) {
     t.fail(dp ? "dp" : tp ? "tp" : pp ? "pp" : "order",
            "use either the dp/tp/pp shorthand or [[parallel.replica]] groups, not both");

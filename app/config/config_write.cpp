@@ -139,6 +139,12 @@ std::string to_toml(const JobConfig& c) {
   }
 
   out += "\n";
+  if (c.parallel.auto_plan) {  // planned at launch: no groups to write
+    out += "[parallel]\n";
+    line("auto", "true");
+    if (!c.parallel.profile.empty()) line("profile", str(c.parallel.profile));
+    return out;
+  }
   if (const auto& s = c.parallel.shorthand) {
     out += fmt::format("# expanded from dp = {}, tp = {}, pp = {}, order = \"{}\"\n", s->dp, s->tp, s->pp, s->order);
   }
@@ -172,6 +178,12 @@ std::string describe(const JobConfig& c) {
   out += fmt::format("training: {} steps, global batch {} x {} tokens, {}, {} replica(s) on {} devices\n",
                      c.training.steps, c.training.global_batch, c.training.seq_len, to_string(c.training.precision),
                      c.parallel.replicas.size(), c.parallel.num_devices());
+  if (c.parallel.auto_plan) {
+    out += fmt::format("  parallel: auto (hetu train plans the layout at launch from {}; hetu plan shows the "
+                       "candidates)\n", c.parallel.profile.empty() ? "a profile of the cluster it measures first"
+                                                                    : c.parallel.profile);
+    return out;
+  }
   for (size_t r = 0; r < c.parallel.replicas.size(); ++r) {
     const ReplicaSection& replica = c.parallel.replicas[r];
     out += fmt::format("  replica {}: {} sequences/step = {} micro-batches of {}, {} schedule, {} stage(s)\n", r,

@@ -149,6 +149,11 @@ struct ParallelShorthand {
 struct ParallelSection {
   std::vector<ReplicaSection> replicas;      // level 1
   std::optional<ParallelShorthand> shorthand;  // set when the file used dp/tp/pp
+  // `auto = true`: hetu train plans the layout at launch (app/auto_layout.h); until then
+  // `replicas` hold data parallelism over every device. `profile`: the hetu profile file it
+  // plans from (absolute; empty: it profiles the cluster first, on all ranks).
+  bool auto_plan = false;
+  std::string profile;
   int64_t num_devices() const;
   bool operator==(const ParallelSection&) const = default;
 };
