@@ -87,8 +87,8 @@ double max_bubble(const plan::LayoutPrediction& p) {
 }
 
 int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
-               const std::vector<DeviceTypeProfile>& profiles) {
-  const std::vector<PlannedLayout> ranked = search_layouts(loaded, profiles);
+               const Profile& profile) {
+  const std::vector<PlannedLayout> ranked = search_layouts(loaded, profile);
   HT_USAGE_CHECK(!ranked.empty(), "hetu plan: no valid layout of {} for this cluster", loaded.config.source);
   if (options.json) {
     nlohmann::json all = nlohmann::json::array();
@@ -103,7 +103,7 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
   } else {
     std::printf("hetu plan %s: %zu layouts searched exhaustively (%s; see docs/config.md)\n",
                 loaded.config.source.c_str(), ranked.size(),
-                profiles.empty() ? "catalogue estimates" : "measured times of the profiled types, catalogue estimates "
+                profile.empty() ? "catalogue estimates" : "measured times of the profiled types, catalogue estimates "
                                                            "for the rest");
     std::printf("%4s  %10s  %10s  %6s  %8s  %9s  %s\n", "rank", "step s", "tokens/s", "MFU", "bubble", "peak GiB",
                 "layout");
@@ -138,10 +138,9 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
 
 int run_plan(const PlanOptions& options) {
   const config::LoadedConfig loaded = load_job(options);
-  const std::vector<DeviceTypeProfile> profiles =
-      options.profile.empty() ? std::vector<DeviceTypeProfile>{} : read_profile_file(options.profile);
-  if (!options.evaluate) return run_search(options, loaded, profiles);
-  const LayoutEstimate estimate = estimate_layout(loaded, profiles);
+  const Profile profile = options.profile.empty() ? Profile{} : read_profile_file(options.profile);
+  if (!options.evaluate) return run_search(options, loaded, profile);
+  const LayoutEstimate estimate = estimate_layout(loaded, profile);
   if (options.json) {
     std::printf("%s\n", to_json(estimate).dump(2).c_str());
   } else {

@@ -1,6 +1,7 @@
 // The job's layout priced from the catalogue. See Note [Catalogue estimates] in lib/plan.
 #include "app/layout_cost.h"
 
+#include <cstdlib>
 #include <set>
 
 #include "app/config/device_spec.h"
@@ -26,9 +27,27 @@ const config::NodeSection& node_of(const config::JobConfig& c, const std::string
   HT_THROW("host {} is not a [[cluster.node]]", host);
 }
 
-// The link between devices of nodes a and b: the emulated one when either node emulates
-// (the slower side, as the emulation does: slower_link), else the assumption.
-plan::Link link_between(const config::JobConfig& c, const std::string& a, const std::string& b, bool gpu) {
+// The p2p link the profile measured between nodes a and b (a == b: within the node), if any.
+const LinkProfile* measured_p2p(const Profile& profile, const std::string& a, const std::string& b) {
+  for (const LinkProfile& l : profile.links) {
+    if (l.kind != "p2p") continue;
+    if (a == b ? (l.scope == "within" && l.hosts[0] == a)
+               : (l.scope == "between" && l.hosts.size() == 2 &&
+                  ((l.hosts[0] == a && l.hosts[1] == b) || (l.hosts[0] == b && l.hosts[1] == a)))) {
+      return &l;
+    }
+  }
+  return nullptr;
+}
+
+// The link between devices of nodes a and b: the profile's measured one, else the emulated
+// one when either node emulates (the slower side, as the emulation does: slower_link), else
+// the assumption.
+plan::Link link_between(const config::JobConfig& c, const std::string& a, const std::string& b, bool gpu,
+                        const Profile& profile) {
+  if (const LinkProfile* measured = measured_p2p(profile, a, b)) {
+    return {measured->gbps > 0 ? measured->gbps * 1e9 / 8 : 0.0, measured->latency_us * 1e-6};
+  }
   const config::NodeSection& na = node_of(c, a);
   const config::NodeSection& nb = node_of(c, b);
   const bool emulated = na.emulate_link_gbps > 0 || nb.emulate_link_gbps > 0 || na.emulate_link_latency_us > 0 ||
@@ -41,12 +60,12 @@ plan::Link link_between(const config::JobConfig& c, const std::string& a, const 
 
 // The slowest link between any device of `from` and any of `to`.
 plan::Link slowest_link(const config::JobConfig& c, const std::vector<config::DeviceId>& from,
-                        const std::vector<config::DeviceId>& to, bool gpu) {
+                        const std::vector<config::DeviceId>& to, bool gpu, const Profile& profile) {
   plan::Link worst = assumed_link(gpu, true);
   double worst_time = -1;
   for (const config::DeviceId& a : from) {
     for (const config::DeviceId& b : to) {
-      const plan::Link l = link_between(c, a.host, b.host, gpu);
+      const plan::Link l = link_between(c, a.host, b.host, gpu, profile);
       const double t = l.transfer_s(1e6);  // compare at a megabyte
       if (t > worst_time) worst = l, worst_time = t;
     }
@@ -59,21 +78,44 @@ double peak_flops(const DeviceProfile& type, config::Precision precision) {
   return 1e12 * tflops;
 }
 
-// The profile's times scaled from its micro-batch to `tokens` (linear in tokens).
-std::optional<plan::MeasuredTimes> measured_times(const std::vector<DeviceTypeProfile>& profiles,
-                                                  const std::string& type, double tokens) {
-  for (const DeviceTypeProfile& p : profiles) {
-    if (p.device_type != type) continue;
-    const double scale = tokens / static_cast<double>(p.micro_batch * p.seq_len);
-    return plan::MeasuredTimes{scale * p.layer_forward_s, scale * p.layer_backward_s, scale * p.embed_forward_s,
-                               scale * p.embed_backward_s, scale * p.head_forward_s, scale * p.head_backward_s};
+// The profile entry of `type` for a stage of `tp` devices and micro-batches of `micro_batch`:
+// measured at that tp when there is such an entry (else at tp 1), at the nearest micro-batch.
+const DeviceTypeProfile* profile_entry(const Profile& profile, const std::string& type, int64_t tp,
+                                       int64_t micro_batch) {
+  const DeviceTypeProfile* best = nullptr;
+  auto distance = [&](const DeviceTypeProfile& p) { return std::abs(p.micro_batch - micro_batch); };
+  for (int64_t want : {tp, int64_t{1}}) {
+    for (const DeviceTypeProfile& p : profile.devices) {
+      if (p.device_type == type && p.tp == want && (best == nullptr || distance(p) < distance(*best))) best = &p;
+    }
+    if (best != nullptr) return best;
   }
-  return std::nullopt;
+  return nullptr;
+}
+
+// The entry's times scaled from its micro-batch to `tokens` (linear in tokens).
+plan::MeasuredTimes measured_times(const DeviceTypeProfile& p, int64_t tp, double tokens) {
+  const double scale = tokens / static_cast<double>(p.micro_batch * p.seq_len);
+  return plan::MeasuredTimes{scale * p.layer_forward_s, scale * p.layer_backward_s, scale * p.embed_forward_s,
+                             scale * p.embed_backward_s, scale * p.head_forward_s,  scale * p.head_backward_s,
+                             p.tp == tp && tp > 1};
+}
+
+// What the profile measured beyond compute replaces the estimate: the AdamW step (per
+// parameter) and the activations a layer keeps (per token, split over tp when measured at tp 1).
+void apply_measured(const DeviceTypeProfile& p, int64_t layers, int64_t tp, double tokens, plan::StageCost& cost) {
+  if (p.optimizer_s > 0 && p.optimizer_params > 0) {
+    cost.optimizer_s = p.optimizer_s / p.optimizer_params * cost.param_bytes / 4;
+  }
+  if (p.layer_activation_bytes > 0) {
+    const double per_token = p.layer_activation_bytes / static_cast<double>(p.micro_batch * p.seq_len);
+    cost.activation_bytes = static_cast<double>(layers) * per_token * tokens / (p.tp == tp ? 1.0 : static_cast<double>(tp));
+  }
 }
 
 }  // namespace
 
-LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles) {
+LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const Profile& profile) {
   const config::JobConfig& c = loaded.config;
   const double activation_bytes = c.training.precision == config::Precision::bf16   ? 2.0
                                   : c.training.precision == config::Precision::fp64 ? 8.0
@@ -96,17 +138,20 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::ve
       plan::DeviceRates rates;
       rates.flops_per_s = peak_flops(type, c.training.precision) * efficiency;
       rates.memory_bytes_per_s = type.memory_bandwidth_gbs * 1e9;
-      rates.tp = slowest_link(c, stage.devices, stage.devices, gpu);
-      if (s + 1 < replica.stages.size()) rates.next_stage = slowest_link(c, stage.devices, replica.stages[s + 1].devices, gpu);
+      rates.tp = slowest_link(c, stage.devices, stage.devices, gpu, profile);
+      if (s + 1 < replica.stages.size()) rates.next_stage = slowest_link(c, stage.devices, replica.stages[s + 1].devices, gpu, profile);
       // The gradient sync spans every replica's devices (a split collective between unlike replicas).
       std::vector<config::DeviceId> everyone;
       for (const config::ReplicaSection& other : c.parallel.replicas)
         for (const config::StageSection& st : other.stages) everyone.insert(everyone.end(), st.devices.begin(), st.devices.end());
-      rates.replicas = slowest_link(c, stage.devices, everyone, gpu);
-      rates.measured = measured_times(profiles, type.name, static_cast<double>(replica.micro_batch * c.training.seq_len));
+      rates.replicas = slowest_link(c, stage.devices, everyone, gpu, profile);
+      const double tokens = static_cast<double>(replica.micro_batch * c.training.seq_len);
+      const DeviceTypeProfile* measured = profile_entry(profile, type.name, stage.tp(), replica.micro_batch);
+      if (measured != nullptr) rates.measured = measured_times(*measured, stage.tp(), tokens);
       plan::StageShape shape{stage.layers.first, stage.layers.last, s == 0, s + 1 == replica.stages.size(),
                              stage.tp(), replica.micro_batch, c.training.seq_len, num_replicas};
       cost.stages.push_back(plan::estimate_stage(facts, shape, rates));
+      if (measured != nullptr) apply_measured(*measured, stage.layers.count(), stage.tp(), tokens, cost.stages.back());
       infos.push_back({rates.measured.has_value(), format_device_list(stage.devices), type.name, type.memory_gib * double(1 << 30),
                        stage.layers.first, stage.layers.last, stage.tp()});
       e.peak_flops += static_cast<double>(stage.tp()) * peak_flops(type, c.training.precision);

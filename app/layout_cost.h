@@ -38,7 +38,8 @@ struct LayoutEstimate {
   double peak_flops = 0;       // sum of every device's catalogue peak in the job's precision
 };
 
-// `profiles`: measured device types (hetu profile); the others are estimated from the catalogue.
-LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles = {});
+// `profile`: what hetu profile measured (device types' compute, AdamW step and activations;
+// links); everything else is estimated from the catalogue.
+LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const Profile& profile = {});
 
 }  // namespace hetu::app

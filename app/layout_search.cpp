@@ -98,7 +98,7 @@ bool is_uniform(const config::JobConfig& c) {
 }  // namespace
 
 std::vector<PlannedLayout> search_layouts(const config::LoadedConfig& loaded,
-                                          const std::vector<DeviceTypeProfile>& profiles) {
+                                          const Profile& profile) {
   const config::JobConfig& c = loaded.config;
   std::vector<config::DeviceId> devices;
   for (const config::NodeSection& node : c.cluster.nodes)
@@ -124,6 +124,8 @@ std::vector<PlannedLayout> search_layouts(const config::LoadedConfig& loaded,
   std::vector<PlannedLayout> found;
   config::LoadedConfig candidate = loaded;
   candidate.config.parallel.shorthand.reset();
+  candidate.config.parallel.auto_plan = false;  // each candidate is an explicit layout
+  candidate.config.parallel.profile.clear();
   compositions(n, 0, [&](const std::vector<int64_t>& sizes) {
     const size_t num_replicas = sizes.size();
     if (static_cast<int64_t>(num_replicas) > units) return;
@@ -163,7 +165,7 @@ std::vector<PlannedLayout> search_layouts(const config::LoadedConfig& loaded,
           }
           PlannedLayout planned;
           planned.job = candidate.config;
-          planned.estimate = estimate_layout(candidate, profiles);
+          planned.estimate = estimate_layout(candidate, profile);
           const plan::LayoutPrediction& p = planned.estimate.prediction;
           for (size_t r = 0; r < planned.estimate.stages.size(); ++r)
             for (size_t s = 0; s < planned.estimate.stages[r].size(); ++s) {

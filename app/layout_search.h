@@ -28,6 +28,6 @@ inline constexpr int64_t kMaxExhaustiveCandidates = 200000;
 // Every valid layout of the space, fitting ones first, each group by predicted step time
 // (ties in enumeration order). Throws UsageError when the space exceeds the limit.
 std::vector<PlannedLayout> search_layouts(const config::LoadedConfig& loaded,
-                                          const std::vector<DeviceTypeProfile>& profiles = {});
+                                          const Profile& profile = {});
 
 }  // namespace hetu::app

@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
 
   ProfileOptions profile;
   CLI::App* profile_cmd = app.add_subcommand(
-      "profile", "Measure the job's model per micro-batch on each CPU device type of its cluster (emulation applied)");
+      "profile", "Measure the job's model (per layer, tp, micro-batch), AdamW and links on its cluster: under mpirun one rank per device, or this CPU in one process (emulation applied)");
   add_config_options(*profile_cmd, profile, /*config_required=*/true);
   profile_cmd->add_option("--out", profile.out, "The profile file to write")->capture_default_str();
   profile_cmd->callback([&] { selected = [&] { return run_profile(profile); }; });

@@ -1,11 +1,17 @@
-// The profile file `hetu profile` writes and `hetu plan --profile` reads: per device type,
-// measured times of one micro-batch of the job's model (one layer's forward and backward,
-// the embedding's and the LM head's with the loss), at the micro-batch and sequence length
-// they were measured at.
+// The profile file `hetu profile` writes and `hetu plan --profile` (and `[parallel] auto`)
+// reads. Per device type, tp degree and micro-batch size, measured times of one micro-batch
+// of the job's model on one device (one layer's forward and backward, the embedding's and the
+// LM head's with the loss; at tp > 1 the times of one rank of a tp group, its collectives
+// included), the activation bytes one layer keeps per micro-batch and the AdamW step; and per
+// link (p2p or all_reduce, within one node or between nodes) a fitted bandwidth and latency.
+// Keys added after the first version are optional, so older files still read.
 //
 //   [[profile]]
-//   device_type = "cpu-slow"   micro_batch = 4   seq_len = 128   precision = "fp32"
-//   layer_forward_s = 0.004    layer_backward_s = 0.008   ...
+//   device_type = "cpu-slow"   tp = 1   micro_batch = 4   seq_len = 128   precision = "fp32"
+//   layer_forward_s = 0.004    layer_backward_s = 0.008   ...   layer_activation_bytes = 2.1e6
+//   optimizer_s = 0.002        optimizer_params = 830000
+//   [[link]]
+//   kind = "p2p"   scope = "between"   hosts = ["fast", "slow"]   ranks = 2   gbps = 0.98   latency_us = 212
 #pragma once
 
 #include <string>
@@ -15,16 +21,41 @@ namespace hetu::app {
 
 struct DeviceTypeProfile {
   std::string device_type;
+  int64_t tp = 1;            // times are one rank's of a tp group of this size
   int64_t micro_batch = 1;
   int64_t seq_len = 1;
   std::string precision = "fp32";
+  int64_t ranks = 1;         // ranks whose measurements were averaged (1 in one process)
   double layer_forward_s = 0, layer_backward_s = 0;
   double embed_forward_s = 0, embed_backward_s = 0;
   double head_forward_s = 0, head_backward_s = 0;   // final norm, LM head and loss
+  double layer_activation_bytes = 0;  // one layer's tensors kept for the backward; 0: not measured
+  double optimizer_s = 0;             // one AdamW step over optimizer_params parameters; 0: not measured
+  double optimizer_params = 0;
 };
 
-std::string to_toml(const std::vector<DeviceTypeProfile>& profiles, const std::string& header);
+// A measured link: ring steps (all_reduce) or messages (p2p) fitted as latency + bytes / bandwidth.
+struct LinkProfile {
+  std::string kind = "p2p";          // p2p | all_reduce
+  std::string scope = "between";     // within (one node's ranks) | between (nodes)
+  std::vector<std::string> hosts;    // p2p: the two nodes (one for within); all_reduce: the nodes taking part
+  int64_t ranks = 2;
+  double gbps = 0;                   // per message / ring step; 0: too fast to tell
+  double latency_us = 0;
+};
+
+struct Profile {
+  std::vector<DeviceTypeProfile> devices;
+  std::vector<LinkProfile> links;
+  Profile(std::vector<DeviceTypeProfile> d = {}, std::vector<LinkProfile> l = {})  // NOLINT: implicit on purpose
+      : devices(std::move(d)), links(std::move(l)) {}
+  bool empty() const { return devices.empty() && links.empty(); }
+};
+
+std::string to_toml(const Profile& profile, const std::string& header);
 // Throws UsageError naming the file and key on a bad file.
-std::vector<DeviceTypeProfile> read_profile_file(const std::string& path);
+Profile read_profile_file(const std::string& path);
+// The same from text (`where` names it in errors).
+Profile read_profile_text(const std::string& text, const std::string& where);
 
 }  // namespace hetu::app

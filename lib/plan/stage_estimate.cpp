@@ -15,7 +15,8 @@ namespace hetu::plan {
 // workspace on the last stage. The gradient sync is a ring all_reduce of the stage's f32
 // gradient shard across the replicas; AdamW moves kAdamBytesPerParam per parameter at the
 // device's memory bandwidth. With measured times (a profile) the compute is those, split over
-// tp; communication, memory, sync and optimizer stay estimated.
+// tp with the tp all_reduces added, or as they are when measured at the stage's tp
+// (includes_tp); the rest stays estimated here (the caller may replace it with measurements).
 double ring_all_reduce_s(double bytes, int64_t members, const Link& link) {
   if (members <= 1) return 0;
   const double p = static_cast<double>(members);
@@ -48,8 +49,8 @@ StageCost estimate_stage(const ModelFacts& facts, const StageShape& shape, const
                            (shape.last ? m->last_forward_s : 0.0);
     const double backward = layers * m->layer_backward_s + (shape.first ? m->first_backward_s : 0.0) +
                             (shape.last ? m->last_backward_s : 0.0);
-    c.times.forward_s = forward / tp + tp_comm_s;
-    c.times.backward_s = backward / tp + tp_comm_s;
+    c.times.forward_s = m->includes_tp ? forward : forward / tp + tp_comm_s;
+    c.times.backward_s = m->includes_tp ? backward : backward / tp + tp_comm_s;
   } else {
     c.times.forward_s = forward_flops / tp / rates.flops_per_s + tp_comm_s;
     c.times.backward_s = 2 * forward_flops / tp / rates.flops_per_s + tp_comm_s;

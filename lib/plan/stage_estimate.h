@@ -41,6 +41,9 @@ struct MeasuredTimes {
   double layer_forward_s = 0, layer_backward_s = 0;   // one layer
   double first_forward_s = 0, first_backward_s = 0;   // the embeddings
   double last_forward_s = 0, last_backward_s = 0;     // the LM head and the loss
+  // true: the times of one rank of a tp group of the stage's size, its collectives included
+  // (used as they are); false: of one device alone (split over tp, collectives added).
+  bool includes_tp = false;
 };
 
 // One device type's rates as the estimate uses them.

@@ -175,3 +175,17 @@ TEST_CASE("emulated communicator: a spec that does not fit the world is refused"
   CHECK_THROWS_WITH(EmulatedCommunicator(std::make_unique<RecordingComm>(0, 4, &calls), two_nodes(0.5)),
                     Catch::Contains("slowdown must be >= 1"));
 }
+
+TEST_CASE("emulated compute: settle_compute sleeps the slowdown now, however short, and not again", "[emulation]") {
+  Fixture f(0, two_nodes(2.0));
+  f.time.now += 50e-6;  // 50 us of compute: a message would wait for more (kMinSleep), settle does not
+  f.comm.settle_compute();
+  REQUIRE(f.time.sleeps.size() == 1);
+  CHECK(f.time.sleeps[0] == Approx(50e-6));
+  CHECK(f.calls.empty());
+  // The compute clock restarted: a message right after owes nothing.
+  f.comm.barrier(DeviceGroup({0, 1}));
+  CHECK(f.time.sleeps.size() == 1);
+  CHECK(f.comm.stats().slowdown_sleep_s == Approx(50e-6));
+  CHECK(f.comm.stats().compute_s == Approx(50e-6));
+}
