@@ -24,6 +24,32 @@ json plan_json(const std::string& job) {
   return json::parse(result.output);
 }
 
+// configs/emulated-hetero-cpu.toml without its [[parallel.replica]] groups, its catalogue by
+// absolute path (so the job can be written anywhere).
+std::string emulated_job_base() {
+  const std::string src = HETU_SOURCE_DIR;
+  std::ifstream in(src + "/configs/emulated-hetero-cpu.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string base = text.str().substr(0, text.str().find("[[parallel.replica]]"));
+  const std::string relative = "\"catalogs/emulated-cpus.toml\"";
+  base.replace(base.find(relative), relative.size(), "\"" + src + "/configs/catalogs/emulated-cpus.toml\"");
+  return base;
+}
+
+std::string stage(const std::string& devices, const std::string& layers) {
+  return "  [[parallel.replica.stage]]\n  devices = \"" + devices + "\"\n  layers = \"" + layers + "\"\n";
+}
+
+json evaluate(hetu::test::TempDir& dir, const std::string& job, const std::string& profile) {
+  dir.write("job.toml", job);
+  dir.write("profile.toml", profile);
+  const auto result = run_hetu("plan --evaluate --json --profile " + dir.file("profile.toml") + " " + dir.file("job.toml"));
+  INFO(job << profile << result.output);
+  REQUIRE(result.exit_code == 0);
+  return json::parse(result.output);
+}
+
 }  // namespace
 
 TEST_CASE("hetu plan --evaluate prices the A100 + H100 job from the catalogue", "[plan_cli]") {
@@ -69,15 +95,7 @@ TEST_CASE("hetu plan returns the best layout of an exhaustive enumeration writte
   // listed by hand: one tp-2 stage; two stages with 1+3, 2+2, 3+1 layers; two replicas with
   // 1..5 of the 6 micro-batches; each with either schedule. Each is priced with --evaluate.
   const std::string src = HETU_SOURCE_DIR;
-  std::ifstream in(src + "/configs/emulated-hetero-cpu.toml");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string base = text.str().substr(0, text.str().find("[[parallel.replica]]"));
-  const std::string relative = "\"catalogs/emulated-cpus.toml\"";
-  base.replace(base.find(relative), relative.size(), "\"" + src + "/configs/catalogs/emulated-cpus.toml\"");
-  auto stage = [](const std::string& devices, const std::string& layers) {
-    return "  [[parallel.replica.stage]]\n  devices = \"" + devices + "\"\n  layers = \"" + layers + "\"\n";
-  };
+  const std::string base = emulated_job_base();
   std::vector<std::string> layouts;
   for (const std::string schedule : {"1f1b", "gpipe"}) {
     const std::string head = "[[parallel.replica]]\nschedule = \"" + schedule + "\"\n";
@@ -157,4 +175,45 @@ TEST_CASE("hetu profile measures each CPU type with its emulation, and hetu plan
   const auto bad = run_hetu("plan --evaluate --profile " + dir.file("bad.toml") + " " + job);
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.output, Catch::Matchers::Contains("profile[0].layer_forward_s: expected seconds >= 0"));
+}
+
+TEST_CASE("hetu plan --profile: measured links, tp entries and the AdamW step replace the estimates", "[plan_cli]") {
+  hetu::test::TempDir dir("profile_use");
+  const std::string base = emulated_job_base();
+  // An entry of the first version of the file (no tp, AdamW or activation keys) still reads.
+  const std::string fast = "[[profile]]\ndevice_type = \"cpu\"\nmicro_batch = 4\nseq_len = 128\n"
+                           "layer_forward_s = 0.004\nlayer_backward_s = 0.008\nembed_forward_s = 0.0002\n"
+                           "embed_backward_s = 0.0003\nhead_forward_s = 0.001\nhead_backward_s = 0.002\n";
+  const std::string slow = "[[profile]]\ndevice_type = \"cpu-slow\"\nmicro_batch = 4\nseq_len = 128\n"
+                           "layer_forward_s = 0.008\nlayer_backward_s = 0.016\nembed_forward_s = 0.0004\n"
+                           "embed_backward_s = 0.0006\nhead_forward_s = 0.002\nhead_backward_s = 0.004\n";
+  const std::string link = "[[link]]\nkind = \"p2p\"\nscope = \"between\"\nhosts = [\"slow\", \"fast\"]\n"
+                           "gbps = 0.5\nlatency_us = 1000\n";
+  SECTION("a measured p2p link prices the activation crossing the stage edge") {
+    const json p = evaluate(dir, base + "[[parallel.replica]]\n" + stage("fast:0", "0-1") + stage("slow:0", "2-3"),
+                            fast + slow + link);
+    // One micro-batch's hidden state: 4 x 128 tokens x 128 floats of 4 bytes, at 0.5 Gb/s after 1 ms.
+    const double bytes = 4.0 * 128 * 128 * 4;
+    CHECK(p["replicas"][0]["stages"][0]["send_s"].get<double>() == Approx(1e-3 + bytes * 8 / 0.5e9));
+    CHECK(p["replicas"][0]["stages"][0]["forward_s"].get<double>() == Approx(0.0002 + 2 * 0.004));
+    CHECK(p["replicas"][0]["stages"][1]["forward_s"].get<double>() == Approx(2 * 0.008 + 0.002));
+  }
+  SECTION("a measured AdamW step is scaled by the parameters a stage holds") {
+    // Each replica holds the whole model (842,496 parameters; the AdamW keys name 1/4 of it).
+    const std::string adam = "optimizer_s = 0.01\noptimizer_params = 210624\n";
+    const json p = evaluate(dir, base + "[[parallel.replica]]\n" + stage("fast:0", "0-3") + "[[parallel.replica]]\n" +
+                                     stage("slow:0", "0-3"),
+                            fast + adam + slow + "optimizer_s = 0.03\noptimizer_params = 842496\n");
+    CHECK(p["optimizer_s"].get<double>() == Approx(0.04));  // the slower: the fast one's 0.01 x 4 = 0.04 > 0.03
+  }
+  SECTION("an entry measured at the stage's tp is used as it is, collectives included") {
+    std::string one_node = base.substr(0, base.find("\n[cluster]")) + "\n[cluster]\n[[cluster.node]]\nhost = \"localhost\"\n"
+                           "devices = { type = \"cpu\", count = 2 }\n";
+    const std::string tp2 = "[[profile]]\ndevice_type = \"cpu\"\ntp = 2\nmicro_batch = 4\nseq_len = 128\n"
+                            "layer_forward_s = 0.003\nlayer_backward_s = 0.005\nembed_forward_s = 0.0002\n"
+                            "embed_backward_s = 0.0003\nhead_forward_s = 0.0007\nhead_backward_s = 0.001\n";
+    const json p = evaluate(dir, one_node + "[[parallel.replica]]\n" + stage("localhost:0-1", "0-3"), fast + tp2);
+    CHECK(p["replicas"][0]["stages"][0]["forward_s"].get<double>() == Approx(0.0002 + 4 * 0.003 + 0.0007));
+    CHECK(p["replicas"][0]["stages"][0]["backward_s"].get<double>() == Approx(0.0003 + 4 * 0.005 + 0.001));
+  }
 }
