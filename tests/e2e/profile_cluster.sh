@@ -38,7 +38,7 @@ a1, a4 = entries[("cpu", 1, 1)]["layer_activation_bytes"], entries[("cpu", 1, 4)
 assert 3.6 < a4 / a1 < 4.4, (a1, a4)
 ratio = slow / fast
 print(f"slow / fast layer time {ratio:.2f} (emulate_slowdown 2)")
-assert 1.5 < ratio < 3.0, ratio
+assert 1.3 < ratio < 3.0, ratio
 links = {(l["kind"], l["scope"]): l for l in p["link"]}
 p2p = links[("p2p", "between")]
 assert sorted(p2p["hosts"]) == ["fast", "slow"], p2p
