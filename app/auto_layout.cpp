@@ -7,33 +7,23 @@
 #include <algorithm>
 
 #include "app/cluster_profile.h"
-#include "app/compute_device.h"
-#include "app/device_emulation.h"
 #include "app/layout_search.h"
 #include "app/profile_file.h"
-#include "lib/hspmd/communicator.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
 
 namespace hetu::app {
 namespace {
 
-// The cluster measured on every rank, through the communicators training would use.
-Profile profile_here(const config::LoadedConfig& loaded, const RankMap& ranks, int64_t world_size,
+// The cluster measured on every rank; rank 0 writes it to `out`.
+Profile profile_here(const config::LoadedConfig& loaded, const RankMap& ranks, const MpiSession& mpi,
                      const std::string& out) {
-  std::unique_ptr<Communicator> world = world_size == 1 ? make_local_communicator() : make_mpi_communicator();
-  const int64_t rank = world->rank();
-  const Device compute = compute_device(loaded, ranks.device_of_rank.at(static_cast<size_t>(rank)));
-  std::unique_ptr<Communicator> host = with_emulation(std::move(world), loaded, ranks);
-  std::unique_ptr<Communicator> device_comm;
-  if (compute.is_cuda()) {
-    device_comm = world_size == 1 ? make_local_communicator(compute) : make_nccl_communicator(compute.index);
-  }
-  Profile profile = profile_cluster(loaded, ranks, device_comm ? *device_comm : *host, *host, compute);
+  Profile profile = profile_launched(loaded, ranks, mpi.world_size());
+  const int rank = mpi.rank();
   if (rank == 0 && !out.empty()) {
     write_file_atomic(out, to_toml(profile, fmt::format("# hetu profile of {} measured at launch by [parallel] auto on "
                                                         "{} rank(s); hetu plan --profile reads it\n",
-                                                        loaded.config.source, world_size)));
+                                                        loaded.config.source, mpi.world_size())));
     spdlog::info("parallel.auto: wrote the profile to {}", out);
   }
   return profile;
@@ -41,7 +31,7 @@ Profile profile_here(const config::LoadedConfig& loaded, const RankMap& ranks, i
 
 }  // namespace
 
-config::LoadedConfig plan_at_launch(const config::LoadedConfig& loaded, const RankMap& ranks, int64_t world_size,
+config::LoadedConfig plan_at_launch(const config::LoadedConfig& loaded, const RankMap& ranks, const MpiSession& mpi,
                                     const std::string& profile_out) {
   const config::ParallelSection& parallel = loaded.config.parallel;
   HT_CHECK(parallel.auto_plan, "plan_at_launch: {} does not set [parallel] auto", loaded.config.source);
@@ -50,8 +40,9 @@ config::LoadedConfig plan_at_launch(const config::LoadedConfig& loaded, const Ra
     profile = read_profile_file(parallel.profile);
     spdlog::info("parallel.auto: planning from the profile {}", parallel.profile);
   } else {
-    spdlog::info("parallel.auto: profiling the cluster on all {} rank(s) first (no parallel.profile given)", world_size);
-    profile = profile_here(loaded, ranks, world_size, profile_out);
+    spdlog::info("parallel.auto: profiling the cluster on all {} rank(s) first (no parallel.profile given)",
+                 mpi.world_size());
+    profile = profile_here(loaded, ranks, mpi, profile_out);
     for (const std::string& line : describe_profile(profile)) spdlog::info("profile: {}", line);
   }
   const std::vector<PlannedLayout> ranked = search_layouts(loaded, profile);

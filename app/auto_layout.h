@@ -7,19 +7,19 @@
 // explicit groups; `hetu plan --profile P` on the same profile prints the same best layout
 // (a profile measured at launch is written to out_dir/profile.toml for that).
 //
-//   loaded = plan_at_launch(loaded, ranks, mpi.world_size(), out_dir + "/profile.toml");  // collective
+//   loaded = plan_at_launch(loaded, ranks, mpi, out_dir + "/profile.toml");  // collective
 #pragma once
 
 #include "app/config/config.h"
 #include "app/rank_map.h"
+#include "lib/hspmd/mpi_session.h"
 
 namespace hetu::app {
 
-// The job with its planned [parallel] groups (auto cleared). `world_size`: the launched ranks
-// (1: a world of one). A profile measured here is written to `profile_out` by rank 0 (when
+// The job with its planned [parallel] groups (auto cleared), on every rank of `mpi`. A profile measured here is written to `profile_out` by rank 0 (when
 // not empty), so that `hetu plan --profile` can show the same choice later. Throws
 // UsageError when no layout fits the devices' memory.
-config::LoadedConfig plan_at_launch(const config::LoadedConfig& loaded, const RankMap& ranks, int64_t world_size,
+config::LoadedConfig plan_at_launch(const config::LoadedConfig& loaded, const RankMap& ranks, const MpiSession& mpi,
                                     const std::string& profile_out);
 
 }  // namespace hetu::app

@@ -167,6 +167,19 @@ Profile profile_cluster(const config::LoadedConfig& loaded, const RankMap& ranks
   return profile;
 }
 
+Profile profile_launched(const config::LoadedConfig& loaded, const RankMap& ranks, int64_t world_size) {
+  std::unique_ptr<Communicator> world = world_size == 1 ? make_local_communicator() : make_mpi_communicator();
+  const config::DeviceId& device = ranks.device_of_rank.at(static_cast<size_t>(world->rank()));
+  limit_cpu_memory(loaded, device);
+  const Device compute = compute_device(loaded, device);
+  std::unique_ptr<Communicator> host = with_emulation(std::move(world), loaded, ranks);
+  std::unique_ptr<Communicator> device_comm;
+  if (compute.is_cuda()) {
+    device_comm = world_size == 1 ? make_local_communicator(compute) : make_nccl_communicator(compute.index);
+  }
+  return profile_cluster(loaded, ranks, device_comm ? *device_comm : *host, *host, compute);
+}
+
 Profile profile_one_process(const config::LoadedConfig& loaded) {
   const config::JobConfig& c = loaded.config;
   std::unique_ptr<LanguageModel> model = build_model(

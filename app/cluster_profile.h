@@ -11,7 +11,7 @@
 //   mpirun): this CPU measured once at tp 1, and every CPU type of the cluster given those
 //   times x its emulate_slowdown; GPU types and links are left to the catalogue.
 //
-//   Profile p = profile_cluster(loaded, ranks, comm, host_comm, compute);
+//   Profile p = profile_launched(loaded, ranks, mpi.world_size());   // on every rank
 #pragma once
 
 #include <string>
@@ -29,6 +29,11 @@ std::vector<int64_t> profile_micro_batches(const config::JobConfig& c);
 
 Profile profile_cluster(const config::LoadedConfig& loaded, const RankMap& ranks, Communicator& comm,
                         Communicator& host, Device compute);
+
+// profile_cluster over this process's own communicators, as hetu train makes them: MPI (a
+// local one in a world of one) with the job's emulation, NCCL for a GPU's tensors; the CPU
+// allocator capped at the device's memory_gib. Collective over the `world_size` ranks.
+Profile profile_launched(const config::LoadedConfig& loaded, const RankMap& ranks, int64_t world_size);
 
 Profile profile_one_process(const config::LoadedConfig& loaded);
 

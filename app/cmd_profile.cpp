@@ -1,8 +1,9 @@
 // `hetu profile JOB [--set k=v]... [--out profile.toml]`: the job's model and links measured
 // on its cluster (app/cluster_profile.h). Under mpirun with one rank per device of the
 // cluster (`[cluster] rehearse` maps ranks to devices, as in hetu train) every rank measures
-// its own device at once, with its emulation; started as one plain process it measures this
-// CPU once and gives every CPU type those times x its emulate_slowdown. Rank 0 writes the
+// its own device at once, with its emulation (so does one process for a one-device cluster);
+// one plain process for a larger cluster measures this CPU once and gives every CPU type
+// those times x its emulate_slowdown. Rank 0 writes the
 // file (atomically); hetu plan --profile and `[parallel] profile` read it.
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
@@ -11,7 +12,6 @@
 
 #include "app/cluster_profile.h"
 #include "app/commands.h"
-#include "app/compute_device.h"
 #include "app/device_emulation.h"
 #include "lib/hspmd/mpi_session.h"
 #include "lib/ops/ops.h"
@@ -19,20 +19,6 @@
 #include "lib/util/error.h"
 
 namespace hetu::app {
-namespace {
-
-// Collective over the ranks; `ranks` maps each to its device.
-Profile profile_under_mpi(const config::LoadedConfig& loaded, const RankMap& ranks, const MpiSession& mpi) {
-  const config::DeviceId& device = ranks.device_of_rank.at(static_cast<size_t>(mpi.rank()));
-  limit_cpu_memory(loaded, device);
-  const Device compute = compute_device(loaded, device);
-  std::unique_ptr<Communicator> host = with_emulation(make_mpi_communicator(), loaded, ranks);
-  std::unique_ptr<Communicator> device_comm;
-  if (compute.is_cuda()) device_comm = make_nccl_communicator(compute.index);
-  return profile_cluster(loaded, ranks, device_comm ? *device_comm : *host, *host, compute);
-}
-
-}  // namespace
 
 int run_profile(const ProfileOptions& options) {
   MpiSession mpi(nullptr, nullptr);
@@ -40,7 +26,8 @@ int run_profile(const ProfileOptions& options) {
   const config::LoadedConfig loaded = load_job(options);
   const config::JobConfig& c = loaded.config;
   ops::set_num_threads(static_cast<int>(c.training.threads));
-  const bool one_process = mpi.world_size() == 1;
+  // A world of one profiles its device as a cluster when the cluster is that one device.
+  const bool one_process = mpi.world_size() == 1 && c.cluster.num_devices() > 1;
   Profile profile;
   if (one_process) {
     profile = profile_one_process(loaded);
@@ -56,8 +43,9 @@ int run_profile(const ProfileOptions& options) {
       for (const std::string& line : describe_emulation(loaded)) spdlog::info("{}", line);
     }
     try {
-      profile = profile_under_mpi(loaded, ranks, mpi);
+      profile = profile_launched(loaded, ranks, mpi.world_size());
     } catch (const Error& error) {
+      if (mpi.world_size() == 1) throw;
       std::fprintf(stderr, "hetu: error (rank %d): %s [%s]\n", mpi.rank(), error.message().c_str(), error.where().c_str());
       mpi.abort(1);
     }

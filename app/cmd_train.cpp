@@ -327,7 +327,7 @@ int run_train(const TrainOptions& options) {
   }
   if (c.parallel.auto_plan && (!options.dry_run || !c.parallel.profile.empty())) {
     try {
-      loaded = plan_at_launch(loaded, ranks, mpi.world_size(),  // collective when it profiles
+      loaded = plan_at_launch(loaded, ranks, mpi,  // collective when it profiles
                               options.dry_run ? "" : c.job.out_dir + "/profile.toml");
     } catch (const UsageError&) {
       throw;  // the same on every rank (no layout fits, a bad profile file)
