@@ -13,8 +13,7 @@ source "$src/tests/e2e/layout_test_lib.sh"
 setup_work auto
 make_byte_data
 config="$src/configs/emulated-hetero-cpu-auto.toml"
-common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val_*.bin" --set training.steps=3
-        --set training.eval_every=0 --set training.log_every=1 --set checkpoint.every=0 --set lr_schedule.warmup_steps=1)
+three_step_run
 
 "$hetu" config check "$config" > /dev/null 2> "$work/check.log" || { cat "$work/check.log"; fail "config check"; }
 grep -q "parallel: auto (hetu train plans the layout at launch" "$work/check.log" \
