@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Predicted vs measured step time of a few layouts of the emulated job
 # (configs/emulated-hetero-cpu.toml: one CPU next to one emulated 2x slower, behind an
-# emulated 1 Gb/s link), on 2 ranks, one thread each: hetu profile measures the model once,
+# emulated 1 Gb/s link), on 2 ranks, one thread each: hetu profile measures the model and
+# the link on both ranks at once (under mpirun),
 # hetu plan --evaluate --profile predicts each layout, hetu train measures it (median step
 # after the first two). Prints predicted, measured and the error per layout, and the median
 # and largest error. A first version of the benchmark (it asks for >= 12 layouts,
@@ -24,7 +25,9 @@ layout() {  # layout NAME SCHEDULE then the groups on stdin
 { printf '[[parallel.replica]]\nbatch_share = 1\n'; stage fast:0 0-3; printf '[[parallel.replica]]\nbatch_share = 1\n'; stage slow:0 0-3; } | layout dp-1-1
 { printf '[[parallel.replica]]\nschedule = "1f1b"\n'; stage fast:0 0-1; stage slow:0 2-3; } | layout pp-2-2-1f1b
 { printf '[[parallel.replica]]\nschedule = "gpipe"\n'; stage fast:0 0-2; stage slow:0 3-3; } | layout pp-3-1-gpipe
-"$hetu" profile "$work/dp-2-1.toml" --set training.threads=1 --out "$work/profile.toml" > /dev/null
+# Profiled as training runs: both ranks at once under mpirun, each with its emulation.
+mpirun -np 2 --bind-to none "$hetu" profile "$work/dp-2-1.toml" --set training.threads=1 --out "$work/profile.toml" \
+  > "$work/profile.log" 2>&1 || { cat "$work/profile.log"; exit 1; }
 rows=()
 for name in dp-2-1 dp-1-1 pp-2-2-1f1b pp-3-1-gpipe; do
   predicted=$("$hetu" plan --evaluate --json --profile "$work/profile.toml" "$work/$name.toml" \
