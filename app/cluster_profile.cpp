@@ -189,11 +189,7 @@ Profile profile_one_process(const config::LoadedConfig& loaded) {
   Profile profile;
   for (const std::string& name : device_types(c)) {
     const DeviceProfile* type = loaded.catalog.find(name);
-    if (type->kind != DeviceKind::cpu) {
-      spdlog::info("{}: a GPU type, not measured in one process (profile under mpirun, or hetu plan estimates it "
-                   "from the catalogue)", name);
-      continue;
-    }
+    if (type->kind != DeviceKind::cpu) continue;  // left to the catalogue
     if (!measured) {
       measured.emplace(mbs.size() * kFields, 0.0);
       const std::function<void()> none = [] {};

@@ -3,16 +3,20 @@
 // best uniform layout always shown), the best written as a runnable job file. `--evaluate`:
 // the job's own layout only (app/layout_cost.h): per stage its forward and backward time per
 // micro-batch, its peak memory per device against the device's memory and its bubble; the
-// step time, tokens/s and MFU.
+// step time, tokens/s and MFU. Without --profile the cluster's CPU types are profiled in this
+// process first (cluster_profile.h); `--profile none` prices everything from the catalogue.
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
+#include "app/cluster_profile.h"
 #include "app/commands.h"
 #include "app/layout_cost.h"
 #include "app/layout_search.h"
+#include "lib/ops/ops.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
 
@@ -134,11 +138,34 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
   return 0;
 }
 
+// --profile P: the file; none: nothing measured; no --profile: the CPU types of the cluster
+// profiled in this process (this CPU x each type's emulate_slowdown), GPU types estimated.
+Profile plan_profile(const PlanOptions& options, const config::LoadedConfig& loaded) {
+  if (options.profile == "none") return {};
+  if (!options.profile.empty()) return read_profile_file(options.profile);
+  std::string cpu_types;
+  for (const config::NodeSection& node : loaded.config.cluster.nodes) {
+    const DeviceProfile* type = loaded.catalog.find(node.device_type);
+    if (type->kind == DeviceKind::cpu && cpu_types.find(type->name) == std::string::npos) {
+      cpu_types += (cpu_types.empty() ? "" : ", ") + type->name;
+    }
+  }
+  if (cpu_types.empty()) return {};
+  ops::set_num_threads(static_cast<int>(loaded.config.training.threads));
+  Profile profile = profile_one_process(loaded);
+  // (--json says it per stage: "compute": "measured" or "estimated".)
+  if (!options.json) spdlog::info("hetu plan: compute of {} measured in this process (this CPU x each type's emulate_slowdown; "
+                                  "hetu profile under mpirun measures every rank at once), the rest estimated from the "
+                                  "catalogue (--profile none: all of it)", cpu_types);
+  return profile;
+}
+
 }  // namespace
 
 int run_plan(const PlanOptions& options) {
+  init_logging({0, options.log_level, "", true});  // the console is stderr: stdout is the table or JSON
   const config::LoadedConfig loaded = load_job(options);
-  const Profile profile = options.profile.empty() ? Profile{} : read_profile_file(options.profile);
+  const Profile profile = plan_profile(options, loaded);
   if (!options.evaluate) return run_search(options, loaded, profile);
   const LayoutEstimate estimate = estimate_layout(loaded, profile);
   if (options.json) {

@@ -31,6 +31,12 @@ int run_profile(const ProfileOptions& options) {
   Profile profile;
   if (one_process) {
     profile = profile_one_process(loaded);
+    for (const config::NodeSection& node : c.cluster.nodes) {
+      if (loaded.catalog.find(node.device_type)->kind == DeviceKind::gpu) {
+        spdlog::info("{} ({}): a GPU type, not measured in one process (profile under mpirun, one rank per device; "
+                     "hetu plan estimates it from the catalogue)", node.host, node.device_type);
+      }
+    }
     HT_USAGE_CHECK(!profile.devices.empty(), "hetu profile: {} has no CPU device type to measure in one process "
                    "(start it under mpirun with one rank per device)", c.source);
   } else {

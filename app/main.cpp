@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   plan_cmd->add_flag("--json", plan.json, "Print the prediction as JSON (predicted_step_s, predicted_peak_gib per device)");
   plan_cmd->add_option("--top", plan.top, "Rows of the ranked table")->check(CLI::PositiveNumber)->capture_default_str();
   plan_cmd->add_option("--out", plan.out, "Write the best layout as a runnable job file");
-  plan_cmd->add_option("--profile", plan.profile, "A hetu profile file: measured times for its device types");
+  plan_cmd->add_option("--profile", plan.profile, "A hetu profile file (measured types and links); none: catalogue estimates only; default: the CPU types profiled in this process");
   plan_cmd->callback([&] { selected = [&] { return run_plan(plan); }; });
 
   ProfileOptions profile;

@@ -17,8 +17,9 @@ using hetu::test::run_hetu;
 
 namespace {
 
-json plan_json(const std::string& job) {
-  const auto result = run_hetu("plan --evaluate --json " + std::string(HETU_SOURCE_DIR) + "/configs/" + job);
+// `flags`: "--profile none" prices from the catalogue only.
+json plan_json(const std::string& job, const std::string& flags = "") {
+  const auto result = run_hetu("plan --evaluate --json " + flags + " " + std::string(HETU_SOURCE_DIR) + "/configs/" + job);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   return json::parse(result.output);
@@ -80,7 +81,8 @@ TEST_CASE("hetu plan --evaluate prices the A100 + H100 job from the catalogue", 
 }
 
 TEST_CASE("hetu plan --evaluate: the emulated slow CPU takes twice as long per micro-batch", "[plan_cli]") {
-  const json p = plan_json("emulated-hetero-cpu.toml");
+  const json p = plan_json("emulated-hetero-cpu.toml", "--profile none");
+  CHECK(p["replicas"][0]["stages"][0]["compute"] == "estimated");
   // Same layers and micro-batch on both; catalogue peaks 0.2 (cpu) and 0.1 (cpu-slow) TFLOP/s.
   const double fast = p["replicas"][0]["stages"][0]["forward_s"], slow = p["replicas"][1]["stages"][0]["forward_s"];
   CHECK(slow == Approx(2 * fast));
@@ -112,12 +114,12 @@ TEST_CASE("hetu plan returns the best layout of an exhaustive enumeration writte
   double best = 1e30;
   for (size_t i = 0; i < layouts.size(); ++i) {
     dir.write("job.toml", base + layouts[i]);
-    const auto result = run_hetu("plan --evaluate --json " + dir.file("job.toml"));
+    const auto result = run_hetu("plan --evaluate --json --profile none " + dir.file("job.toml"));
     INFO(layouts[i] << result.output);
     REQUIRE(result.exit_code == 0);
     best = std::min(best, json::parse(result.output)["predicted_step_s"].get<double>());
   }
-  const auto searched = run_hetu("plan --json --out " + dir.file("planned.toml") + " " + src +
+  const auto searched = run_hetu("plan --json --profile none --out " + dir.file("planned.toml") + " " + src +
                                  "/configs/emulated-hetero-cpu.toml");
   INFO(searched.output);
   REQUIRE(searched.exit_code == 0);
@@ -125,9 +127,21 @@ TEST_CASE("hetu plan returns the best layout of an exhaustive enumeration writte
   CHECK(candidates.size() == 18);
   CHECK(candidates[0]["predicted_step_s"].get<double>() == Approx(best).epsilon(1e-9));
   // The written job is the best layout, runnable as it is: --evaluate prices it the same.
-  const auto planned = run_hetu("plan --evaluate --json " + dir.file("planned.toml"));
+  const auto planned = run_hetu("plan --evaluate --json --profile none " + dir.file("planned.toml"));
   REQUIRE(planned.exit_code == 0);
   CHECK(json::parse(planned.output)["predicted_step_s"].get<double>() == Approx(best).epsilon(1e-9));
+}
+
+TEST_CASE("hetu plan without --profile measures the CPU types in this process, each x its slowdown", "[plan_cli]") {
+  const json p = plan_json("emulated-hetero-cpu.toml");
+  const json fast = p["replicas"][0]["stages"][0], slow = p["replicas"][1]["stages"][0];
+  CHECK(fast["compute"] == "measured");
+  CHECK(slow["compute"] == "measured");
+  // One measurement of this CPU, the slow type's x its emulate_slowdown = 2 (not the catalogue's
+  // estimate: that is checked against the same ratio above, so compare with it too).
+  CHECK(slow["forward_s"].get<double>() == Approx(2 * fast["forward_s"].get<double>()).epsilon(1e-6));
+  const json estimated = plan_json("emulated-hetero-cpu.toml", "--profile none");
+  CHECK(fast["forward_s"].get<double>() != estimated["replicas"][0]["stages"][0]["forward_s"].get<double>());
 }
 
 TEST_CASE("hetu plan: a cluster past the exhaustive limit is refused, exit 2", "[plan_cli]") {
