@@ -5,7 +5,7 @@
 #    times are about twice the fast type's (generous bounds: the machine is shared), the
 #    activations per layer and the AdamW step's parameter count are the same on both and
 #    match the model (counted here from its shape), and the link between the nodes is
-#    measured near the emulated 1 Gb/s and 200 us.
+#    measured near the emulated 1 Gb/s and at least its 200 us (more when the machine is busy).
 # 2. Two CPUs on one node: tp 1 and tp 2 are profiled (tp 2 by both ranks, keeping about half
 #    the activations), and the p2p and all_reduce links within the node are measured.
 # usage: profile_cluster.sh HETU SOURCE_DIR
@@ -44,7 +44,9 @@ p2p = links[("p2p", "between")]
 assert sorted(p2p["hosts"]) == ["fast", "slow"], p2p
 print(f"link fast-slow: {p2p['gbps']:.3f} Gb/s, {p2p['latency_us']:.0f} us (emulated 1 Gb/s, 200 us)")
 assert 0.4 < p2p["gbps"] < 1.6, p2p
-assert 150 < p2p["latency_us"] < 3000, p2p
+# Latency: at least the emulated 200 us (an unemulated message here takes ~10 us), and on a
+# busy machine a woken sleeper may wait a scheduler tick or more (4 ms seen under load 10).
+assert 150 < p2p["latency_us"] < 20000, p2p
 ring = links[("all_reduce", "between")]
 assert ring["ranks"] == 2 and 0.3 < ring["gbps"] < 1.6 and ring["latency_us"] > 150, ring
 PY
