@@ -20,13 +20,13 @@
 #include <thread>
 #include <fmt/core.h>
 
+#include "app/auto_layout.h"
 #include "app/build_info.h"
 #include "app/cmd_ckpt.h"
 #include "app/commands.h"
 #include "app/compute_device.h"
 #include "app/config/device_spec.h"
 #include "app/out_dir_lock.h"
-#include "app/auto_layout.h"
 #include "app/device_emulation.h"
 #include "app/rank_map.h"
 #include "lib/hspmd/mpi_session.h"
