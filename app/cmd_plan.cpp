@@ -167,6 +167,10 @@ int run_plan(const PlanOptions& options) {
   const config::LoadedConfig loaded = load_job(options);
   const Profile profile = plan_profile(options, loaded);
   if (!options.evaluate) return run_search(options, loaded, profile);
+  if (loaded.config.parallel.auto_plan && !options.json) {
+    spdlog::warn("{}: [parallel] auto plans the layout at launch; --evaluate prices data parallelism over every "
+                 "device (hetu plan without --evaluate shows what auto would choose)", loaded.config.source);
+  }
   const LayoutEstimate estimate = estimate_layout(loaded, profile);
   if (options.json) {
     std::printf("%s\n", to_json(estimate).dump(2).c_str());

@@ -175,9 +175,11 @@ std::string describe(const JobConfig& c) {
   out += fmt::format("cluster: {} devices on {} node(s):", c.cluster.num_devices(), c.cluster.nodes.size());
   for (const NodeSection& node : c.cluster.nodes) out += fmt::format(" {} {}x{}", node.host, node.count, node.device_type);
   out += "\n";
-  out += fmt::format("training: {} steps, global batch {} x {} tokens, {}, {} replica(s) on {} devices\n",
-                     c.training.steps, c.training.global_batch, c.training.seq_len, to_string(c.training.precision),
-                     c.parallel.replicas.size(), c.parallel.num_devices());
+  const std::string layout = c.parallel.auto_plan ? std::string("layout planned at launch")
+                                                   : fmt::format("{} replica(s) on {} devices",
+                                                                 c.parallel.replicas.size(), c.parallel.num_devices());
+  out += fmt::format("training: {} steps, global batch {} x {} tokens, {}, {}\n", c.training.steps,
+                     c.training.global_batch, c.training.seq_len, to_string(c.training.precision), layout);
   if (c.parallel.auto_plan) {
     out += fmt::format("  parallel: auto (hetu train plans the layout at launch from {}; hetu plan shows the "
                        "candidates)\n", c.parallel.profile.empty() ? "a profile of the cluster it measures first"
