@@ -15,18 +15,20 @@
 namespace hetu::app {
 namespace {
 
-// The cluster measured on every rank; rank 0 writes it to `out`.
+// The cluster measured on every rank (its numbers all-reduced, the same everywhere), planned
+// from as its file states it (to_toml's rounding), so that hetu plan on the file rank 0 writes
+// to `out` ranks the layouts exactly as this run does.
 Profile profile_here(const config::LoadedConfig& loaded, const RankMap& ranks, const MpiSession& mpi,
                      const std::string& out) {
-  Profile profile = profile_launched(loaded, ranks, mpi.world_size());
-  const int rank = mpi.rank();
-  if (rank == 0 && !out.empty()) {
-    write_file_atomic(out, to_toml(profile, fmt::format("# hetu profile of {} measured at launch by [parallel] auto on "
-                                                        "{} rank(s); hetu plan --profile reads it\n",
-                                                        loaded.config.source, mpi.world_size())));
+  const std::string text = to_toml(profile_launched(loaded, ranks, mpi.world_size()),
+                                   fmt::format("# hetu profile of {} measured at launch by [parallel] auto on {} "
+                                               "rank(s); hetu plan --profile reads it\n",
+                                               loaded.config.source, mpi.world_size()));
+  if (mpi.rank() == 0 && !out.empty()) {
+    write_file_atomic(out, text);
     spdlog::info("parallel.auto: wrote the profile to {}", out);
   }
-  return profile;
+  return read_profile_text(text, out.empty() ? "the launch profile" : out);
 }
 
 }  // namespace
