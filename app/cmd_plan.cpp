@@ -4,16 +4,20 @@
 // shown), the best written as a runnable job file. `--evaluate`:
 // the job's own layout only (app/layout_cost.h): per stage its forward and backward time per
 // micro-batch, its peak memory per device against the device's memory and its bubble; the
-// step time, tokens/s and MFU.
+// step time, tokens/s and MFU. Without --profile the cluster's CPU types are profiled in this
+// process first (cluster_profile.h); `--profile none` prices everything from the catalogue.
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
+#include "app/cluster_profile.h"
 #include "app/commands.h"
 #include "app/layout_cost.h"
 #include "app/layout_search.h"
+#include "lib/ops/ops.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
 
@@ -88,14 +92,14 @@ double max_bubble(const plan::LayoutPrediction& p) {
 }
 
 int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
-               const std::vector<DeviceTypeProfile>& profiles, const std::vector<LinkProfile>& links) {
+               const Profile& profile) {
   std::vector<PlannedLayout> ranked;
   std::string how;
   if (options.exhaustive) {
-    ranked = enumerate_layouts(loaded, profiles, links);
+    ranked = enumerate_layouts(loaded, profile);
     how = fmt::format("{} layouts listed exhaustively", ranked.size());
   } else {
-    PlanResult found = plan_layouts(loaded, profiles, links, options.top);
+    PlanResult found = plan_layouts(loaded, profile, options.top);
     ranked = std::move(found.ranked);
     how = fmt::format("the layout search ({}, {} layouts' shares allocated)",
                       found.exact ? "exact: the whole space" : "by runs of alike nodes", found.layouts_priced);
@@ -114,7 +118,7 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
                 nlohmann::json{{"candidates", all}, {"search", how}, {"source", "catalogue estimate"}}.dump(2).c_str());
   } else {
     std::printf("hetu plan %s: %s (%s; see docs/config.md)\n", loaded.config.source.c_str(), how.c_str(),
-                profiles.empty() ? "catalogue estimates" : "measured times of the profiled types, catalogue estimates "
+                profile.empty() ? "catalogue estimates" : "measured times of the profiled types, catalogue estimates "
                                                            "for the rest");
     std::printf("%4s  %10s  %10s  %6s  %8s  %9s  %s\n", "rank", "step s", "tokens/s", "MFU", "bubble", "peak GiB",
                 "layout");
@@ -145,16 +149,40 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
   return 0;
 }
 
+// --profile P: the file; none: nothing measured; no --profile: the CPU types of the cluster
+// profiled in this process (this CPU x each type's emulate_slowdown), GPU types estimated.
+Profile plan_profile(const PlanOptions& options, const config::LoadedConfig& loaded) {
+  if (options.profile == "none") return {};
+  if (!options.profile.empty()) return read_profile_file(options.profile);
+  std::string cpu_types;
+  for (const config::NodeSection& node : loaded.config.cluster.nodes) {
+    const DeviceProfile* type = loaded.catalog.find(node.device_type);
+    if (type->kind == DeviceKind::cpu && cpu_types.find(type->name) == std::string::npos) {
+      cpu_types += (cpu_types.empty() ? "" : ", ") + type->name;
+    }
+  }
+  if (cpu_types.empty()) return {};
+  ops::set_num_threads(static_cast<int>(loaded.config.training.threads));
+  Profile profile = profile_one_process(loaded);
+  // (--json says it per stage: "compute": "measured" or "estimated".)
+  if (!options.json) spdlog::info("hetu plan: compute of {} measured in this process (this CPU x each type's emulate_slowdown; "
+                                  "hetu profile under mpirun measures every rank at once), the rest estimated from the "
+                                  "catalogue (--profile none: all of it)", cpu_types);
+  return profile;
+}
+
 }  // namespace
 
 int run_plan(const PlanOptions& options) {
+  init_logging({0, options.log_level, "", true});  // the console is stderr: stdout is the table or JSON
   const config::LoadedConfig loaded = load_job(options);
-  const std::vector<DeviceTypeProfile> profiles =
-      options.profile.empty() ? std::vector<DeviceTypeProfile>{} : read_profile_file(options.profile);
-  const std::vector<LinkProfile> links =
-      options.profile.empty() ? std::vector<LinkProfile>{} : read_profile_links(options.profile);
-  if (!options.evaluate) return run_search(options, loaded, profiles, links);
-  const LayoutEstimate estimate = estimate_layout(loaded, profiles, links);
+  const Profile profile = plan_profile(options, loaded);
+  if (!options.evaluate) return run_search(options, loaded, profile);
+  if (loaded.config.parallel.auto_plan && !options.json) {
+    spdlog::warn("{}: [parallel] auto plans the layout at launch; --evaluate prices data parallelism over every "
+                 "device (hetu plan without --evaluate shows what auto would choose)", loaded.config.source);
+  }
+  const LayoutEstimate estimate = estimate_layout(loaded, profile);
   if (options.json) {
     std::printf("%s\n", to_json(estimate).dump(2).c_str());
   } else {

@@ -7,7 +7,8 @@
 // rank's run under the next strategy when the Trainer reaches it. Writes out_dir/{config.resolved.toml,
 // metrics.jsonl, logs/, checkpoints/}. SIGTERM/SIGUSR1 end the run after the current step
 // with a checkpoint (stop_request.h). Emulated devices and links (device_emulation.h) wrap
-// the MPI communicator and cap the CPU allocator.
+// the MPI communicator and cap the CPU allocator. `[parallel] auto = true` plans the layout
+// first (auto_layout.h).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <thread>
 #include <fmt/core.h>
 
+#include "app/auto_layout.h"
 #include "app/build_info.h"
 #include "app/cmd_ckpt.h"
 #include "app/commands.h"
@@ -292,16 +294,32 @@ int run_train(const TrainOptions& options) {
   // A one-process dry run of a multi-device job pretends the ranks run on this machine.
   const std::vector<std::string> hosts =
       single_process_dry_run ? std::vector<std::string>(static_cast<size_t>(needed), mpi.host()) : mpi.all_hosts();
-  const RankMap ranks = map_ranks(c, hosts);
-  const pipeline::ParallelLayout layout = parallel_layout(c, ranks);
+  RankMap ranks = map_ranks(c, hosts);
 
   OutDirLock out_dir_lock;  // held until the run ends
   if (!options.dry_run) {
     out_dir_lock = lock_out_dir(c.job.out_dir, mpi);  // before anything in out_dir is written
     const std::string log_file = c.job.out_dir + "/logs/rank-" + std::to_string(mpi.rank()) + ".log";
     init_logging({mpi.rank(), options.log_level, log_file, true});
-    if (mpi.rank() == 0) write_file_atomic(c.job.out_dir + "/config.resolved.toml", config::to_toml(c));
   }
+  if (c.parallel.auto_plan && (!options.dry_run || !c.parallel.profile.empty())) {
+    try {
+      loaded = plan_at_launch(loaded, ranks, mpi,  // collective when it profiles
+                              options.dry_run ? "" : c.job.out_dir + "/profile.toml");
+    } catch (const UsageError&) {
+      throw;  // the same on every rank (no layout fits, a bad profile file)
+    } catch (const Error& error) {
+      if (mpi.world_size() == 1) throw;
+      std::fprintf(stderr, "hetu: error (rank %d): %s [%s]\n", mpi.rank(), error.message().c_str(), error.where().c_str());
+      mpi.abort(1);
+    }
+    ranks = map_ranks(c, hosts);
+  } else if (c.parallel.auto_plan) {
+    spdlog::info("parallel.auto: a dry run without parallel.profile does not profile; it checks the job with data "
+                 "parallelism over every device");
+  }
+  if (!options.dry_run && mpi.rank() == 0) write_file_atomic(c.job.out_dir + "/config.resolved.toml", config::to_toml(c));
+  const pipeline::ParallelLayout layout = parallel_layout(c, ranks);
 
   spdlog::info("hetu {} | job '{}' from {}", build_info().version, c.job.name, c.source);
   const std::string summary = config::describe(c);

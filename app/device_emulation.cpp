@@ -1,4 +1,4 @@
-// Emulated devices and links from the job file, for hetu train.
+// Emulated devices and links from the job file, for hetu train and hetu profile.
 #include "app/device_emulation.h"
 
 #include <fmt/core.h>
@@ -80,6 +80,10 @@ std::unique_ptr<Communicator> with_emulation(std::unique_ptr<Communicator> comm,
     spec.node_of_rank.push_back(&node - c.cluster.nodes.data());
   }
   return std::make_unique<EmulatedCommunicator>(std::move(comm), std::move(spec));
+}
+
+void settle_emulated_compute(Communicator& comm) {
+  if (auto* emulated = dynamic_cast<EmulatedCommunicator*>(&comm)) emulated->settle_compute();
 }
 
 std::string emulation_report(const Communicator& comm) {

@@ -30,6 +30,10 @@ void limit_cpu_memory(const config::LoadedConfig& loaded, const config::DeviceId
 std::unique_ptr<Communicator> with_emulation(std::unique_ptr<Communicator> comm, const config::LoadedConfig& loaded,
                                              const RankMap& ranks);
 
+// Sleeps now the slowdown owed for this rank's compute since its last message (a no-op for
+// a communicator that does not emulate): hetu profile calls it at the end of each timed piece.
+void settle_emulated_compute(Communicator& comm);
+
 // What the emulation added on this rank ("" for a communicator that does not emulate).
 std::string emulation_report(const Communicator& comm);
 

@@ -39,9 +39,22 @@ plan::Link declared_link(const config::NodeSection& node, bool gpu) {
 }
 
 // The measured curve of `type`'s links of `scope`, if the profile has one.
-const LinkProfile* profiled_link(const std::vector<LinkProfile>& links, const std::string& type, const char* scope) {
-  for (const LinkProfile& l : links) {
-    if (l.device_type == type && l.scope == scope) return &l;
+const LinkProfile* profiled_link(const Profile& profile, const std::string& type, const char* scope) {
+  for (const LinkProfile& l : profile.links) {
+    if (l.hosts.empty() && l.device_type == type && l.scope == scope) return &l;
+  }
+  return nullptr;
+}
+
+// The p2p link the profile measured between nodes a and b (a == b: within the node), if any.
+const LinkProfile* measured_p2p(const Profile& profile, const std::string& a, const std::string& b) {
+  for (const LinkProfile& l : profile.links) {
+    if (l.kind != "p2p" || l.hosts.empty()) continue;
+    if (a == b ? (l.scope == "within" && l.hosts[0] == a)
+               : (l.scope == "between" && l.hosts.size() == 2 &&
+                  ((l.hosts[0] == a && l.hosts[1] == b) || (l.hosts[0] == b && l.hosts[1] == a)))) {
+      return &l;
+    }
   }
   return nullptr;
 }
@@ -52,8 +65,11 @@ const LinkProfile* profiled_link(const std::vector<LinkProfile>& links, const st
 // networks (link_gbps, link_latency_us), else the assumption. Between nodes, a
 // non-emulated link is shared by the `flows` transfers a node makes at once (Note [Link
 // sharing]); the emulation delays every message on its own.
-plan::Link link_between(const config::JobConfig& c, const std::vector<LinkProfile>& links, const std::string& a,
+plan::Link link_between(const config::JobConfig& c, const Profile& profile, const std::string& a,
                         const std::string& b, bool gpu, int64_t flows) {
+  if (const LinkProfile* measured = measured_p2p(profile, a, b)) {
+    return {measured->gbps > 0 ? measured->gbps * 1e9 / 8 : 0.0, measured->latency_us * 1e-6};
+  }
   const config::NodeSection& na = node_of(c, a);
   const config::NodeSection& nb = node_of(c, b);
   const bool emulated = na.emulate_link_gbps > 0 || nb.emulate_link_gbps > 0 || na.emulate_link_latency_us > 0 ||
@@ -63,7 +79,7 @@ plan::Link link_between(const config::JobConfig& c, const std::vector<LinkProfil
                                           {nb.emulate_link_gbps, nb.emulate_link_latency_us});
     return {link.gbps * 1e9 / 8, link.latency_us * 1e-6};
   }
-  const char* scope = a == b ? "intra_node" : "inter_node";
+  const char* scope = a == b ? "within" : "between";
   plan::Link best = assumed_link(gpu, true);
   if (a != b) {
     const plan::Link la = declared_link(na, gpu), lb = declared_link(nb, gpu);
@@ -71,8 +87,10 @@ plan::Link link_between(const config::JobConfig& c, const std::vector<LinkProfil
   }
   bool found = false;
   for (const std::string* type : {&na.device_type, &nb.device_type}) {
-    if (const LinkProfile* l = profiled_link(links, *type, scope)) {
-      const plan::Link measured{0, l->latency_s, {l->bandwidth_gbs_poly, l->max_bytes_per_s}};
+    if (const LinkProfile* l = profiled_link(profile, *type, scope)) {
+      const plan::Link measured = l->bandwidth_gbs_poly.empty()
+                                      ? plan::Link{l->gbps > 0 ? l->gbps * 1e9 / 8 : 0.0, l->latency_us * 1e-6}
+                                      : plan::Link{0, l->latency_us * 1e-6, {l->bandwidth_gbs_poly, l->max_bytes_per_s}};
       if (!found || measured.transfer_s(1e6) > best.transfer_s(1e6)) best = measured;
       found = true;
     }
@@ -106,12 +124,12 @@ std::vector<std::string> hosts_of(const std::vector<config::DeviceId>& devices) 
 }
 
 // The slowest link between any device of `from` and any of `to`.
-plan::Link slowest_link(const config::JobConfig& c, const std::vector<LinkProfile>& links,
+plan::Link slowest_link(const config::JobConfig& c, const Profile& profile,
                         const std::vector<config::DeviceId>& from, const std::vector<config::DeviceId>& to, bool gpu) {
   const int64_t flows = devices_per_host(from);
   std::vector<plan::Link> found;
   for (const std::string& a : hosts_of(from))
-    for (const std::string& b : hosts_of(to)) found.push_back(link_between(c, links, a, b, gpu, flows));
+    for (const std::string& b : hosts_of(to)) found.push_back(link_between(c, profile, a, b, gpu, flows));
   return slowest_of(found);
 }
 
@@ -122,36 +140,44 @@ double peak_flops(const DeviceProfile& type, config::Precision precision) {
 
 // The profile entry of `type` for a stage of `tp` devices running micro-batches of `tokens`:
 // one measured for this tp (the nearest micro-batch, preferring the same one), else one
-// measured on one device (tp 0, split over tp by the estimate).
-const DeviceTypeProfile* profile_for(const std::vector<DeviceTypeProfile>& profiles, const std::string& type,
+// measured on one device (tp 1, split over tp by the estimate).
+const DeviceTypeProfile* profile_for(const Profile& profile, const std::string& type,
                                      int64_t tp, double tokens) {
   const DeviceTypeProfile* best = nullptr;
   double best_distance = 0;
-  for (const DeviceTypeProfile& p : profiles) {
+  for (const DeviceTypeProfile& p : profile.devices) {
     if (p.device_type != type || p.tp != tp) continue;
     const double distance = std::abs(std::log(tokens / static_cast<double>(p.micro_batch * p.seq_len)));
     if (best == nullptr || distance < best_distance) best = &p, best_distance = distance;
   }
-  if (best != nullptr || tp == 0) return best;
-  return profile_for(profiles, type, 0, tokens);
+  if (best != nullptr || tp == 1) return best;
+  return profile_for(profile, type, 1, tokens);
 }
 
 // The profile's times scaled from its micro-batch to `tokens` (linear in tokens).
-std::optional<plan::MeasuredTimes> measured_times(const DeviceTypeProfile* p, double tokens) {
+std::optional<plan::MeasuredTimes> measured_times(const DeviceTypeProfile* p, int64_t tp, double tokens) {
   if (p == nullptr) return std::nullopt;
   const double scale = tokens / static_cast<double>(p->micro_batch * p->seq_len);
   return plan::MeasuredTimes{scale * p->layer_forward_s, scale * p->layer_backward_s, scale * p->embed_forward_s,
                              scale * p->embed_backward_s, scale * p->head_forward_s, scale * p->head_backward_s,
-                             p->tp > 0, p->optimizer_s};
+                             p->tp == tp, p->optimizer_s, p->optimizer_params};
 }
 
-// The profile's activation bytes scaled to `tokens` and to one device of `tp` (an entry
-// measured on one device holds the whole activation), when it measured them.
+// The profile's memory for a stage of `tp` devices, its bytes scaled to `tokens`, when it
+// measured them: activations only from an entry measured at the stage's tp (a tp-1 entry
+// cannot say which of a layer's tensors tp splits; the family's count does), the reserved
+// bytes from any.
 std::optional<plan::MeasuredMemory> measured_memory(const DeviceTypeProfile* p, double tokens, int64_t tp) {
-  if (p == nullptr || p->layer_activation_bytes <= 0) return std::nullopt;
-  const double scale = tokens / static_cast<double>(p->micro_batch * p->seq_len) / static_cast<double>(p->tp > 0 ? 1 : tp);
-  return plan::MeasuredMemory{scale * p->layer_activation_bytes, scale * p->embed_activation_bytes,
-                              scale * p->head_activation_bytes, p->reserved_bytes, scale * p->head_workspace_bytes};
+  if (p == nullptr || (p->layer_activation_bytes <= 0 && p->reserved_bytes <= 0)) return std::nullopt;
+  plan::MeasuredMemory m;
+  m.reserved_bytes = p->reserved_bytes;
+  if (p->tp != tp) return m;
+  const double scale = tokens / static_cast<double>(p->micro_batch * p->seq_len);
+  m.layer_activation_bytes = scale * p->layer_activation_bytes;
+  m.first_activation_bytes = scale * p->embed_activation_bytes;
+  m.last_activation_bytes = scale * p->head_activation_bytes;
+  m.head_workspace_bytes = scale * p->head_workspace_bytes;
+  return m;
 }
 
 // ZeRO-1's share of a stage device: its tp over the devices of every replica that hold the
@@ -177,11 +203,11 @@ plan::ModelFacts job_model_facts(const config::JobConfig& c) {
 // The stage's slowest device type: a tp group runs at its slowest member's pace (each
 // collective waits for it). Measured types compare by their profiled layer times, others
 // (or a mix) by the catalogue peak in the job's precision.
-const DeviceProfile& slowest_type(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles,
+const DeviceProfile& slowest_type(const config::LoadedConfig& loaded, const Profile& profile,
                                   const std::vector<config::DeviceId>& devices) {
   const config::JobConfig& c = loaded.config;
   auto layer_s = [&](const DeviceProfile& t) -> std::optional<double> {
-    for (const DeviceTypeProfile& p : profiles)
+    for (const DeviceTypeProfile& p : profile.devices)
       if (p.device_type == t.name) return p.layer_forward_s + p.layer_backward_s;
     return std::nullopt;
   };
@@ -211,8 +237,7 @@ double smallest_memory_bytes(const config::LoadedConfig& loaded, const std::vect
 
 }  // namespace
 
-LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles,
-                               const std::vector<LinkProfile>& links) {
+LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const Profile& profile) {
   const config::JobConfig& c = loaded.config;
   const plan::ModelFacts facts = job_model_facts(c);
   LayoutEstimate e;
@@ -226,25 +251,25 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::ve
     std::vector<StageEstimateInfo> infos;
     for (size_t s = 0; s < replica.stages.size(); ++s) {
       const config::StageSection& stage = replica.stages[s];
-      const DeviceProfile& type = slowest_type(loaded, profiles, stage.devices);
+      const DeviceProfile& type = slowest_type(loaded, profile, stage.devices);
       const bool gpu = type.kind == DeviceKind::gpu;
       const double efficiency = gpu ? kGpuEfficiency : kCpuEfficiency;
       plan::DeviceRates rates;
       rates.flops_per_s = peak_flops(type, c.training.precision) * efficiency;
       rates.memory_bytes_per_s = type.memory_bandwidth_gbs * 1e9;
-      rates.tp = slowest_link(c, links, stage.devices, stage.devices, gpu);
+      rates.tp = slowest_link(c, profile, stage.devices, stage.devices, gpu);
       rates.tp.shared_by = 1;  // a tp ring crosses a node boundary once each way
       if (s + 1 < replica.stages.size())
-        rates.next_stage = slowest_link(c, links, stage.devices, replica.stages[s + 1].devices, gpu);
+        rates.next_stage = slowest_link(c, profile, stage.devices, replica.stages[s + 1].devices, gpu);
       // The gradient sync spans every replica's devices (a split collective between unlike replicas).
       std::vector<config::DeviceId> everyone;
       for (const config::ReplicaSection& other : c.parallel.replicas)
         for (const config::StageSection& st : other.stages) everyone.insert(everyone.end(), st.devices.begin(), st.devices.end());
-      rates.replicas = slowest_link(c, links, stage.devices, everyone, gpu);
+      rates.replicas = slowest_link(c, profile, stage.devices, everyone, gpu);
       const double tokens = static_cast<double>(replica.micro_batch * c.training.seq_len);
-      const DeviceTypeProfile* profile = profile_for(profiles, type.name, stage.tp(), tokens);
-      rates.measured = measured_times(profile, tokens);
-      rates.measured_memory = measured_memory(profile, tokens, stage.tp());
+      const DeviceTypeProfile* entry = profile_for(profile, type.name, stage.tp(), tokens);
+      rates.measured = measured_times(entry, stage.tp(), tokens);
+      rates.measured_memory = measured_memory(entry, tokens, stage.tp());
       plan::StageShape shape{stage.layers.first, stage.layers.last, s == 0, s + 1 == replica.stages.size(),
                              stage.tp(), replica.micro_batch, c.training.seq_len, num_replicas};
       cost.stages.push_back(plan::estimate_stage(facts, shape, rates));
@@ -263,8 +288,7 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::ve
   return e;
 }
 
-plan::SearchCluster search_cluster(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles,
-                                   const std::vector<LinkProfile>& links) {
+plan::SearchCluster search_cluster(const config::LoadedConfig& loaded, const Profile& profile) {
   const config::JobConfig& c = loaded.config;
   plan::SearchCluster cluster;
   std::vector<std::string> names;
@@ -278,7 +302,7 @@ plan::SearchCluster search_cluster(const config::LoadedConfig& loaded, const std
       t.rates.flops_per_s = peak_flops(type, c.training.precision) * (type.kind == DeviceKind::gpu ? kGpuEfficiency : kCpuEfficiency);
       t.rates.memory_bytes_per_s = type.memory_bandwidth_gbs * 1e9;
       const double tokens = static_cast<double>(c.training.micro_batch * c.training.seq_len);
-      t.rates.measured = measured_times(profile_for(profiles, type.name, 0, tokens), tokens);
+      t.rates.measured = measured_times(profile_for(profile, type.name, 1, tokens), 1, tokens);
       t.memory_bytes = type.memory_gib * double(1 << 30);
       cluster.types.push_back(std::move(t));
       it = names.insert(names.end(), type.name);
@@ -289,7 +313,7 @@ plan::SearchCluster search_cluster(const config::LoadedConfig& loaded, const std
   for (size_t a = 0; a < c.cluster.nodes.size(); ++a) {
     cluster.links.emplace_back();
     for (const config::NodeSection& other : c.cluster.nodes)
-      cluster.links.back().push_back(link_between(c, links, c.cluster.nodes[a].host, other.host, gpu[a], 1));
+      cluster.links.back().push_back(link_between(c, profile, c.cluster.nodes[a].host, other.host, gpu[a], 1));
   }
   return cluster;
 }

@@ -41,13 +41,11 @@ struct LayoutEstimate {
 
 // `profiles`: measured device types (hetu profile); the others are estimated from the catalogue.
 // `links`: measured link curves (a profile's [[link]] tables); the others are assumed.
-LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles = {},
-                               const std::vector<LinkProfile>& links = {});
+LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const Profile& profile = {});
 
 // The job's cluster and model as the layout search (lib/plan/layout_search.h) sees them, priced
 // the way estimate_layout prices a layout: the same rates per type and links per pair of nodes.
-plan::SearchCluster search_cluster(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles = {},
-                                   const std::vector<LinkProfile>& links = {});
+plan::SearchCluster search_cluster(const config::LoadedConfig& loaded, const Profile& profile = {});
 // Throws UsageError when training.global_batch is not a multiple of training.micro_batch.
 plan::SearchJob search_job(const config::LoadedConfig& loaded);
 

@@ -97,11 +97,10 @@ bool is_uniform(const config::JobConfig& c) {
 }
 
 // A valid job's layout priced by estimate_layout, with its fit, uniformity and summary.
-PlannedLayout priced(const config::LoadedConfig& candidate, const std::vector<DeviceTypeProfile>& profiles,
-                     const std::vector<LinkProfile>& links) {
+PlannedLayout priced(const config::LoadedConfig& candidate, const Profile& profile) {
   PlannedLayout planned;
   planned.job = candidate.config;
-  planned.estimate = estimate_layout(candidate, profiles, links);
+  planned.estimate = estimate_layout(candidate, profile);
   const plan::LayoutPrediction& p = planned.estimate.prediction;
   for (size_t r = 0; r < planned.estimate.stages.size(); ++r)
     for (size_t s = 0; s < planned.estimate.stages[r].size(); ++s) {
@@ -116,11 +115,12 @@ PlannedLayout priced(const config::LoadedConfig& candidate, const std::vector<De
 // The job with a searched layout as its explicit [parallel] groups, checked by the job-file
 // rules and priced by estimate_layout.
 PlannedLayout planned_job(const config::LoadedConfig& loaded, const std::vector<config::DeviceId>& devices,
-                          const plan::SearchedLayout& layout, const std::vector<DeviceTypeProfile>& profiles,
-                          const std::vector<LinkProfile>& links) {
+                          const plan::SearchedLayout& layout, const Profile& profile) {
   config::LoadedConfig candidate = loaded;
   candidate.config.parallel.shorthand.reset();
   candidate.config.parallel.replicas.clear();
+  candidate.config.parallel.auto_plan = false;  // an explicit layout
+  candidate.config.parallel.profile.clear();
   for (const plan::SearchedReplica& searched : layout.replicas) {
     config::ReplicaSection replica;
     replica.batch_share = static_cast<double>(searched.micro_batches);
@@ -141,7 +141,7 @@ PlannedLayout planned_job(const config::LoadedConfig& loaded, const std::vector<
   } catch (const UsageError& e) {
     HT_THROW("hetu plan: the layout search proposed a layout the job-file rules refuse: {}", e.what());
   }
-  return priced(candidate, profiles, links);
+  return priced(candidate, profile);
 }
 
 std::vector<config::DeviceId> devices_in_node_order(const config::JobConfig& c) {
@@ -153,23 +153,22 @@ std::vector<config::DeviceId> devices_in_node_order(const config::JobConfig& c) 
 
 }  // namespace
 
-PlanResult plan_layouts(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles,
-                        const std::vector<LinkProfile>& links, int64_t top, int64_t exact_devices) {
-  const plan::SearchResult found = plan::search_layouts(search_cluster(loaded, profiles, links), search_job(loaded),
+PlanResult plan_layouts(const config::LoadedConfig& loaded, const Profile& profile, int64_t top,
+                        int64_t exact_devices) {
+  const plan::SearchResult found = plan::search_layouts(search_cluster(loaded, profile), search_job(loaded),
                                                         {.top = std::max<int64_t>(1, top), .exact_devices = exact_devices});
   const std::vector<config::DeviceId> devices = devices_in_node_order(loaded.config);
   PlanResult result;
   result.exact = found.exact;
   result.layouts_priced = found.layouts_priced;
-  for (const plan::SearchedLayout& layout : found.best) result.ranked.push_back(planned_job(loaded, devices, layout, profiles, links));
+  for (const plan::SearchedLayout& layout : found.best) result.ranked.push_back(planned_job(loaded, devices, layout, profile));
   const bool has_uniform = std::any_of(result.ranked.begin(), result.ranked.end(), [](const PlannedLayout& l) { return l.uniform; });
-  if (found.uniform && !has_uniform) result.ranked.push_back(planned_job(loaded, devices, *found.uniform, profiles, links));
+  if (found.uniform && !has_uniform) result.ranked.push_back(planned_job(loaded, devices, *found.uniform, profile));
   return result;
 }
 
 std::vector<PlannedLayout> enumerate_layouts(const config::LoadedConfig& loaded,
-                                             const std::vector<DeviceTypeProfile>& profiles,
-                                             const std::vector<LinkProfile>& links) {
+                                             const Profile& profile) {
   const config::JobConfig& c = loaded.config;
   const std::vector<config::DeviceId> devices = devices_in_node_order(c);
   const int64_t n = static_cast<int64_t>(devices.size());
@@ -193,6 +192,8 @@ std::vector<PlannedLayout> enumerate_layouts(const config::LoadedConfig& loaded,
   std::vector<PlannedLayout> found;
   config::LoadedConfig candidate = loaded;
   candidate.config.parallel.shorthand.reset();
+  candidate.config.parallel.auto_plan = false;  // each candidate is an explicit layout
+  candidate.config.parallel.profile.clear();
   compositions(n, 0, [&](const std::vector<int64_t>& sizes) {
     const size_t num_replicas = sizes.size();
     if (static_cast<int64_t>(num_replicas) > units) return;
@@ -230,7 +231,7 @@ std::vector<PlannedLayout> enumerate_layouts(const config::LoadedConfig& loaded,
           } catch (const UsageError&) {
             continue;
           }
-          found.push_back(priced(candidate, profiles, links));
+          found.push_back(priced(candidate, profile));
         }
       });
     };

@@ -4,7 +4,7 @@
 // same space for small clusters (see Note [Exhaustive layout search]), the reference the
 // search is tested against and what `hetu plan --exhaustive` prints.
 //
-//   PlanResult r = plan_layouts(loaded, profiles, links, 5);    // best first, uniform included
+//   PlanResult r = plan_layouts(loaded, profile, 5);    // best first, uniform included
 //   std::vector<PlannedLayout> all = enumerate_layouts(loaded);   // every layout, best first
 //   config::to_toml(r.ranked[0].job);                             // a runnable job file
 #pragma once
@@ -33,8 +33,7 @@ struct PlanResult {
 
 // The `top` best layouts of the layout search and the best uniform one; clusters of at most
 // `exact_devices` devices are searched whole. Throws UsageError when the job has no valid layout.
-PlanResult plan_layouts(const config::LoadedConfig& loaded, const std::vector<DeviceTypeProfile>& profiles = {},
-                        const std::vector<LinkProfile>& links = {}, int64_t top = 1, int64_t exact_devices = plan::SearchOptions{}.exact_devices);
+PlanResult plan_layouts(const config::LoadedConfig& loaded, const Profile& profile = {}, int64_t top = 1, int64_t exact_devices = plan::SearchOptions{}.exact_devices);
 
 // Spaces past this many candidates are refused by the exhaustive listing.
 inline constexpr int64_t kMaxExhaustiveCandidates = 200000;
@@ -42,7 +41,6 @@ inline constexpr int64_t kMaxExhaustiveCandidates = 200000;
 // Every valid layout of the space, fitting ones first, each group by predicted step time
 // (ties in enumeration order). Throws UsageError when the space exceeds the limit.
 std::vector<PlannedLayout> enumerate_layouts(const config::LoadedConfig& loaded,
-                                             const std::vector<DeviceTypeProfile>& profiles = {},
-                                             const std::vector<LinkProfile>& links = {});
+                                             const Profile& profile = {});
 
 }  // namespace hetu::app

@@ -90,12 +90,12 @@ int main(int argc, char** argv) {
   plan_cmd->add_flag("--json", plan.json, "Print the prediction as JSON (predicted_step_s, predicted_peak_gib per device)");
   plan_cmd->add_option("--top", plan.top, "Rows of the ranked table")->check(CLI::PositiveNumber)->capture_default_str();
   plan_cmd->add_option("--out", plan.out, "Write the best layout as a runnable job file");
-  plan_cmd->add_option("--profile", plan.profile, "A hetu profile file: measured times for its device types");
+  plan_cmd->add_option("--profile", plan.profile, "A hetu profile file (measured types and links); none: catalogue estimates only; default: the CPU types profiled in this process");
   plan_cmd->callback([&] { selected = [&] { return run_plan(plan); }; });
 
   ProfileOptions profile;
   CLI::App* profile_cmd = app.add_subcommand(
-      "profile", "Measure the job's model per micro-batch on each CPU device type of its cluster (emulation applied)");
+      "profile", "Measure the job's model (per layer, tp, micro-batch), AdamW and links on its cluster: under mpirun one rank per device, or this CPU in one process (emulation applied)");
   add_config_options(*profile_cmd, profile, /*config_required=*/true);
   profile_cmd->add_option("--out", profile.out, "The profile file to write")->capture_default_str();
   profile_cmd->callback([&] { selected = [&] { return run_profile(profile); }; });

@@ -184,8 +184,8 @@ def main():
     text = header + "".join(table("profile", e) for e in profile_entries(timing, memory, num_layers, training["vocab_size"]))
     # Between nodes: the fit for one GPU per node, a node's link (Note [Link sharing] in
     # lib/plan/link.cpp); within a node: the fit for two GPUs, one pair's link.
-    text += table("link", link_curve(inter[ZONE][GPU]["1"][ZONE][GPU]["1"], "inter_node"))
-    text += table("link", link_curve(intra[GPU]["2"], "intra_node"))
+    text += table("link", link_curve(inter[ZONE][GPU]["1"][ZONE][GPU]["1"], "between"))
+    text += table("link", link_curve(intra[GPU]["2"], "within"))
     write_atomic(os.path.join(out, "profile.toml"), text)
 
     memory_gib = cluster[GPU]["mem_per_gpu"] / 2**30

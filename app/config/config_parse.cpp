@@ -265,6 +265,17 @@ void read_layout(TableReader& t, const JobConfig& config, const SourceMap& sourc
     parallel.zero = *v;
   }
   const bool shorthand = dp || tp || pp || order || devices;
+  parallel.auto_plan = t.get_bool("auto").value_or(false);
+  if (parallel.auto_plan && &parallel != &config.parallel) t.fail("auto", "only [parallel] (the strategy at step 0) is planned at launch");
+  if (auto v = t.get_string("profile")) {
+    if (!parallel.auto_plan) t.fail("profile", "is the profile [parallel] auto = true plans from; set auto = true");
+    std::filesystem::path path(*v);
+    if (path.is_relative()) path = std::filesystem::path(config.source).parent_path() / path;
+    parallel.profile = std::filesystem::absolute(path).lexically_normal().string();
+  }
+  if (parallel.auto_plan && (shorthand || !replicas.empty())) {
+    t.fail("auto", "plans the layout at launch: drop the dp/tp/pp shorthand and the [[parallel.replica]] groups");
+  }
   if (shorthand && !replicas.empty()) {
     t.fail(dp ? "dp" : tp ? "tp" : pp ? "pp" : order ? "order" : "devices",
            "use either the dp/tp/pp shorthand or [[" + t.path() + ".replica]] groups, not both");

@@ -182,7 +182,15 @@ std::string to_toml(const JobConfig& c) {
   }
 
   out += "\n";
-  write_layout(out, "parallel", c.parallel);
+  if (c.parallel.auto_plan) {  // planned at launch: no groups to write
+    out += "[parallel]\n";
+    line("auto", "true");
+    if (!c.parallel.profile.empty()) line("profile", str(c.parallel.profile));
+    if (c.parallel.zero != 0) line("zero", num(c.parallel.zero));
+    out += "\n";
+  } else {
+    write_layout(out, "parallel", c.parallel);
+  }
   for (const StrategySection& strategy : c.strategies) {
     out += "[[parallel.strategy]]\n";
     line("name", str(strategy.name));
@@ -209,10 +217,18 @@ std::string describe(const JobConfig& c) {
   out += fmt::format("cluster: {} devices on {} node(s):", c.cluster.num_devices(), c.cluster.nodes.size());
   for (const NodeSection& node : c.cluster.nodes) out += fmt::format(" {} {}x{}", node.host, node.count, node.device_type);
   out += "\n";
-  out += fmt::format("training: {} steps, global batch {} x {} tokens, {}, {} replica(s) on {} devices\n",
-                     c.training.steps, c.training.global_batch, c.training.seq_len, to_string(c.training.precision),
-                     c.parallel.replicas.size(), c.parallel.num_devices());
-  describe_layout(out, c.parallel, c.training.global_batch);
+  const std::string layout = c.parallel.auto_plan ? std::string("layout planned at launch")
+                                                   : fmt::format("{} replica(s) on {} devices",
+                                                                 c.parallel.replicas.size(), c.parallel.num_devices());
+  out += fmt::format("training: {} steps, global batch {} x {} tokens, {}, {}\n", c.training.steps,
+                     c.training.global_batch, c.training.seq_len, to_string(c.training.precision), layout);
+  if (c.parallel.auto_plan) {
+    out += fmt::format("  parallel: auto (hetu train plans the layout at launch from {}; hetu plan shows the "
+                       "candidates)\n", c.parallel.profile.empty() ? "a profile of the cluster it measures first"
+                                                                    : c.parallel.profile);
+  } else {
+    describe_layout(out, c.parallel, c.training.global_batch);
+  }
   for (const StrategySection& strategy : c.strategies) {
     out += fmt::format("strategy \"{}\": {} replica(s) on {} devices\n", strategy.name, strategy.parallel.replicas.size(),
                        strategy.parallel.num_devices());

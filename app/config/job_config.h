@@ -155,6 +155,11 @@ struct ParallelSection {
   std::vector<ReplicaSection> replicas;      // level 1
   std::optional<ParallelShorthand> shorthand;  // set when the file used dp/tp/pp
   int64_t zero = 0;  // 1: ZeRO-1, optimizer state and f32 master weights split over each parameter's holders
+  // `auto = true`: hetu train plans the layout at launch (app/auto_layout.h); until then
+  // `replicas` hold data parallelism over every device. `profile`: the hetu profile file it
+  // plans from (absolute; empty: it profiles the cluster first, on all ranks).
+  bool auto_plan = false;
+  std::string profile;
   int64_t num_devices() const;
   // Sequences per optimizer step for replica r (global_batch split by batch_share).
   int64_t replica_batch(size_t r, int64_t global_batch) const;

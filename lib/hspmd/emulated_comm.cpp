@@ -83,17 +83,26 @@ EmulatedCommunicator::EmulatedCommunicator(std::unique_ptr<Communicator> inner, 
   last_return_ = clock_.now();
 }
 
-void EmulatedCommunicator::communicate(double link_s, const std::function<void()>& op) {
+void EmulatedCommunicator::pay_slowdown(double min_sleep_s) {
   const double compute = clock_.now() - last_return_;
   stats_.compute_s += compute;
   owed_s_ += (spec_.slowdown - 1) * compute;
-  if (owed_s_ >= kMinSleep) {
+  if (owed_s_ > 0 && owed_s_ >= min_sleep_s) {
     const double start = clock_.now();
     clock_.sleep(owed_s_);
     const double slept = clock_.now() - start;
     stats_.slowdown_sleep_s += slept;
     owed_s_ -= slept;
   }
+}
+
+void EmulatedCommunicator::settle_compute() {
+  pay_slowdown(0);
+  last_return_ = clock_.now();
+}
+
+void EmulatedCommunicator::communicate(double link_s, const std::function<void()>& op) {
+  pay_slowdown(kMinSleep);
   if (link_s > 0) {
     link_owed_s_ += link_s;
     if (link_owed_s_ > 0) {

@@ -75,10 +75,17 @@ class EmulatedCommunicator final : public Communicator {
 
   const EmulationStats& stats() const { return stats_; }
 
+  // Sleeps now the slowdown owed for the compute since the last communication (however
+  // short) and restarts the compute clock, so that a caller timing one piece of compute (hetu
+  // profile, per layer) finds the sleep inside that piece rather than in the next message.
+  void settle_compute();
+
  private:
   // Pays the slowdown for the compute since the last call, then `link_s` of network delay,
   // runs `op`, and restarts the compute clock.
   void communicate(double link_s, const std::function<void()>& op);
+  // Adds the compute since the last return to what is owed and sleeps it when >= min_sleep_s.
+  void pay_slowdown(double min_sleep_s);
   // Ring collectives: `steps` hops of `step_bytes` each over the group's slowest cross-node hop.
   double ring_delay_s(const DeviceGroup& group, int64_t steps, double step_bytes) const;
   double p2p_delay_s(DeviceId peer, double bytes) const;

@@ -64,20 +64,26 @@ StageCost estimate_stage(const ModelFacts& facts, const StageShape& shape, const
   }
   c.times.send_s = shape.last ? 0 : rates.next_stage.transfer_s(hidden_bytes);
   c.param_bytes = 4 * params / tp;
-  if (const auto& m = rates.measured_memory) {  // a profile's activation and reserved bytes per device
-    c.activation_bytes = layers * m->layer_activation_bytes + (shape.first ? m->first_activation_bytes : 0.0) +
-                         (shape.last ? m->last_activation_bytes : 0.0);
-    // The measured head's bytes stay held at the peak (head_activation_bytes 0): a profile
-    // measures what that framework's LM head keeps, not hetu's fused one (Note [Peak memory]).
-    c.reserved_bytes = m->reserved_bytes;
-  } else {
-    c.activation_bytes = layers * tokens *
-                         (facts.layer_activation_bytes_per_token / tp + facts.layer_replicated_activation_bytes_per_token);
-    if (shape.last) {
+  // Activations: a profile's bytes per device where it measured them, the family's count
+  // (split over tp where the tensor is) where not. A measured LM head's bytes stay held at the
+  // peak (head_activation_bytes 0): a profile measures what that framework's head keeps, not
+  // hetu's fused one (Note [Peak memory]).
+  const MeasuredMemory* m = rates.measured_memory ? &*rates.measured_memory : nullptr;
+  const double layer_bytes = m != nullptr && m->layer_activation_bytes > 0
+                                 ? m->layer_activation_bytes
+                                 : tokens * (facts.layer_activation_bytes_per_token / tp +
+                                             facts.layer_replicated_activation_bytes_per_token);
+  c.activation_bytes = layers * layer_bytes;
+  if (shape.first && m != nullptr) c.activation_bytes += m->first_activation_bytes;
+  if (shape.last) {
+    if (m != nullptr && m->last_activation_bytes > 0) {
+      c.activation_bytes += m->last_activation_bytes;
+    } else {
       c.head_activation_bytes = facts.head_activation_bytes_per_token * tokens + facts.head_weight_grad_bytes / tp;
       c.activation_bytes += c.head_activation_bytes;
     }
   }
+  if (m != nullptr) c.reserved_bytes = m->reserved_bytes;
   c.workspace_bytes = tokens * (facts.workspace_bytes_per_token / tp + facts.replicated_workspace_bytes_per_token);
   if (shape.last && rates.measured_memory) c.workspace_bytes = std::max(c.workspace_bytes, rates.measured_memory->head_workspace_bytes);
   if (shape.replicas > 1) c.sync_buffer_bytes = std::min(c.param_bytes, kSyncBucketBytes);
@@ -87,8 +93,11 @@ StageCost estimate_stage(const ModelFacts& facts, const StageShape& shape, const
   if (split_tied) c.grad_sync_s += ring_all_reduce_s(tied_bytes, 2 * shape.replicas, rates.replicas);
   const double model_params = static_cast<double>(facts.layers) * facts.layer_params + facts.first_params +
                               (facts.head_shares_embedding ? 0.0 : facts.last_params);
-  if (rates.measured && rates.measured->model_optimizer_s > 0 && model_params > 0) {
-    c.optimizer_s = rates.measured->model_optimizer_s * params / model_params;
+  const MeasuredTimes* mt = rates.measured ? &*rates.measured : nullptr;
+  if (mt != nullptr && mt->optimizer_s > 0 && mt->optimizer_params > 0) {
+    c.optimizer_s = mt->optimizer_s / mt->optimizer_params * params / tp;  // per parameter, this device's shard
+  } else if (mt != nullptr && mt->optimizer_s > 0 && model_params > 0) {
+    c.optimizer_s = mt->optimizer_s * params / model_params;  // the whole model's step, its share
   } else {
     c.optimizer_s = rates.memory_bytes_per_s > 0 ? kAdamBytesPerParam * params / tp / rates.memory_bytes_per_s : 0.0;
   }

@@ -45,8 +45,13 @@ struct MeasuredTimes {
   double layer_forward_s = 0, layer_backward_s = 0;   // one layer
   double first_forward_s = 0, first_backward_s = 0;   // the embeddings
   double last_forward_s = 0, last_backward_s = 0;     // the LM head and the loss
+  // true: the times of one rank of a tp group of the stage's size, its collectives included
+  // (used as they are); false: of one device alone (split over tp, collectives added).
   bool includes_tp = false;
-  double model_optimizer_s = 0;  // the optimizer step over the whole model (its tp shard); 0: not measured
+  // The optimizer step over optimizer_params parameters, or with optimizer_params 0 over the
+  // whole model (its tp shard); optimizer_s 0: not measured.
+  double optimizer_s = 0;
+  double optimizer_params = 0;
 };
 
 // Measured memory of one device of the stage's tp group (a profile), per micro-batch.

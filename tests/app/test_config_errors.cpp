@@ -368,6 +368,13 @@ std::vector<BadCase> bad_cases() {
        "job.toml:40: parallel.dp: use either the dp/tp/pp shorthand or [[parallel.replica]] groups, not both"},
       {"shorthand via --set on a grouped file", H, {"parallel.tp=2"},
        "--set parallel.tp=2: parallel.tp: use either the dp/tp/pp shorthand or [[parallel.replica]] groups"},
+      {"auto next to the shorthand", B + "auto = true\n", {},
+       "job.toml:41: parallel.auto: plans the layout at launch: drop the dp/tp/pp shorthand and the "
+       "[[parallel.replica]] groups"},
+      {"auto next to groups", H, {"parallel.auto=true"},
+       "--set parallel.auto=true: parallel.auto: plans the layout at launch: drop the dp/tp/pp shorthand"},
+      {"a profile without auto", edit(B, 40, "profile = \"profile.toml\""), {},
+       "job.toml:40: parallel.profile: is the profile [parallel] auto = true plans from; set auto = true"},
       {"bad order", B + "order = \"dp-tp\"\n", {},
        "job.toml:41: parallel.order: \"dp-tp\" must name dp, pp and tp once each"},
       {"pp larger than layers", edit(B, {{37, "devices = { type = \"cpu\", count = 4 }"}, {40, "pp = 4"}}), {},

@@ -119,7 +119,7 @@ TEST_CASE("layout search: the exhaustive listing's best layout on small clusters
     const std::vector<PlannedLayout> all = hetu::app::enumerate_layouts(loaded);
     double best = 0;
     const std::set<std::string> tied = best_of_listing(all, best);
-    const hetu::app::PlanResult found = hetu::app::plan_layouts(loaded, {}, {}, 3);
+    const hetu::app::PlanResult found = hetu::app::plan_layouts(loaded, {}, 3);
     CHECK(found.exact);
     REQUIRE(!found.ranked.empty());
     const PlannedLayout& top = found.ranked[0];
@@ -150,7 +150,7 @@ TEST_CASE("layout search: its own prices are estimate_layout's of the job it wri
       REQUIRE(!r.best.empty());
       // The app writes the same search's layouts as job files (checked by the job-file rules)
       // and prices them with estimate_layout.
-      const hetu::app::PlanResult planned = hetu::app::plan_layouts(loaded, {}, {}, 2, exact_devices);
+      const hetu::app::PlanResult planned = hetu::app::plan_layouts(loaded, {}, 2, exact_devices);
       CHECK(r.best[0].prediction.step_s >= best * (1 - 1e-12));  // the runs' space is part of the whole
       if (exact_devices > 0) CHECK(r.best[0].prediction.step_s == Approx(best).epsilon(1e-12));
       for (size_t i = 0; i < r.best.size(); ++i)

@@ -21,8 +21,9 @@ using hetu::test::run_hetu;
 
 namespace {
 
-json plan_json(const std::string& job) {
-  const auto result = run_hetu("plan --evaluate --json " + std::string(HETU_SOURCE_DIR) + "/configs/" + job);
+// `flags`: "--profile none" prices from the catalogue only.
+json plan_json(const std::string& job, const std::string& flags = "") {
+  const auto result = run_hetu("plan --evaluate --json " + flags + " " + std::string(HETU_SOURCE_DIR) + "/configs/" + job);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   return json::parse(result.output);
@@ -40,6 +41,19 @@ std::string emulated_job_without_layout() {
   return base;
 }
 
+std::string stage(const std::string& devices, const std::string& layers) {
+  return "  [[parallel.replica.stage]]\n  devices = \"" + devices + "\"\n  layers = \"" + layers + "\"\n";
+}
+
+json evaluate(hetu::test::TempDir& dir, const std::string& job, const std::string& profile) {
+  dir.write("job.toml", job);
+  dir.write("profile.toml", profile);
+  const auto result = run_hetu("plan --evaluate --json --profile " + dir.file("profile.toml") + " " + dir.file("job.toml"));
+  INFO(job << profile << result.output);
+  REQUIRE(result.exit_code == 0);
+  return json::parse(result.output);
+}
+
 }  // namespace
 
 TEST_CASE("hetu plan --evaluate: a tp group of unlike devices runs at its slowest member's pace", "[plan_cli]") {
@@ -51,7 +65,7 @@ TEST_CASE("hetu plan --evaluate: a tp group of unlike devices runs at its slowes
   hetu::test::TempDir dir("plan_tp");
   auto stage0 = [&](const std::string& devices) {
     dir.write("job.toml", base + "[[parallel.replica]]\n  [[parallel.replica.stage]]\n  devices = \"" + devices + "\"\n");
-    const auto result = run_hetu("plan --evaluate --json " + dir.file("job.toml"));
+    const auto result = run_hetu("plan --evaluate --json --profile none " + dir.file("job.toml"));
     INFO(result.output);
     REQUIRE(result.exit_code == 0);
     return json::parse(result.output)["replicas"][0]["stages"][0];
@@ -92,7 +106,8 @@ TEST_CASE("hetu plan --evaluate prices the A100 + H100 job from the catalogue", 
 }
 
 TEST_CASE("hetu plan --evaluate: the emulated slow CPU takes twice as long per micro-batch", "[plan_cli]") {
-  const json p = plan_json("emulated-hetero-cpu.toml");
+  const json p = plan_json("emulated-hetero-cpu.toml", "--profile none");
+  CHECK(p["replicas"][0]["stages"][0]["compute"] == "estimated");
   // Same layers and micro-batch on both; catalogue peaks 0.2 (cpu) and 0.1 (cpu-slow) TFLOP/s.
   const double fast = p["replicas"][0]["stages"][0]["forward_s"], slow = p["replicas"][1]["stages"][0]["forward_s"];
   CHECK(slow == Approx(2 * fast));
@@ -108,9 +123,6 @@ TEST_CASE("hetu plan returns the best layout of an exhaustive enumeration writte
   // 1..5 of the 6 micro-batches; each with either schedule. Each is priced with --evaluate.
   const std::string src = HETU_SOURCE_DIR;
   const std::string base = emulated_job_without_layout();
-  auto stage = [](const std::string& devices, const std::string& layers) {
-    return "  [[parallel.replica.stage]]\n  devices = \"" + devices + "\"\n  layers = \"" + layers + "\"\n";
-  };
   std::vector<std::string> layouts;
   for (const std::string schedule : {"1f1b", "gpipe"}) {
     const std::string head = "[[parallel.replica]]\nschedule = \"" + schedule + "\"\n";
@@ -127,12 +139,12 @@ TEST_CASE("hetu plan returns the best layout of an exhaustive enumeration writte
   double best = 1e30;
   for (size_t i = 0; i < layouts.size(); ++i) {
     dir.write("job.toml", base + layouts[i]);
-    const auto result = run_hetu("plan --evaluate --json " + dir.file("job.toml"));
+    const auto result = run_hetu("plan --evaluate --json --profile none " + dir.file("job.toml"));
     INFO(layouts[i] << result.output);
     REQUIRE(result.exit_code == 0);
     best = std::min(best, json::parse(result.output)["predicted_step_s"].get<double>());
   }
-  const auto searched = run_hetu("plan --exhaustive --json --out " + dir.file("planned.toml") + " " + src +
+  const auto searched = run_hetu("plan --exhaustive --json --profile none --out " + dir.file("planned.toml") + " " + src +
                                  "/configs/emulated-hetero-cpu.toml");
   INFO(searched.output);
   REQUIRE(searched.exit_code == 0);
@@ -140,13 +152,25 @@ TEST_CASE("hetu plan returns the best layout of an exhaustive enumeration writte
   CHECK(candidates.size() == 18);
   CHECK(candidates[0]["predicted_step_s"].get<double>() == Approx(best).epsilon(1e-9));
   // The written job is the best layout, runnable as it is: --evaluate prices it the same.
-  const auto planned = run_hetu("plan --evaluate --json " + dir.file("planned.toml"));
+  const auto planned = run_hetu("plan --evaluate --json --profile none " + dir.file("planned.toml"));
   REQUIRE(planned.exit_code == 0);
   CHECK(json::parse(planned.output)["predicted_step_s"].get<double>() == Approx(best).epsilon(1e-9));
   // Without --exhaustive: the layout search finds the same best.
-  const auto fast = run_hetu("plan --json " + src + "/configs/emulated-hetero-cpu.toml");
+  const auto fast = run_hetu("plan --json --profile none " + src + "/configs/emulated-hetero-cpu.toml");
   REQUIRE(fast.exit_code == 0);
   CHECK(json::parse(fast.output)["candidates"][0]["predicted_step_s"].get<double>() == Approx(best).epsilon(1e-9));
+}
+
+TEST_CASE("hetu plan without --profile measures the CPU types in this process, each x its slowdown", "[plan_cli]") {
+  const json p = plan_json("emulated-hetero-cpu.toml");
+  const json fast = p["replicas"][0]["stages"][0], slow = p["replicas"][1]["stages"][0];
+  CHECK(fast["compute"] == "measured");
+  CHECK(slow["compute"] == "measured");
+  // One measurement of this CPU, the slow type's x its emulate_slowdown = 2 (not the catalogue's
+  // estimate: that is checked against the same ratio above, so compare with it too).
+  CHECK(slow["forward_s"].get<double>() == Approx(2 * fast["forward_s"].get<double>()).epsilon(1e-6));
+  const json estimated = plan_json("emulated-hetero-cpu.toml", "--profile none");
+  CHECK(fast["forward_s"].get<double>() != estimated["replicas"][0]["stages"][0]["forward_s"].get<double>());
 }
 
 TEST_CASE("hetu plan --exhaustive: a cluster past the listing's limit is refused, exit 2", "[plan_cli]") {
@@ -246,4 +270,45 @@ TEST_CASE("hetu plan: 128 GPUs of four types with differing networks, in bounded
         Approx(candidates[0]["predicted_step_s"].get<double>()).epsilon(1e-12));
   const auto second = run_hetu("plan --json --top 2 " + job);
   CHECK(second.output == first.output);
+}
+
+TEST_CASE("hetu plan --profile: measured links, tp entries and the AdamW step replace the estimates", "[plan_cli]") {
+  hetu::test::TempDir dir("profile_use");
+  const std::string base = emulated_job_without_layout();
+  // An entry of the first version of the file (no tp, AdamW or activation keys) still reads.
+  const std::string fast = "[[profile]]\ndevice_type = \"cpu\"\nmicro_batch = 4\nseq_len = 128\n"
+                           "layer_forward_s = 0.004\nlayer_backward_s = 0.008\nembed_forward_s = 0.0002\n"
+                           "embed_backward_s = 0.0003\nhead_forward_s = 0.001\nhead_backward_s = 0.002\n";
+  const std::string slow = "[[profile]]\ndevice_type = \"cpu-slow\"\nmicro_batch = 4\nseq_len = 128\n"
+                           "layer_forward_s = 0.008\nlayer_backward_s = 0.016\nembed_forward_s = 0.0004\n"
+                           "embed_backward_s = 0.0006\nhead_forward_s = 0.002\nhead_backward_s = 0.004\n";
+  const std::string link = "[[link]]\nkind = \"p2p\"\nscope = \"between\"\nhosts = [\"slow\", \"fast\"]\n"
+                           "gbps = 0.5\nlatency_us = 1000\n";
+  SECTION("a measured p2p link prices the activation crossing the stage edge") {
+    const json p = evaluate(dir, base + "[[parallel.replica]]\n" + stage("fast:0", "0-1") + stage("slow:0", "2-3"),
+                            fast + slow + link);
+    // One micro-batch's hidden state: 4 x 128 tokens x 128 floats of 4 bytes, at 0.5 Gb/s after 1 ms.
+    const double bytes = 4.0 * 128 * 128 * 4;
+    CHECK(p["replicas"][0]["stages"][0]["send_s"].get<double>() == Approx(1e-3 + bytes * 8 / 0.5e9));
+    CHECK(p["replicas"][0]["stages"][0]["forward_s"].get<double>() == Approx(0.0002 + 2 * 0.004));
+    CHECK(p["replicas"][0]["stages"][1]["forward_s"].get<double>() == Approx(2 * 0.008 + 0.002));
+  }
+  SECTION("a measured AdamW step is scaled by the parameters a stage holds") {
+    // Each replica holds the whole model (842,496 parameters; the AdamW keys name 1/4 of it).
+    const std::string adam = "optimizer_s = 0.01\noptimizer_params = 210624\n";
+    const json p = evaluate(dir, base + "[[parallel.replica]]\n" + stage("fast:0", "0-3") + "[[parallel.replica]]\n" +
+                                     stage("slow:0", "0-3"),
+                            fast + adam + slow + "optimizer_s = 0.03\noptimizer_params = 842496\n");
+    CHECK(p["optimizer_s"].get<double>() == Approx(0.04));  // the slower: the fast one's 0.01 x 4 = 0.04 > 0.03
+  }
+  SECTION("an entry measured at the stage's tp is used as it is, collectives included") {
+    std::string one_node = base.substr(0, base.find("\n[cluster]")) + "\n[cluster]\n[[cluster.node]]\nhost = \"localhost\"\n"
+                           "devices = { type = \"cpu\", count = 2 }\n";
+    const std::string tp2 = "[[profile]]\ndevice_type = \"cpu\"\ntp = 2\nmicro_batch = 4\nseq_len = 128\n"
+                            "layer_forward_s = 0.003\nlayer_backward_s = 0.005\nembed_forward_s = 0.0002\n"
+                            "embed_backward_s = 0.0003\nhead_forward_s = 0.0007\nhead_backward_s = 0.001\n";
+    const json p = evaluate(dir, one_node + "[[parallel.replica]]\n" + stage("localhost:0-1", "0-3"), fast + tp2);
+    CHECK(p["replicas"][0]["stages"][0]["forward_s"].get<double>() == Approx(0.0002 + 4 * 0.003 + 0.0007));
+    CHECK(p["replicas"][0]["stages"][0]["backward_s"].get<double>() == Approx(0.0003 + 4 * 0.005 + 0.001));
+  }
 }

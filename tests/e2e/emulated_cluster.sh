@@ -11,8 +11,7 @@ source "$src/tests/e2e/layout_test_lib.sh"
 setup_work emulated
 make_byte_data
 config="$src/configs/emulated-hetero-cpu.toml"
-common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val_*.bin" --set training.steps=3
-        --set training.eval_every=0 --set training.log_every=1 --set checkpoint.every=0 --set lr_schedule.warmup_steps=1)
+three_step_run
 
 mpirun -np 2 "$hetu" train "$config" "${common[@]}" --set job.out_dir="$work/run" > "$work/run.log" 2>&1 \
   || { cat "$work/run.log"; fail "mpirun -np 2 of the emulated job"; }

@@ -16,6 +16,13 @@ make_byte_data() {
   "$hetu" data prepare --tokenizer byte --out "$work/data" --val-tokens 4000 "$work/text.txt" > /dev/null
 }
 
+# three_step_run: $common = the overrides of a 3-step run on make_byte_data's data, logging
+# every step, without evaluation or checkpoints.
+three_step_run() {
+  common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val_*.bin" --set training.steps=3
+          --set training.eval_every=0 --set training.log_every=1 --set checkpoint.every=0 --set lr_schedule.warmup_steps=1)
+}
+
 # single_device_job LAYOUT.toml OUT.toml: the same job on one device (no [parallel] groups).
 single_device_job() {
   sed -e '/^\[parallel\]/,$d' -e '/^\[\[parallel/,$d' -e 's/count = [0-9]*/count = 1/' "$1" > "$2"

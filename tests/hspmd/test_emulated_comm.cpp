@@ -200,3 +200,17 @@ TEST_CASE("emulated pacing: an overrun sleep is taken off the next ones", "[emul
   CHECK(g.time.sleeps[1] == Approx(0.009));
   CHECK(g.comm.stats().slowdown_sleep_s == Approx(0.031));
 }
+
+TEST_CASE("emulated compute: settle_compute sleeps the slowdown now, however short, and not again", "[emulation]") {
+  Fixture f(0, two_nodes(2.0));
+  f.time.now += 50e-6;  // 50 us of compute: a message would wait for more (kMinSleep), settle does not
+  f.comm.settle_compute();
+  REQUIRE(f.time.sleeps.size() == 1);
+  CHECK(f.time.sleeps[0] == Approx(50e-6));
+  CHECK(f.calls.empty());
+  // The compute clock restarted: a message right after owes nothing.
+  f.comm.barrier(DeviceGroup({0, 1}));
+  CHECK(f.time.sleeps.size() == 1);
+  CHECK(f.comm.stats().slowdown_sleep_s == Approx(50e-6));
+  CHECK(f.comm.stats().compute_s == Approx(50e-6));
+}

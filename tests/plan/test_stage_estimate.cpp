@@ -100,7 +100,7 @@ TEST_CASE("stage estimate: a profile of the stage's tp group, its optimizer and 
   DeviceRates measured = rates();
   MeasuredTimes times{3, 5, 1, 2, 7, 11};
   times.includes_tp = true;       // per device of the tp 2 group, tp collectives included
-  times.model_optimizer_s = 0.9;  // the whole model's step: 4 x 100 + 50 + 30 = 480 parameters
+  times.optimizer_s = 0.9;       // the whole model's step: 4 x 100 + 50 + 30 = 480 parameters
   measured.measured = times;
   measured.measured_memory = MeasuredMemory{10, 20, 40, 1000};
   // The last stage of the first case: layers 2-3 + head, tp 2, 3 replicas.

@@ -1,0 +1,235 @@
+// Measuring a cluster's profile on all its ranks at once, or on this CPU in one process.
+#include "app/cluster_profile.h"
+
+#include <fmt/core.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "app/compute_device.h"
+#include "app/device_emulation.h"
+#include "app/link_probe.h"
+#include "app/profile_measure.h"
+#include "lib/ops/ops.h"
+#include "lib/util/error.h"
+#include "models/parallel_model.h"
+
+namespace hetu::app {
+namespace {
+
+constexpr int kRepeats = 3;
+
+// The device types of the cluster, in node order, each once.
+std::vector<std::string> device_types(const config::JobConfig& c) {
+  std::vector<std::string> out;
+  for (const config::NodeSection& node : c.cluster.nodes) {
+    if (std::find(out.begin(), out.end(), node.device_type) == out.end()) out.push_back(node.device_type);
+  }
+  return out;
+}
+
+// 1 up to the largest node's device count (tp groups stay within a node).
+std::vector<int64_t> tp_degrees(const config::JobConfig& c) {
+  int64_t largest = 1;
+  for (const config::NodeSection& node : c.cluster.nodes) largest = std::max(largest, node.count);
+  std::vector<int64_t> out;
+  for (int64_t k = 1; k <= largest; ++k) out.push_back(k);
+  return out;
+}
+
+// Every node's ranks in consecutive groups of k (the rest of a node's ranks alone, to keep
+// them busy; they are not recorded), each group a replica of one stage holding every layer.
+pipeline::ParallelLayout tp_layout(const config::JobConfig& c, const RankMap& ranks, int64_t k) {
+  pipeline::ParallelLayout layout;
+  auto add = [&](std::vector<DeviceId> devices) {
+    pipeline::ReplicaLayout replica;
+    replica.stages.push_back({DeviceGroup(std::move(devices)), 0, c.model.layers - 1});
+    replica.batch_offset = static_cast<int64_t>(layout.replicas.size());
+    layout.replicas.push_back(std::move(replica));
+  };
+  for (const config::NodeSection& node : c.cluster.nodes) {
+    int64_t i = 0;
+    for (; i + k <= node.count; i += k) {
+      std::vector<DeviceId> group;
+      for (int64_t j = i; j < i + k; ++j) group.push_back(ranks.rank_of_device.at({node.host, j}));
+      add(std::move(group));
+    }
+    for (; i < node.count; ++i) add({ranks.rank_of_device.at({node.host, i})});
+  }
+  layout.global_batch = static_cast<int64_t>(layout.replicas.size());
+  return layout;
+}
+
+// Sums of the measurements of every (type, tp, micro-batch) slot over the ranks.
+enum Field : size_t { kEmbedF, kEmbedB, kLayerF, kLayerB, kHeadF, kHeadB, kActivation, kOptimizer, kParams, kCount,
+                      kFields };
+
+void add(double* slot, const PieceTimes& t, double optimizer_s, double params) {
+  slot[kEmbedF] += t.embed_forward_s, slot[kEmbedB] += t.embed_backward_s;
+  slot[kLayerF] += t.layer_forward_s, slot[kLayerB] += t.layer_backward_s;
+  slot[kHeadF] += t.head_forward_s, slot[kHeadB] += t.head_backward_s;
+  slot[kActivation] += t.layer_activation_bytes;
+  slot[kOptimizer] += optimizer_s, slot[kParams] += params;
+  slot[kCount] += 1;
+}
+
+DeviceTypeProfile entry(const config::JobConfig& c, std::string type, int64_t tp, int64_t micro_batch,
+                        const double* slot) {
+  const double n = slot[kCount];
+  DeviceTypeProfile p;
+  p.device_type = std::move(type);
+  p.tp = tp;
+  p.micro_batch = micro_batch;
+  p.seq_len = c.training.seq_len;
+  p.precision = std::string(to_string(c.training.precision));
+  p.ranks = static_cast<int64_t>(n);
+  p.embed_forward_s = slot[kEmbedF] / n, p.embed_backward_s = slot[kEmbedB] / n;
+  p.layer_forward_s = slot[kLayerF] / n, p.layer_backward_s = slot[kLayerB] / n;
+  p.head_forward_s = slot[kHeadF] / n, p.head_backward_s = slot[kHeadB] / n;
+  p.layer_activation_bytes = slot[kActivation] / n;
+  p.optimizer_s = slot[kOptimizer] / n, p.optimizer_params = slot[kParams] / n;
+  return p;
+}
+
+bool anyone(Communicator& host, bool mine) {
+  Tensor flag = full({1}, mine ? 1.0 : 0.0, DType::f64);
+  host.all_reduce(flag, host.world());
+  return flag.item() > 0;
+}
+
+}  // namespace
+
+std::vector<int64_t> profile_micro_batches(const config::JobConfig& c) {
+  std::vector<int64_t> out;
+  for (int64_t mb = 1; mb < c.training.micro_batch; mb *= 2) out.push_back(mb);
+  out.push_back(c.training.micro_batch);
+  return out;
+}
+
+Profile profile_cluster(const config::LoadedConfig& loaded, const RankMap& ranks, Communicator& comm,
+                        Communicator& host, Device compute) {
+  const config::JobConfig& c = loaded.config;
+  const int rank = static_cast<int>(comm.rank());
+  const std::vector<std::string> types = device_types(c);
+  const std::vector<int64_t> tps = tp_degrees(c), mbs = profile_micro_batches(c);
+  const config::DeviceId& mine = ranks.device_of_rank.at(static_cast<size_t>(rank));
+  const size_t my_type = std::find(types.begin(), types.end(), device_profile(loaded, mine)->name) - types.begin();
+  auto slot_of = [&](size_t type, size_t k, size_t m) { return ((type * tps.size() + k) * mbs.size() + m) * kFields; };
+  std::vector<double> sums(types.size() * tps.size() * mbs.size() * kFields, 0.0);
+  const std::function<void()> settle = [&host] { settle_emulated_compute(host); };
+
+  for (size_t k = 0; k < tps.size(); ++k) {
+    const pipeline::ParallelLayout layout = tp_layout(c, ranks, tps[k]);
+    const pipeline::Position position = *layout.locate(rank);
+    const bool recorded = layout.stage(position).tp() == tps[k];
+    std::unique_ptr<ParallelModel> part;
+    std::string why;
+    try {
+      part = std::make_unique<ParallelModel>(c.model, c.job.seed, layout, position, &comm,
+                                             compute_dtype(c.training.precision));
+    } catch (const UsageError& error) {
+      why = error.message();
+    }
+    // Every rank skips a tp degree the model cannot split into (the heads, the vocabulary).
+    if (anyone(host, part == nullptr)) {
+      if (rank == 0 && tps[k] > 1) spdlog::info("profile: tp {} skipped ({})", tps[k], why.empty() ? "another rank" : why);
+      continue;
+    }
+    part->model().to(compute);
+    const double params = static_cast<double>(part->model().num_parameters());
+    double optimizer_s = 0;
+    for (size_t m = 0; m < mbs.size(); ++m) {
+      host.barrier(host.world());  // all ranks start each measurement together
+      settle();
+      const PieceTimes t = time_pieces(part->model(), compute, mbs[m], c.training.seq_len, settle, kRepeats);
+      if (m + 1 == mbs.size()) optimizer_s = time_optimizer_step(part->model(), settle, kRepeats);
+      if (recorded) add(&sums[slot_of(my_type, k, m)], t, 0, params);
+    }
+    if (recorded) {
+      for (size_t m = 0; m < mbs.size(); ++m) sums[slot_of(my_type, k, m) + kOptimizer] += optimizer_s;
+    }
+  }
+  Tensor all = tensor_from(sums, {static_cast<int64_t>(sums.size())});
+  host.all_reduce(all, host.world());
+  const std::vector<double> total = to_vector(all);
+
+  Profile profile;
+  for (size_t type = 0; type < types.size(); ++type) {
+    for (size_t k = 0; k < tps.size(); ++k) {
+      for (size_t m = 0; m < mbs.size(); ++m) {
+        const double* slot = &total[slot_of(type, k, m)];
+        if (slot[kCount] > 0) profile.devices.push_back(entry(c, types[type], tps[k], mbs[m], slot));
+      }
+    }
+  }
+  profile.links = probe_links(c, ranks, comm, host, compute);
+  return profile;
+}
+
+Profile profile_launched(const config::LoadedConfig& loaded, const RankMap& ranks, int64_t world_size) {
+  std::unique_ptr<Communicator> world = world_size == 1 ? make_local_communicator() : make_mpi_communicator();
+  const config::DeviceId& device = ranks.device_of_rank.at(static_cast<size_t>(world->rank()));
+  limit_cpu_memory(loaded, device);
+  const Device compute = compute_device(loaded, device);
+  std::unique_ptr<Communicator> host = with_emulation(std::move(world), loaded, ranks);
+  std::unique_ptr<Communicator> device_comm;
+  if (compute.is_cuda()) {
+    device_comm = world_size == 1 ? make_local_communicator(compute) : make_nccl_communicator(compute.index);
+  }
+  return profile_cluster(loaded, ranks, device_comm ? *device_comm : *host, *host, compute);
+}
+
+Profile profile_one_process(const config::LoadedConfig& loaded) {
+  const config::JobConfig& c = loaded.config;
+  std::unique_ptr<LanguageModel> model = build_model(
+      c.model, ModelBuild{c.job.seed, ModelPart::whole(), nullptr, compute_dtype(c.training.precision)});
+  const std::vector<int64_t> mbs = profile_micro_batches(c);
+  std::optional<std::vector<double>> measured;  // slots per micro-batch, this CPU's raw times, once
+  Profile profile;
+  for (const std::string& name : device_types(c)) {
+    const DeviceProfile* type = loaded.catalog.find(name);
+    if (type->kind != DeviceKind::cpu) continue;  // left to the catalogue
+    if (!measured) {
+      measured.emplace(mbs.size() * kFields, 0.0);
+      const std::function<void()> none = [] {};
+      const double params = static_cast<double>(model->num_parameters());
+      const double optimizer_s = time_optimizer_step(*model, none, kRepeats);
+      for (size_t m = 0; m < mbs.size(); ++m) {
+        add(&(*measured)[m * kFields], time_pieces(*model, Device::cpu(), mbs[m], c.training.seq_len, none, kRepeats),
+            optimizer_s, params);
+      }
+    }
+    for (size_t m = 0; m < mbs.size(); ++m) {
+      DeviceTypeProfile p = entry(c, name, 1, mbs[m], &(*measured)[m * kFields]);
+      // What the emulation's sleeps add to every piece of compute on this type.
+      for (double* t : {&p.layer_forward_s, &p.layer_backward_s, &p.embed_forward_s, &p.embed_backward_s,
+                        &p.head_forward_s, &p.head_backward_s, &p.optimizer_s}) {
+        *t *= type->emulate_slowdown;
+      }
+      profile.devices.push_back(std::move(p));
+    }
+  }
+  return profile;
+}
+
+std::vector<std::string> describe_profile(const Profile& profile) {
+  std::vector<std::string> lines;
+  for (const DeviceTypeProfile& p : profile.devices) {
+    lines.push_back(fmt::format(
+        "{} tp {} micro-batch {} x {}: layer forward {:.3f} ms, backward {:.3f} ms, {:.2f} MiB kept; embedding "
+        "{:.3f} / {:.3f} ms; head and loss {:.3f} / {:.3f} ms; AdamW {:.3f} ms ({} rank{})",
+        p.device_type, p.tp, p.micro_batch, p.seq_len, 1e3 * p.layer_forward_s, 1e3 * p.layer_backward_s,
+        p.layer_activation_bytes / double(1 << 20), 1e3 * p.embed_forward_s, 1e3 * p.embed_backward_s,
+        1e3 * p.head_forward_s, 1e3 * p.head_backward_s, 1e3 * p.optimizer_s, p.ranks, p.ranks == 1 ? "" : "s"));
+  }
+  for (const LinkProfile& l : profile.links) {
+    std::string hosts;
+    for (const std::string& h : l.hosts) hosts += (hosts.empty() ? "" : "-") + h;
+    lines.push_back(fmt::format("link {} {} {} ({} ranks): {:.3g} Gb/s, {:.1f} us{}", l.kind, l.scope, hosts, l.ranks,
+                                l.gbps, l.latency_us, l.kind == "all_reduce" ? " per ring step" : ""));
+  }
+  return lines;
+}
+
+}  // namespace hetu::app
