@@ -174,7 +174,7 @@ class StepRunner {
 }  // namespace
 
 Tensor execute(const CommPlan& plan, const Union& src, const Tensor& local_src, Communicator& comm,
-               std::optional<DType> dtype) {
+               std::optional<DType> dtype, const Tensor& into) {
   const DeviceId rank = comm.rank();
   LocalBuffer current;
   if (src.member_of(rank)) {
@@ -191,13 +191,33 @@ Tensor execute(const CommPlan& plan, const Union& src, const Tensor& local_src, 
   }
   HT_CHECK(!local_src.defined() || local_src.dtype() == *dtype, "execute: source dtype {} but dtype {} requested",
            to_string(local_src.dtype()), to_string(*dtype));
-  for (const CommStep& step : plan.steps) {
+  // The last layout's shard of this rank written into `into`, zeroed first (new buffers start
+  // at zero): the shard's box viewed over its storage.
+  auto into_box = [&](const Box& box) {
+    HT_CHECK(into.is_contiguous() && into.numel() == box.numel() && into.dtype() == *dtype,
+             "execute: `into` has {} elements of {} (contiguous: {}), the result {} of {}", into.numel(),
+             to_string(into.dtype()), into.is_contiguous(), box.numel(), to_string(*dtype));
+    Tensor view = into.view(box.size);
+    view.copy_from(zeros({}, *dtype, into.device()));
+    return view;
+  };
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const CommStep& step = plan.steps[k];
+    const bool last = k + 1 == plan.steps.size();
     LocalBuffer fresh;
-    for (const DeviceShard& s : step.after)
-      if (s.device == rank) fresh = LocalBuffer{s.shard.box, zeros(s.shard.box.size, *dtype, comm.device())};
+    for (const DeviceShard& s : step.after) {
+      if (s.device != rank) continue;
+      fresh = LocalBuffer{s.shard.box, last && into.defined() ? into_box(s.shard.box)
+                                                                : zeros(s.shard.box.size, *dtype, comm.device())};
+    }
     StepRunner runner(comm, *dtype, current, fresh);
     for (const CommOp& op : step.ops) runner.run(op);
     current = std::move(fresh);
+  }
+  if (into.defined() && current.holds() && current.values.storage() != into.storage()) {  // no steps: the source
+    Tensor view = into.view(current.box.size);
+    view.copy_from(current.values);
+    return view;
   }
   return current.values;
 }

@@ -24,8 +24,11 @@ namespace hetu {
 // holds none; `dtype` is the element type of every buffer: local_src's by default, and
 // required on a rank that holds no source shard. Returns this rank's shard of the plan's last
 // layout, or undefined when it holds none. Every rank named by the plan's ops must call it
-// with the same plan.
+// with the same plan. `into` (optional; contiguous, as many elements as this rank's shard of
+// the last layout, of `dtype`): the result is written there instead of into a new tensor, and
+// `into` (viewed as the shard's box) is returned; a strategy switch moves each tensor straight
+// into the next run's without a buffer of its own.
 Tensor execute(const CommPlan& plan, const Union& src, const Tensor& local_src, Communicator& comm,
-               std::optional<DType> dtype = std::nullopt);
+               std::optional<DType> dtype = std::nullopt, const Tensor& into = Tensor());
 
 }  // namespace hetu

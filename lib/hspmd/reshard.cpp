@@ -7,7 +7,7 @@
 namespace hetu {
 
 Tensor reshard(const Tensor& local, const Union& from, const Union& to, const TensorPlacement& p, DType dtype,
-               Communicator& comm, PlanCache& plans) {
+               Communicator& comm, PlanCache& plans, const Tensor& into) {
   const DeviceId rank = comm.rank();
   const bool holds_source = from.member_of(rank).has_value();
   HT_CHECK(holds_source == local.defined(), "reshard {}: rank {} {} a tensor but {} in the source annotation {}",
@@ -20,9 +20,13 @@ Tensor reshard(const Tensor& local, const Union& from, const Union& to, const Te
              rank, local.numel(), box.to_string(), shape_str(p.view), box.numel());
     src = local.contiguous().view(box.size);
   }
-  if (!holds_source && !to.member_of(rank).has_value()) return Tensor();
-  const Tensor out = execute(plans.get(from, to, p.view), from, src, comm, dtype);
+  const bool holds_target = to.member_of(rank).has_value();
+  HT_CHECK(!into.defined() || holds_target, "reshard {}: rank {} passes a tensor to write into but is not in the "
+           "target annotation {}", p.name, rank, to.to_string());
+  if (!holds_source && !holds_target) return Tensor();
+  const Tensor out = execute(plans.get(from, to, p.view), from, src, comm, dtype, into);
   if (!out.defined()) return out;
+  if (into.defined()) return into;
   return out.reshape(local_shape(p.shape, p.view, view_box(p, to, rank)));
 }
 

@@ -18,8 +18,10 @@ namespace hetu {
 // view), undefined when the rank holds none. Returns this rank's tensor under `to` (local
 // shape), undefined when it holds none. `p` gives the logical shape and the view both
 // annotations apply to; `dtype` is the element type (needed on ranks that hold no source).
-// Every rank in either annotation must call it, in the same order across tensors.
+// Every rank in either annotation must call it, in the same order across tensors. `into`
+// (optional, defined exactly on the ranks in `to`; contiguous, its local shape): the result is
+// written there and `into` is returned, with no tensor of its own.
 Tensor reshard(const Tensor& local, const Union& from, const Union& to, const TensorPlacement& p, DType dtype,
-               Communicator& comm, PlanCache& plans);
+               Communicator& comm, PlanCache& plans, const Tensor& into = Tensor());
 
 }  // namespace hetu

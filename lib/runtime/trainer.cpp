@@ -87,8 +87,11 @@ void Trainer::switch_to(StrategyRun next, const BatchSource& data) {
              "in its annotation", from.name, to.name, comm.rank(), now != fresh.end() ? "holds" : "does not hold",
              tensor, dst.member_of(comm.rank()) ? "is" : "is not");
     const DType dtype = was != old.end() ? was->second.dtype() : now != fresh.end() ? now->second.dtype() : DType::f32;
-    const Tensor moved = reshard(was != old.end() ? was->second : Tensor(), src, dst, p, dtype, comm, *to.plans);
-    if (now != fresh.end()) now->second.copy_from(moved);
+    // Straight into the next run's tensor (reshard's `into`), which is contiguous.
+    const Tensor into = now != fresh.end() ? now->second : Tensor();
+    HT_CHECK(!into.defined() || into.is_contiguous(), "switch {} -> {}: {} is not contiguous", from.name, to.name,
+             tensor);
+    reshard(was != old.end() ? was->second : Tensor(), src, dst, p, dtype, comm, *to.plans, into);
   };
   for (const TensorPlacement& p : to.placements) {  // name order: the same on every rank
     const TensorPlacement& q = from.placement(p.name);
