@@ -19,14 +19,9 @@ Linear::Linear(const ParamInit& init, int64_t in_features, int64_t out_features,
 
 Tensor Linear::forward(const Tensor& x, const Tensor& residual) const {
   const Tensor w = compute_copy(weight, x);
-  // Column parallel or whole: the bias enters the GEMM (autograd::linear). The residual is
-  // added after it, not in the GEMM too (ops::linear can): the row-parallel form below can only
-  // add it after its sum, and a tp layout must round as the whole layer does to train the
-  // one-device model's numbers (tests/e2e/parallel_equivalence.sh, gpt2-pp2-tp2-tp1).
-  if (!tp_) {
-    const Tensor y = autograd::linear(x, w, bias.defined() ? compute_copy(bias, x) : Tensor(), Tensor());
-    return residual.defined() ? autograd::add(residual, y) : y;
-  }
+  // Column parallel or whole: bias and residual enter ops::linear (no tensor of their own),
+  // which rounds (x Wᵀ + b) + residual, as the row-parallel form below does.
+  if (!tp_) return autograd::linear(x, w, bias.defined() ? compute_copy(bias, x) : Tensor(), residual);
   // Row parallel: each rank summed its input columns; bias and residual are added once, after the sum.
   Tensor y = tp_->reduce_partial(autograd::matmul(x, w, /*trans_a=*/false, /*trans_b=*/true));
   if (bias.defined()) y = autograd::add(y, compute_copy(bias, y));

@@ -14,7 +14,7 @@ namespace hetu::nn {
 class Linear : public Module {
  public:
   Linear(const ParamInit& init, int64_t in_features, int64_t out_features, bool bias, double std = 0.02);
-  // residual (..., out) or undefined: residual + (x Wᵀ + b), the bias added in the GEMM.
+  // residual (..., out) or undefined: (x Wᵀ + b) + residual, bias and residual added inside ops::linear.
   Tensor forward(const Tensor& x, const Tensor& residual = Tensor()) const;
 
   Tensor weight;

@@ -24,9 +24,10 @@ namespace hetu::ops {
 // Batch dims broadcast (a 2-d b against a 3-d a is a linear layer). Out: (..., M, N).
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // The linear layer: x (..., K), weight (N, K) as torch.nn.Linear, bias (N) or undefined,
-// residual (..., N) or undefined -> (..., N) = residual + x weightᵀ + bias. On the CPU
-// residual + bias is the GEMM's starting value (beta = 1; no pass over the output to add
-// them); on CUDA they are added in place after cuBLAS. The reference is
+// residual (..., N) or undefined -> (..., N) = (x weightᵀ + bias) + residual, rounded in that
+// order (the row-parallel layer's: reduce, + bias, + residual). On the CPU the bias is the
+// GEMM's starting value (beta = 1) and the residual is added in place after it; on CUDA both
+// are added in place after cuBLAS; no tensor beyond the output either way. The reference is
 // add(residual, add(matmul(x, weight, false, true), bias)).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual = Tensor());
 

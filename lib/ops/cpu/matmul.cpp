@@ -84,24 +84,30 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& 
     scalar_t* pc = out.data<scalar_t>();
     const scalar_t* pb = bias.defined() ? bias.data<scalar_t>() : nullptr;
     const scalar_t* pr = residual.defined() ? residual.data<scalar_t>() : nullptr;
-    const bool start = pb != nullptr || pr != nullptr;  // rows start as residual + bias
+    // Rows start as the bias and the GEMM adds onto them; the residual is added after, row by
+    // row while the row is in cache: out = (x Wᵀ + b) + residual, the order the row-parallel
+    // form (reduce, + b, + residual) rounds in, so tp layouts train the one-device numbers.
+    const bool start = pb != nullptr;
     for (int64_t r = 0; r < m; ++r) {
       scalar_t* row = pc + r * n;
-      if (pr != nullptr && pb != nullptr) {
-        const scalar_t* res = pr + r * n;
-        for (int64_t j = 0; j < n; ++j) row[j] = res[j] + pb[j];
-      } else if (pr != nullptr) {
-        std::copy_n(pr + r * n, n, row);
-      } else if (pb != nullptr) {
+      if (pb != nullptr) {
         std::copy_n(pb, n, row);
       } else if (k == 0) {
         std::fill_n(row, n, scalar_t(0));
       }
     }
-    if (k == 0 || m == 0 || n == 0) return;
-    // Row-major BLAS sees a column-major operand as its transpose; w enters transposed.
-    gemm<scalar_t>(lx->transposed_in_memory, !lw->transposed_in_memory, m, n, k, scalar_t(1), x.data<scalar_t>(),
-                   lx->ld, w.data<scalar_t>(), lw->ld, start ? scalar_t(1) : scalar_t(0), pc, n);
+    if (k > 0 && m > 0 && n > 0) {
+      // Row-major BLAS sees a column-major operand as its transpose; w enters transposed.
+      gemm<scalar_t>(lx->transposed_in_memory, !lw->transposed_in_memory, m, n, k, scalar_t(1), x.data<scalar_t>(),
+                     lx->ld, w.data<scalar_t>(), lw->ld, start ? scalar_t(1) : scalar_t(0), pc, n);
+    }
+    if (pr != nullptr) {
+      for (int64_t r = 0; r < m; ++r) {
+        scalar_t* row = pc + r * n;
+        const scalar_t* res = pr + r * n;
+        for (int64_t j = 0; j < n; ++j) row[j] += res[j];
+      }
+    }
   });
 }
 
