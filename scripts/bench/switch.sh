@@ -2,7 +2,7 @@
 # A strategy switch in memory against the same move through a checkpoint, measured in one
 # run of this script on 4 CPU ranks: GPT-2 124M (parameters and both AdamW moments, f32)
 # switched after step 1 from dp=4 to tp=2 x pp=2 and after step 2 back to dp=4 (the job's
-# [[parallel.switch]] list), next to saving the checkpoint of
+# [[parallel.switch]] list; no checkpoint saved before a switch), next to saving the checkpoint of
 # that step and resuming the same job from it under the next layout (reshard on load). The
 # in-memory numbers are the Trainer's (metrics.jsonl switch_s: building the next run plus
 # resharding the state; switch_reshard_s: the resharding alone), the checkpoint numbers its
@@ -88,12 +88,15 @@ train() {  # train JOB NAME ARGS...: mpirun -np 4 hetu train $work/JOB.toml into
 }
 for ((r = 0; r < rounds; ++r)); do
   echo "== round $((r + 1)) of $rounds: GPT-2 $size, 4 ranks" >&2
-  # In memory: dp=4, after step 1 -> tp=2 x pp=2, after step 2 -> dp=4; a checkpoint every step.
-  train switched "switched-$r"
-  # Through the checkpoints of steps 1 and 2: the same job resumed under the next layout.
-  train job "resumed1-$r" "${tp2pp2[@]}" --set "checkpoint.resume=\"$work/switched-$r/checkpoints/step-0000001\"" \
+  # In memory: dp=4, after step 1 -> tp=2 x pp=2, after step 2 -> dp=4, with no checkpoint
+  # saved before a switch (a save just before would leave the switch its dirty pages to wait on).
+  train switched "switched-$r" --set checkpoint.every=0
+  # Through checkpoints: dp=4 saves step 1; the job resumes it under tp=2 x pp=2 and saves step
+  # 2, which it resumes under dp=4.
+  train job "saved-$r" "${dp4[@]}" --stop-at-step 1
+  train job "resumed1-$r" "${tp2pp2[@]}" --set "checkpoint.resume=\"$work/saved-$r/checkpoints/step-0000001\"" \
     --stop-at-step 2
-  train job "resumed2-$r" "${dp4[@]}" --set "checkpoint.resume=\"$work/switched-$r/checkpoints/step-0000002\""
+  train job "resumed2-$r" "${dp4[@]}" --set "checkpoint.resume=\"$work/resumed1-$r/checkpoints/step-0000002\""
 done
 /usr/bin/python3 - "$work" "$rounds" <<'PY'
 import json, re, statistics, sys
@@ -111,13 +114,14 @@ def seconds(run, pattern):
 rows = {"dp=4 -> tp=2 x pp=2": [], "tp=2 x pp=2 -> dp=4": []}
 for r in range(rounds):
     switched = metrics(f"switched-{r}")
+    savers = [f"saved-{r}", f"resumed1-{r}"]  # the run that saved each step under the layout before
     for k, (direction, resumed) in enumerate(zip(rows, [f"resumed1-{r}", f"resumed2-{r}"])):
         after = k + 1  # the step after which the switch and the save happen
         mem = switched[after + 1]  # the first line after the switch carries it
         got, want = metrics(resumed)[after + 1]["loss"], mem["loss"]
         if abs(got - want) > 1e-6 * abs(want):
             sys.exit(f"{direction}: step {after + 1} loss {got} after the resume, {want} after the switch")
-        save = seconds(f"switched-{r}", rf"checkpoint: \S*step-{after:07d} \(saved in ([0-9.]+) s\)")
+        save = seconds(savers[k], rf"checkpoint: \S*step-{after:07d} \(saved in ([0-9.]+) s\)")
         load = seconds(resumed, r"resumed from step \d+ \(.*\) in ([0-9.]+) s")
         rows[direction].append((mem["switch_s"], mem["switch_reshard_s"], save, load))
 print(f"GPT-2 state (parameters + AdamW m, v; f32), 4 ranks, median of {rounds} round(s):")
