@@ -20,6 +20,7 @@
 #include "lib/ops/ops.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
+#include "lib/util/strings.h"
 
 namespace hetu::app {
 namespace {
@@ -154,11 +155,11 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
 Profile plan_profile(const PlanOptions& options, const config::LoadedConfig& loaded) {
   if (options.profile == "none") return {};
   if (!options.profile.empty()) return read_profile_file(options.profile);
-  std::string cpu_types;
+  std::vector<std::string> cpu_types;  // each once, in node order
   for (const config::NodeSection& node : loaded.config.cluster.nodes) {
     const DeviceProfile* type = loaded.catalog.find(node.device_type);
-    if (type->kind == DeviceKind::cpu && cpu_types.find(type->name) == std::string::npos) {
-      cpu_types += (cpu_types.empty() ? "" : ", ") + type->name;
+    if (type->kind == DeviceKind::cpu && std::find(cpu_types.begin(), cpu_types.end(), type->name) == cpu_types.end()) {
+      cpu_types.push_back(type->name);
     }
   }
   if (cpu_types.empty()) return {};
@@ -167,7 +168,7 @@ Profile plan_profile(const PlanOptions& options, const config::LoadedConfig& loa
   // (--json says it per stage: "compute": "measured" or "estimated".)
   if (!options.json) spdlog::info("hetu plan: compute of {} measured in this process (this CPU x each type's emulate_slowdown; "
                                   "hetu profile under mpirun measures every rank at once), the rest estimated from the "
-                                  "catalogue (--profile none: all of it)", cpu_types);
+                                  "catalogue (--profile none: all of it)", join(cpu_types, ", "));
   return profile;
 }
 

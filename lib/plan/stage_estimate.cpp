@@ -17,11 +17,11 @@ namespace hetu::plan {
 // workspace (Note [Peak memory] in cost_model.cpp composes them). The gradient sync is a ring all_reduce of the stage's f32
 // gradient shard across the replicas (summed in one flat buffer of at most kSyncBucketBytes,
 // which memory counts); AdamW moves kAdamBytesPerParam per parameter at the
-// device's memory bandwidth. With measured times (a profile) the compute is those, split over
-// tp; communication, memory, sync and optimizer stay estimated. A profile measured on one
-// device of a tp group of the stage's size (includes_tp) gives the compute with its tp
-// collectives as measured, and may give the optimizer step over the whole model (the stage
-// takes its share of the parameters) and the activation and reserved bytes per device.
+// device's memory bandwidth. With measured times (a profile) the compute is those: split over
+// tp with the all_reduces added, or as they are when measured on one rank of a tp group of the
+// stage's size (includes_tp). A measured optimizer step replaces AdamW's estimate (per
+// parameter, or as the whole model's step of which the stage takes its share), and measured
+// activation and reserved bytes replace those estimates, each term where it was measured.
 // With tied embeddings split over stages, the first and last stages sum the shared matrix's
 // gradient over both stages of every replica (2 x replicas members), the rest over the replicas.
 double ring_all_reduce_s(double bytes, int64_t members, const Link& link) {
