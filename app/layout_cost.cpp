@@ -138,11 +138,9 @@ double peak_flops(const DeviceProfile& type, config::Precision precision) {
   return 1e12 * tflops;
 }
 
-// The profile entry of `type` for a stage of `tp` devices running micro-batches of `tokens`:
-// one measured for this tp (the nearest micro-batch, preferring the same one), else one
-// measured on one device (tp 1, split over tp by the estimate).
-const DeviceTypeProfile* profile_for(const Profile& profile, const std::string& type,
-                                     int64_t tp, double tokens) {
+// The entry of `type` measured at `tp` nearest to micro-batches of `tokens` (the same size
+// preferred), if any.
+const DeviceTypeProfile* nearest_entry(const Profile& profile, const std::string& type, int64_t tp, double tokens) {
   const DeviceTypeProfile* best = nullptr;
   double best_distance = 0;
   for (const DeviceTypeProfile& p : profile.devices) {
@@ -150,13 +148,48 @@ const DeviceTypeProfile* profile_for(const Profile& profile, const std::string& 
     const double distance = std::abs(std::log(tokens / static_cast<double>(p.micro_batch * p.seq_len)));
     if (best == nullptr || distance < best_distance) best = &p, best_distance = distance;
   }
-  if (best != nullptr || tp == 1) return best;
-  return profile_for(profile, type, 1, tokens);
+  return best;
+}
+
+// The profile entry of `type` for a stage of `tp` devices running micro-batches of `tokens`:
+// one measured for this tp; else, when another type was measured at this tp and both at tp 1,
+// that entry with its times scaled by the two types' tp-1 layer times (the same shard of the
+// model on a device that many times slower: what a tp-1 split misses, the pieces tp cannot
+// split and the collectives, stays measured; the collectives are those of the other type's
+// links, see Note [Catalogue estimates]); else one measured on one device (tp 1, split over
+// tp by the estimate).
+std::optional<DeviceTypeProfile> profile_for(const Profile& profile, const std::string& type, int64_t tp,
+                                             double tokens) {
+  if (const DeviceTypeProfile* own = nearest_entry(profile, type, tp, tokens)) return *own;
+  const DeviceTypeProfile* own_tp1 = nearest_entry(profile, type, 1, tokens);
+  if (tp == 1 || own_tp1 == nullptr) return std::nullopt;
+  for (const DeviceTypeProfile& other : profile.devices) {
+    if (other.device_type == type || other.tp != tp) continue;
+    const DeviceTypeProfile* found = nearest_entry(profile, other.device_type, tp, tokens);
+    const DeviceTypeProfile* other_tp1 =
+        nearest_entry(profile, other.device_type, 1, static_cast<double>(found->micro_batch * found->seq_len));
+    if (other_tp1 == nullptr || other_tp1->micro_batch != found->micro_batch ||
+        own_tp1->micro_batch != found->micro_batch || other_tp1->layer_forward_s + other_tp1->layer_backward_s <= 0) {
+      continue;
+    }
+    const double ratio = (own_tp1->layer_forward_s + own_tp1->layer_backward_s) /
+                         (other_tp1->layer_forward_s + other_tp1->layer_backward_s);
+    DeviceTypeProfile borrowed = *found;
+    borrowed.device_type = type;
+    for (double* t : {&borrowed.layer_forward_s, &borrowed.layer_backward_s, &borrowed.embed_forward_s,
+                      &borrowed.embed_backward_s, &borrowed.head_forward_s, &borrowed.head_backward_s,
+                      &borrowed.optimizer_s}) {
+      *t *= ratio;
+    }
+    borrowed.reserved_bytes = own_tp1->reserved_bytes;
+    return borrowed;
+  }
+  return *own_tp1;
 }
 
 // The profile's times scaled from its micro-batch to `tokens` (linear in tokens).
-std::optional<plan::MeasuredTimes> measured_times(const DeviceTypeProfile* p, int64_t tp, double tokens) {
-  if (p == nullptr) return std::nullopt;
+std::optional<plan::MeasuredTimes> measured_times(const std::optional<DeviceTypeProfile>& p, int64_t tp, double tokens) {
+  if (!p) return std::nullopt;
   const double scale = tokens / static_cast<double>(p->micro_batch * p->seq_len);
   return plan::MeasuredTimes{scale * p->layer_forward_s, scale * p->layer_backward_s, scale * p->embed_forward_s,
                              scale * p->embed_backward_s, scale * p->head_forward_s, scale * p->head_backward_s,
@@ -167,8 +200,8 @@ std::optional<plan::MeasuredTimes> measured_times(const DeviceTypeProfile* p, in
 // measured them: activations only from an entry measured at the stage's tp (a tp-1 entry
 // cannot say which of a layer's tensors tp splits; the family's count does), the reserved
 // bytes from any.
-std::optional<plan::MeasuredMemory> measured_memory(const DeviceTypeProfile* p, double tokens, int64_t tp) {
-  if (p == nullptr || (p->layer_activation_bytes <= 0 && p->reserved_bytes <= 0)) return std::nullopt;
+std::optional<plan::MeasuredMemory> measured_memory(const std::optional<DeviceTypeProfile>& p, double tokens, int64_t tp) {
+  if (!p || (p->layer_activation_bytes <= 0 && p->reserved_bytes <= 0)) return std::nullopt;
   plan::MeasuredMemory m;
   m.reserved_bytes = p->reserved_bytes;
   if (p->tp != tp) return m;
@@ -267,7 +300,7 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const Profile
         for (const config::StageSection& st : other.stages) everyone.insert(everyone.end(), st.devices.begin(), st.devices.end());
       rates.replicas = slowest_link(c, profile, stage.devices, everyone, gpu);
       const double tokens = static_cast<double>(replica.micro_batch * c.training.seq_len);
-      const DeviceTypeProfile* entry = profile_for(profile, type.name, stage.tp(), tokens);
+      const std::optional<DeviceTypeProfile> entry = profile_for(profile, type.name, stage.tp(), tokens);
       rates.measured = measured_times(entry, stage.tp(), tokens);
       rates.measured_memory = measured_memory(entry, tokens, stage.tp());
       plan::StageShape shape{stage.layers.first, stage.layers.last, s == 0, s + 1 == replica.stages.size(),

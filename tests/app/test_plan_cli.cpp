@@ -311,4 +311,15 @@ TEST_CASE("hetu plan --profile: measured links, tp entries and the AdamW step re
     CHECK(p["replicas"][0]["stages"][0]["forward_s"].get<double>() == Approx(0.0002 + 4 * 0.003 + 0.0007));
     CHECK(p["replicas"][0]["stages"][0]["backward_s"].get<double>() == Approx(0.0003 + 4 * 0.005 + 0.001));
   }
+  SECTION("a type measured at tp 1 only takes another type's tp entry, scaled by their tp-1 layer times") {
+    // A tp-2 stage over fast:0 and slow:0 runs at cpu-slow's pace. cpu-slow has no tp-2 entry;
+    // cpu's tp-2 one, times (0.008 + 0.016) / (0.004 + 0.008) = 2, replaces the tp-1 split.
+    const std::string cpu_tp2 = "[[profile]]\ndevice_type = \"cpu\"\ntp = 2\nmicro_batch = 4\nseq_len = 128\n"
+                                "layer_forward_s = 0.003\nlayer_backward_s = 0.005\nembed_forward_s = 0.0002\n"
+                                "embed_backward_s = 0.0003\nhead_forward_s = 0.0007\nhead_backward_s = 0.001\n";
+    const json p = evaluate(dir, base + "[[parallel.replica]]\n" + stage("fast:0; slow:0", "0-3"), fast + slow + cpu_tp2);
+    CHECK(p["replicas"][0]["stages"][0]["device_type"] == "cpu-slow");
+    CHECK(p["replicas"][0]["stages"][0]["forward_s"].get<double>() == Approx(2 * (0.0002 + 4 * 0.003 + 0.0007)));
+    CHECK(p["replicas"][0]["stages"][0]["backward_s"].get<double>() == Approx(2 * (0.0003 + 4 * 0.005 + 0.001)));
+  }
 }
