@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """The arithmetic of scripts/bench/plan_accuracy.sh.
 
+  plan_accuracy.py merge PROFILE.toml REFERENCE.toml
+      appends to PROFILE the reference's [[profile]] entries of a (device type, tp) it lacks
   plan_accuracy.py scale PLAN.json METRICS.jsonl PROFILE.toml OUT.toml
       the profile scaled per device type by the run's measured / predicted compute
   plan_accuracy.py report CHECK_MEMORY "NAME STATUS PLAN METRICS CORRECTED"...
       the table, the errors, the rank correlation, the out-of-memory check
 """
 import json
+import os
 import re
 import statistics
 import sys
+import tomllib
 
 
 def expand(devices):  # "a:0-1; c:0" -> [("a", 0), ("a", 1), ("c", 0)]
@@ -22,6 +26,27 @@ def expand(devices):  # "a:0-1; c:0" -> [("a", 0), ("a", 1), ("c", 0)]
     return out
 
 
+def merge(args):
+    path, reference = args
+    with open(path, "rb") as f:
+        have = {(e["device_type"], e.get("tp", 1)) for e in tomllib.load(f).get("profile", [])}
+    text = open(reference).read()
+    # The file's tables in order: a [[profile]] block runs to the next table header.
+    blocks = re.split(r"\n(?=\[\[)", text)
+    added = []
+    for block in blocks:
+        if not block.startswith("[[profile]]"):
+            continue
+        entry = tomllib.loads(block)["profile"][0]
+        if (entry["device_type"], entry.get("tp", 1)) not in have:
+            added.append(block.strip() + "\n")
+    if added:
+        merged = open(path).read().rstrip("\n") + "\n\n# from " + os.path.basename(reference) + "\n" + "\n".join(added)
+        with open(path + ".tmp", "w") as f:
+            f.write(merged)
+        os.replace(path + ".tmp", path)
+
+
 def scale(args):
     plan, metrics, profile, out = args
     slowdown = {"a": 1.0, "b": 1.5, "c": 2.0, "d": 3.0}
@@ -30,18 +55,30 @@ def scale(args):
     lines = [json.loads(l) for l in open(metrics)][2:] or [json.loads(l) for l in open(metrics)][-1:]
     # Per device type: the raw compute (the slowdown is slept outside forward/backward) that its
     # ranks were predicted to do, and what they measured. Rank r is the r-th device in node order.
-    devices = []
+    # A tp stage runs at its slowest member's pace, its sleep included (it is slept before
+    # the next message, so in tp_comm): its type (the plan's device_type) is predicted the
+    # stage's forward + backward and measured the slowest member's forward + backward + tp_comm.
+    devices, tp_stages = [], []
     for replica in p["replicas"]:
         for stage in replica["stages"]:
-            for node, index in expand(stage["devices"]):
-                devices.append((node, index, replica["micro_batches"] * (stage["forward_s"] + stage["backward_s"]) / slowdown[node]))
-    devices.sort()
+            members = expand(stage["devices"])
+            work = replica["micro_batches"] * (stage["forward_s"] + stage["backward_s"])
+            if len(members) > 1:
+                tp_stages.append((stage["device_type"], members, work))
+                continue
+            for node, index in members:
+                devices.append((node, index, work / slowdown[node]))
+    ranks = sorted(set(d[:2] for d in devices) | set(m for _, ms, _ in tp_stages for m in ms))
+    def mean_of(rank, phases):
+        return sum(sum(l["time"]["by_rank"][ph][rank] for ph in phases) for l in lines) / len(lines)
     predicted, measured = {}, {}
-    for rank, (node, _, raw) in enumerate(devices):
+    for node, index, raw in devices:
         t = type_of[node]
         predicted[t] = predicted.get(t, 0) + raw
-        measured[t] = measured.get(t, 0) + sum(l["time"]["by_rank"]["forward"][rank] + l["time"]["by_rank"]["backward"][rank]
-                                               for l in lines) / len(lines)
+        measured[t] = measured.get(t, 0) + mean_of(ranks.index((node, index)), ["forward", "backward"])
+    for t, members, work in tp_stages:
+        predicted[t] = predicted.get(t, 0) + work
+        measured[t] = measured.get(t, 0) + max(mean_of(ranks.index(m), ["forward", "backward", "tp_comm"]) for m in members)
     scaled, k = [], 1.0
     for line in open(profile).read().splitlines():
         m = re.match(r'device_type = "(.*)"', line)
@@ -123,4 +160,4 @@ def report(args):
 
 
 if __name__ == "__main__":
-    {"scale": scale, "report": report}[sys.argv[1]](sys.argv[2:])
+    {"merge": merge, "scale": scale, "report": report}[sys.argv[1]](sys.argv[2:])

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # The cost model's accuracy on an emulated heterogeneous cluster: 14 layouts of a tiny GPT-2
-# on 2-4 CPU ranks, one thread each, over four emulated device types (emulate_slowdown 1, 1.5,
+# on 2 CPU ranks, one thread each, over four emulated device types (emulate_slowdown 1, 1.5,
 # 2, 3; the 3x node behind an emulated 1 Gb/s, 200 us link): data parallelism with equal and
-# unequal batch shares, uneven GPipe and 1F1B pipelines of 2-4 stages, tp 2 on one stage and
-# per stage, and replicas of different shape. For each layout, `hetu profile` times the model
-# right before the run (so the prediction and the run see the same machine load: the figures
-# are relative ones), `hetu plan --evaluate --profile` predicts, `hetu train` measures (median
-# step after the first two; each rank's peak tensor memory, metrics.jsonl
+# unequal batch shares (3:2 rounds to whole micro-batches), uneven GPipe and 1F1B pipelines of
+# 2 stages with 3 to 12 micro-batches, and tp 2 within a node and over two unlike nodes. Every
+# layout runs on 2 ranks so that no more ranks are busy than this machine has cores (the rule
+# for speed figures here; a 3- or 4-rank layout on 2 cores measures the oversubscription, not
+# the layout): the 1.5-3x devices sleep their slowdown, they do not spin.
+# For each layout, `mpirun -np 2 hetu profile` measures its own cluster right before the run
+# (both ranks at once, as training runs them: the prediction and the run see the same machine
+# load, so the figures are relative ones; links probed), plus, once, a node of two plain CPUs
+# at tp 1 and 2 (the tp-2 entry a tp group over unlike nodes borrows, scaled per type:
+# app/layout_cost.cpp, profile_for); `hetu plan --evaluate --profile` predicts, `hetu train`
+# measures (median step after the first two; each rank's peak tensor memory, metrics.jsonl
 # time.by_rank.peak_mem_gib). Prints the table, the median and largest step-time error, the
 # Spearman rank correlation of predicted and measured step times, the largest memory error,
 # and whether a layout predicted to fit its devices' memory_gib ran out of memory (the
@@ -19,6 +25,7 @@
 # --check-memory: exits 1 when a peak is off by more than 10% or a layout predicted to fit ran
 # out of memory; timing is never checked). Run it on a quiet machine for the figures:
 #   scripts/bench/plan_accuracy.sh --steps 12
+# HETU_BENCH_KEEP=1 keeps the work folder (job files, profiles, predictions, runs).
 # usage: scripts/bench/plan_accuracy.sh [--steps N] [--smoke] [--check-memory] [--only NAME]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -63,7 +70,9 @@ node_block() {  # node_block HOST TYPE COUNT
   printf '[[cluster.node]]\nhost = "%s"\ndevices = { type = "%s", count = %s }\n' "$1" "$2" "$3"
   [ "$1" != d ] || printf 'emulate_link_gbps = 1.0\nemulate_link_latency_us = 200\n'
 }
-header() {  # header NODES...: the job with a cluster of those nodes ("a2": node a with 2 devices)
+header() {  # header MICRO_BATCH NODES...: the job with a cluster of those nodes ("a2": node a with 2 devices)
+  local micro_batch=$1
+  shift
   cat <<EOF
 [job]
 name = "plan-accuracy"
@@ -82,7 +91,7 @@ tokenizer = "byte"
 steps = 10
 global_batch = 24
 seq_len = 128
-micro_batch = 4
+micro_batch = $micro_batch
 threads = 1
 [optimizer]
 lr = 2e-3
@@ -101,38 +110,46 @@ EOF
 replica() { printf '[[parallel.replica]]\n'; [ -z "${1:-}" ] || printf 'schedule = "%s"\n' "$1"; [ -z "${2:-}" ] || printf 'batch_share = %s\n' "$2"; }
 stage() { printf '  [[parallel.replica.stage]]\n  devices = "%s"\n' "$1"; [ -z "${2:-}" ] || printf '  layers = "%s"\n' "$2"; }
 
-layout() {  # layout NAME RANKS NODES...; the [parallel] groups on stdin (a pipeline's subshell:
-  local name=$1 np=$2  # the list of layouts goes through a file)
+layout() {  # layout NAME MICRO_BATCH NODES...; the [parallel] groups on stdin (a pipeline's
+  local name=$1 micro_batch=$2  # subshell: the list of layouts goes through a file)
   shift 2
-  { header "$@"; cat; } > "$work/$name.toml"
-  echo "$name $np" >> "$work/layouts.txt"
+  { header "$micro_batch" "$@"; cat; } > "$work/$name.toml"
+  echo "$name" >> "$work/layouts.txt"
 }
-{ replica "" 2; stage a:0; replica "" 1; stage c:0; } | layout dp-a2c1 2 a c
-{ replica "" 1; stage a:0; replica "" 1; stage c:0; } | layout dp-a1c1 2 a c
-{ replica "" 3; stage a:0; replica "" 2; stage b:0; replica "" 1; stage d:0; } | layout dp-a3b2d1 3 a b d
-{ replica "" 3; stage a:0; replica "" 1; stage b:0; replica "" 1; stage c:0; replica "" 1; stage d:0; } | layout dp4-3111 4 a b c d
-{ replica 1f1b; stage a:0 0-2; stage c:0 3-3; } | layout pp-1f1b-a3c1 2 a c
-{ replica gpipe; stage a:0 0-1; stage c:0 2-3; } | layout pp-gpipe-a2c2 2 a c
-{ replica 1f1b; stage a:0 0-1; stage d:0 2-3; } | layout pp-1f1b-link 2 a d
-{ replica 1f1b; stage a:0 0-1; stage b:0 2-2; stage d:0 3-3; } | layout pp3-1f1b 3 a b d
-{ replica gpipe; stage a:0 0-1; stage b:0 2-2; stage c:0 3-3; } | layout pp3-gpipe 3 a b c
-{ replica 1f1b; stage a:0 0-0; stage b:0 1-1; stage c:0 2-2; stage d:0 3-3; } | layout pp4-1f1b 4 a b c d
-{ replica; stage "a:0;b:0"; } | layout tp2-ab 2 a b
-{ replica 1f1b; stage a:0-1 0-2; stage c:0 3-3; } | layout pp-tp2-1 3 a2 c
-{ replica "" 2; stage a:0; replica 1f1b 1; stage b:0 0-1; stage c:0 2-3; } | layout mixed-1-2 3 a b c
-{ replica 1f1b 1; stage a:0 0-1; stage b:0 2-3; replica gpipe 1; stage c:0 0-2; stage d:0 3-3; } | layout dp2-pp2 4 a b c d
-names=(); ranks=()
-while read -r name np; do names+=("$name"); ranks+=("$np"); done < "$work/layouts.txt"
-if [ "$smoke" = 1 ]; then names=(dp-a2c1 pp-1f1b-a3c1); ranks=(2 2); fi
+# Every layout: 2 ranks; 24 sequences of 128 tokens a step, micro-batches of 4 unless named.
+{ replica "" 2; stage a:0; replica "" 1; stage c:0; } | layout dp-a2c1 4 a c
+{ replica "" 1; stage a:0; replica "" 1; stage c:0; } | layout dp-a1c1 4 a c
+{ replica "" 3; stage a:0; replica "" 2; stage b:0; } | layout dp-a3b2-mb2 2 a b
+{ replica "" 3; stage a:0; replica "" 1; stage d:0; } | layout dp-a3d1-link 4 a d
+{ replica "" 1; stage b:0; replica "" 1; stage c:0; } | layout dp-b1c1-mb8 8 b c
+{ replica 1f1b; stage a:0 0-2; stage c:0 3-3; } | layout pp-1f1b-a3c1 4 a c
+{ replica gpipe; stage a:0 0-1; stage c:0 2-3; } | layout pp-gpipe-a2c2 4 a c
+{ replica 1f1b; stage a:0 0-1; stage d:0 2-3; } | layout pp-1f1b-link 4 a d
+{ replica gpipe; stage b:0 0-0; stage a:0 1-3; } | layout pp-gpipe-b1a3 4 a b
+{ replica 1f1b; stage a:0 0-2; stage b:0 3-3; } | layout pp-1f1b-a3b1-mb2 2 a b
+{ replica gpipe; stage a:0 0-1; stage b:0 2-3; } | layout pp-gpipe-a2b2-mb8 8 a b
+{ replica 1f1b; stage c:0 0-1; stage d:0 2-3; } | layout pp-1f1b-c2d2-link 4 c d
+{ replica; stage a:0-1; } | layout tp2-aa 4 a2
+{ replica; stage "a:0;b:0"; } | layout tp2-ab 4 a b
+# The reference for tp over unlike nodes: a node of two plain CPUs, profiled at tp 1 and 2.
+{ replica; stage a:0-1; } | layout tp-reference 4 a2
+sed -i '/^tp-reference$/d' "$work/layouts.txt"
+mapfile -t names < "$work/layouts.txt"
+if [ "$smoke" = 1 ]; then names=(pp-1f1b-a3c1 tp2-ab); fi
+profile() {  # profile NAME: its cluster measured on 2 ranks at once
+  mpirun -np 2 --bind-to none "$hetu" profile "$work/$1.toml" --set training.threads=1 --out "$work/$1.profile.toml" \
+    > "$work/$1.profile.log" 2>&1 || { cat "$work/$1.profile.log"; exit 1; }
+}
+profile tp-reference
 
 rows=()
-for i in "${!names[@]}"; do
-  name=${names[$i]}; np=${ranks[$i]}
+for name in "${names[@]}"; do
   [ -z "$only" ] || [ "$only" = "$name" ] || continue
-  "$hetu" profile "$work/$name.toml" --set training.threads=1 --out "$work/$name.profile.toml" > /dev/null
+  profile "$name"
+  /usr/bin/python3 scripts/bench/plan_accuracy.py merge "$work/$name.profile.toml" "$work/tp-reference.profile.toml"
   "$hetu" plan --evaluate --json --profile "$work/$name.profile.toml" "$work/$name.toml" > "$work/$name.plan.json"
   status=ok
-  mpirun -np "$np" --bind-to none "$hetu" train "$work/$name.toml" "${common[@]}" --set job.out_dir="$work/run-$name" \
+  mpirun -np 2 --bind-to none "$hetu" train "$work/$name.toml" "${common[@]}" --set job.out_dir="$work/run-$name" \
     > "$work/$name.log" 2>&1 || status=failed
   if [ "$status" = failed ]; then
     grep -q "out of memory" "$work/$name.log" && status=oom || { cat "$work/$name.log"; exit 1; }
