@@ -2,8 +2,8 @@
 # The cost model's accuracy on an emulated heterogeneous cluster: 14 layouts of a tiny GPT-2
 # on 2 CPU ranks, one thread each, over four emulated device types (emulate_slowdown 1, 1.5,
 # 2, 3; the 3x node behind an emulated 1 Gb/s, 200 us link): data parallelism with equal and
-# unequal batch shares (3:2 rounds to whole micro-batches), uneven GPipe and 1F1B pipelines of
-# 2 stages with 3 to 12 micro-batches, and tp 2 within a node and over two unlike nodes. Every
+# unequal batch shares (2:1, 3:1) and 3 to 12 micro-batches, uneven GPipe and 1F1B pipelines of
+# 2 stages, and tp 2 within a node and over two unlike nodes. Every
 # layout runs on 2 ranks so that no more ranks are busy than this machine has cores (the rule
 # for speed figures here; a 3- or 4-rank layout on 2 cores measures the oversubscription, not
 # the layout): the 1.5-3x devices sleep their slowdown, they do not spin.
@@ -119,9 +119,9 @@ layout() {  # layout NAME MICRO_BATCH NODES...; the [parallel] groups on stdin (
 # Every layout: 2 ranks; 24 sequences of 128 tokens a step, micro-batches of 4 unless named.
 { replica "" 2; stage a:0; replica "" 1; stage c:0; } | layout dp-a2c1 4 a c
 { replica "" 1; stage a:0; replica "" 1; stage c:0; } | layout dp-a1c1 4 a c
-{ replica "" 3; stage a:0; replica "" 2; stage b:0; } | layout dp-a3b2-mb2 2 a b
-{ replica "" 3; stage a:0; replica "" 1; stage d:0; } | layout dp-a3d1-link 4 a d
-{ replica "" 1; stage b:0; replica "" 1; stage c:0; } | layout dp-b1c1-mb8 8 b c
+{ replica "" 3; stage a:0; replica "" 1; stage b:0; } | layout dp-a3b1-mb2 2 a b
+{ replica "" 2; stage a:0; replica "" 1; stage d:0; } | layout dp-a2d1-link 4 a d
+{ replica "" 2; stage b:0; replica "" 1; stage c:0; } | layout dp-b2c1-mb8 8 b c
 { replica 1f1b; stage a:0 0-2; stage c:0 3-3; } | layout pp-1f1b-a3c1 4 a c
 { replica gpipe; stage a:0 0-1; stage c:0 2-3; } | layout pp-gpipe-a2c2 4 a c
 { replica 1f1b; stage a:0 0-1; stage d:0 2-3; } | layout pp-1f1b-link 4 a d
@@ -136,6 +136,9 @@ layout() {  # layout NAME MICRO_BATCH NODES...; the [parallel] groups on stdin (
 sed -i '/^tp-reference$/d' "$work/layouts.txt"
 mapfile -t names < "$work/layouts.txt"
 if [ "$smoke" = 1 ]; then names=(pp-1f1b-a3c1 tp2-ab); fi
+for name in "${names[@]}"; do  # every layout valid before any run
+  "$hetu" config check "$work/$name.toml" > "$work/$name.check.log" 2>&1 || { cat "$work/$name.check.log"; exit 1; }
+done
 profile() {  # profile NAME: its cluster measured on 2 ranks at once
   mpirun -np 2 --bind-to none "$hetu" profile "$work/$1.toml" --set training.threads=1 --out "$work/$1.profile.toml" \
     > "$work/$1.profile.log" 2>&1 || { cat "$work/$1.profile.log"; exit 1; }
