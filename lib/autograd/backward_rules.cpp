@@ -114,6 +114,10 @@ Grads rms_norm_rule(const SavedContext& c, const Tensor& g) {
 Grads embedding_rule(const SavedContext& c, const Tensor& g) {
   return {embedding_backward(g, c.tensors[0], c.ints[0])};
 }
+// Its sparse form: into += embedding_rule's gradient, touching only the rows of the ids.
+void embedding_accumulate(const SavedContext& c, const Tensor& g, const Tensor& into) {
+  embedding_backward_add_(into, g, c.tensors[0]);
+}
 // rotary: ints {position_offset}, reals = the D/2 frequencies. A rotation's transpose is its inverse.
 Grads rotary_rule(const SavedContext& c, const Tensor& g) {
   return {rotary(g, c.ints[0], c.reals, /*inverse=*/true)};
@@ -198,7 +202,7 @@ constexpr auto kRules = std::to_array<BackwardRule>({
     {"log_softmax", log_softmax_rule},
     {"layer_norm", layer_norm_rule},
     {"rms_norm", rms_norm_rule},
-    {"embedding", embedding_rule},
+    {"embedding", embedding_rule, /*slice_view=*/false, embedding_accumulate},
     {"rotary", rotary_rule},
     {"attention", attention_rule},
     {"cross_entropy", cross_entropy_rule},

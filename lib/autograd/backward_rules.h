@@ -13,6 +13,8 @@
 namespace hetu::autograd {
 
 using BackwardFn = std::vector<Tensor> (*)(const SavedContext& ctx, const Tensor& grad_out);
+// into += what `fn` returns for the rule's one input, in place, bit for bit the same sum.
+using AccumulateFn = void (*)(const SavedContext& ctx, const Tensor& grad_out, const Tensor& into);
 
 struct BackwardRule {
   std::string_view name;  // the op name in lib/ops/op_list.h, or the view name
@@ -21,6 +23,10 @@ struct BackwardRule {
   // may write the gradient into the slice of the input's pending gradient instead of running
   // `fn`, which stays the reference (see Note [Slice gradients] in engine.cpp).
   bool slice_view = false;
+  // A sparse gradient (embedding: the rows of the ids): when its one input already holds a
+  // gradient the engine alone owns, the engine adds into that instead of running `fn` and
+  // adding a full-size result (see Note [Sparse gradients] in engine.cpp).
+  AccumulateFn accumulate = nullptr;
 };
 
 std::span<const BackwardRule> backward_rules();

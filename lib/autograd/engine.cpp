@@ -39,9 +39,16 @@ thread_local bool t_grad_enabled = true;
 // TensorImpl cannot be counted); a view shares its storage, which counts.
 struct Ownership {
   std::unordered_set<const TensorImpl*> shared;
+  // Leaves whose .grad this backward set: memory the engine made and alone holds (nothing
+  // outside can have read a .grad while backward runs), so it may be summed into in place.
+  std::unordered_set<const TensorImpl*> fresh_leaves;
 
   bool exclusive(const Tensor& t) const {
     return t.storage().use_count() == 1 && t.is_contiguous() && shared.count(t.impl()) == 0;
+  }
+  // leaf's .grad when this backward set it, else undefined.
+  Tensor fresh_grad(const Tensor& leaf) const {
+    return fresh_leaves.count(leaf.impl()) != 0 ? leaf.grad() : Tensor();
   }
   // The rule for one node ran: its gradient and any handle it returned twice are shared.
   void after_rule(const Tensor& grad_out, const std::vector<Tensor>& grads) {
@@ -54,17 +61,22 @@ struct Ownership {
   }
 };
 
-void accumulate_leaf(const Tensor& leaf, const Tensor& grad, const Ownership& own) {
+void accumulate_leaf(const Tensor& leaf, const Tensor& grad, Ownership& own) {
   HT_CHECK(grad.shape() == leaf.shape(), "gradient of shape {} for a leaf of shape {}", shape_str(grad.shape()),
            shape_str(leaf.shape()));
   const bool converted = grad.dtype() != leaf.dtype();
   const Tensor g = converted ? grad.to(leaf.dtype()) : grad;
+  if (const Tensor mine = own.fresh_grad(leaf); mine.defined()) {
+    ops::add_(mine, g);  // set earlier in this backward: no one else holds it
+    return;
+  }
   if (!leaf.grad().defined()) {
     // Own the memory: g may alias another gradient or a view (see Note [Gradient ownership]).
     leaf.set_grad(converted || own.exclusive(g) ? g : g.clone());
   } else {
     leaf.set_grad(ops::add(leaf.grad(), g));  // not in place: a caller may hold the old .grad
   }
+  own.fresh_leaves.insert(leaf.impl());
 }
 
 // pending slot += grad, in place when the engine alone holds the slot.
@@ -97,6 +109,15 @@ struct SliceCover {
     return false;
   }
 };
+
+// Note [Sparse gradients]: an embedding's gradient is zero outside the rows of its ids. For
+// a tied table (GPT-2's wte is also the LM head) the head's dense gradient reaches the table
+// first; building the embedding's (V, C) gradient and adding it would write and read the
+// whole table twice more (at V = 50,257 most of a small model's gradient bytes). When the
+// input's gradient is already memory the engine alone holds (a pending buffer, or a .grad set
+// in this backward), a rule with `accumulate` adds its rows into it in place instead; the
+// sum is the same, bit for bit (repeats summed first, then added), and `fn` stays the
+// reference, used whenever nothing is there yet.
 
 // Zeros wherever `cover` wrote nothing.
 void fill_gaps(const Tensor& buffer, SliceCover& cover) {
@@ -131,6 +152,14 @@ class PendingGrads {
     if (inserted) return;
     complete(node, slot->second);
     accumulate_pending(slot->second, grad, own);
+  }
+
+  // node's pending gradient, completed, when the engine alone holds it; else undefined.
+  Tensor exclusive_slot(AutogradNode* node, const Ownership& own) {
+    auto found = grads_.find(node);
+    if (found == grads_.end()) return Tensor();
+    complete(node, found->second);
+    return own.exclusive(found->second) ? found->second : Tensor();
   }
 
   // grad into [start, start + grad.size(dim)) along `dim` of node's gradient, of `shape`.
@@ -249,6 +278,15 @@ void backward(const Tensor& root, const Tensor& grad) {
     if (node->rule().slice_view && node->edges()[0].node) {  // See Note [Slice gradients]
       const SavedContext& c = node->saved();
       if (pending.add_slice(node->edges()[0].node.get(), grad_out, c.ints[0], c.ints[1], c.shapes[0], own)) {
+        node->release_saved();
+        continue;
+      }
+    }
+    if (node->rule().accumulate && node->edges().size() == 1) {  // See Note [Sparse gradients]
+      const Edge& edge = node->edges()[0];
+      const Tensor into = edge.node ? pending.exclusive_slot(edge.node.get(), own) : own.fresh_grad(edge.leaf);
+      if (into.defined() && into.dtype() == grad_out.dtype()) {
+        node->rule().accumulate(node->saved(), grad_out, into);
         node->release_saved();
         continue;
       }

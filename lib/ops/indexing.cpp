@@ -2,6 +2,7 @@
 // index range validation (before any kernel runs, so errors name the bad index), then the
 // shared row kernels of cpu/indexing.h.
 //   embedding(weight (V, C), ids (B, T)) -> (B, T, C);  embedding_backward -> (V, C)
+//   embedding_backward_add_(into (V, C), grad, ids): into += embedding_backward, in place
 //   index_select(x (A, N, B), 1, index (K)) -> (A, K, B);  its backward -> (A, N, B)
 #include "lib/ops/cpu/indexing.h"
 #include "lib/ops/cuda/indexing.h"
@@ -120,6 +121,32 @@ Tensor embedding_backward(const Tensor& grad_in, const Tensor& ids_in, int64_t n
   Tensor out = empty({num_rows, channels}, grad.dtype(), grad.device());
   run_scatter_add("embedding_backward", out, grad, ids, RowView{1, num_rows, channels});
   return out;
+}
+
+void embedding_backward_add_(const Tensor& into, const Tensor& grad_in, const Tensor& ids_in) {
+  check_inputs("embedding_backward_add_", {&into, &grad_in, &ids_in}, Backends::cpu_and_cuda);
+  check_float_dtype("embedding_backward_add_", {&into, &grad_in});
+  check_index_dtype("embedding_backward_add_", ids_in);
+  const Shape& gs = grad_in.shape();
+  HT_CHECK(into.dim() == 2 && into.is_contiguous() && grad_in.dim() == ids_in.dim() + 1 &&
+               Shape(gs.begin(), gs.end() - 1) == ids_in.shape() && grad_in.size(-1) == into.size(1),
+           "embedding_backward_add_: expected a contiguous (V, C) target, grad of ids shape {} plus C, got target {}, "
+           "grad {}, ids {}", shape_str(ids_in.shape()), shape_str(into.shape()), shape_str(gs),
+           shape_str(ids_in.shape()));
+  if (into.device().is_cuda()) {  // no kernel of its own: the dense sum, the same bits
+    add_(into, embedding_backward(grad_in, ids_in, into.size(0)));
+    return;
+  }
+  const Tensor grad = grad_in.contiguous();
+  const Tensor ids = ids_in.contiguous();
+  check_index_range("embedding_backward_add_", "id", ids, into.size(0));
+  HT_DISPATCH_FLOAT(grad.dtype(), "embedding_backward_add_", grad.device(), [&] {
+    using value_t = scalar_t;
+    HT_DISPATCH_INDEX(ids.dtype(), "embedding_backward_add_", ids.device(), [&] {
+      cpu::scatter_add_rows_into(into.data<value_t>(), grad.data<value_t>(), ids.data<scalar_t>(), ids.numel(),
+                                 into.size(1));
+    });
+  });
 }
 
 Tensor index_select(const Tensor& x_in, int64_t dim, const Tensor& index_in) {

@@ -97,6 +97,10 @@ RmsNormGrads rms_norm_backward(const Tensor& grad, const Tensor& x, const Tensor
 // weight (V, C), ids i32/i64 of any shape -> (ids..., C). Ids outside [0, V) are an error.
 Tensor embedding(const Tensor& weight, const Tensor& ids);
 Tensor embedding_backward(const Tensor& grad, const Tensor& ids, int64_t num_rows);  // (V, C), sums repeats
+// into (V, C) += embedding_backward(grad, ids, V), bit for bit (each row's repeats are summed
+// first, then added), in place and touching only the rows of ids: a tied table's gradient
+// takes the embedding's share without a (V, C) temporary (see Note [Sparse gradients]).
+void embedding_backward_add_(const Tensor& into, const Tensor& grad, const Tensor& ids);
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor index_select_backward(const Tensor& grad, int64_t dim, const Tensor& index, const Shape& input_shape);
 

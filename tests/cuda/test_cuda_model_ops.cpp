@@ -30,6 +30,10 @@ TEST_CASE("cuda ops: embedding and index_select, forward and backward", "[cuda]"
                   "embedding" + what);
       check_close(ops::embedding_backward(gpu(g, dt), ids.to(kGpu), 50),
                   ops::embedding_backward(rounded(g, dt), ids, 50), tol, "embedding_backward" + what);
+      const Tensor into_gpu = gpu(w, dt).clone(), into_cpu = rounded(w, dt).clone();  // a tied table's in-place form
+      ops::embedding_backward_add_(into_gpu, gpu(g, dt), ids.to(kGpu));
+      ops::embedding_backward_add_(into_cpu, rounded(g, dt), ids);
+      check_close(into_gpu, into_cpu, tol, "embedding_backward_add_" + what);
       // Odd row width: the element-wise (unpacked) gather.
       const Tensor w3 = random_cpu({50, 3}, 73);
       check_close(ops::embedding(gpu(w3, dt), ids.to(kGpu)), ops::embedding(rounded(w3, dt), ids), tol,

@@ -110,6 +110,57 @@ TEST_CASE("embedding_backward with every id equal, and unused rows zero", "[inde
   }
 }
 
+// The sparse form a tied table's gradient takes (Note [Sparse gradients]): in place, only the
+// rows of the ids, and the same bits as adding the dense embedding_backward.
+TEST_CASE("embedding_backward_add_ adds the summed rows of the ids into a table, bit for bit", "[indexing]") {
+  uint64_t seed = 300;
+  for (DType dtype : {DType::f32, DType::f64}) {
+    for (DType id_dtype : {DType::i32, DType::i64}) {
+      // Few rows (every id repeated), many rows (most untouched), and past the threading grain.
+      for (const auto& [rows, channels, id_shape] :
+           {std::tuple{3, 5, Shape{4, 6}}, std::tuple{257, 9, Shape{2, 7}}, std::tuple{40, 129, Shape{4, 64}}}) {
+        for (Layout layout : kLayouts) {
+          const Tensor ids = with_layout(random_ids(id_shape, rows, id_dtype, seed++), layout);
+          Shape grad_shape = id_shape;
+          grad_shape.push_back(channels);
+          const Tensor grad = with_layout(random_tensor(grad_shape, dtype, seed++), layout);
+          const Tensor table = random_tensor({rows, channels}, dtype, seed++);
+          // Naive: each row's contributions summed from zero in position order, then added.
+          const std::vector<double> g = to_vector(grad), before = to_vector(table);
+          const std::vector<int64_t> id = id_values(ids);
+          std::vector<double> expected = before;
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t c = 0; c < channels; ++c) {
+              double acc = 0;
+              bool any = false;
+              for (size_t i = 0; i < id.size(); ++i) {
+                if (id[i] != r) continue;
+                any = true;
+                acc = dtype == DType::f32 ? static_cast<float>(acc + g[i * static_cast<size_t>(channels) + c])
+                                          : acc + g[i * static_cast<size_t>(channels) + c];
+              }
+              const size_t at = static_cast<size_t>(r * channels + c);
+              if (any) expected[at] = dtype == DType::f32 ? static_cast<float>(before[at] + acc) : before[at] + acc;
+            }
+          }
+          INFO(rows << "x" << channels << " ids " << shape_str(id_shape) << " " << to_string(id_dtype) << " "
+                    << to_string(layout) << " " << to_string(dtype));
+          const Tensor dense = ops::add(table, ops::embedding_backward(grad, ids, rows));
+          const Tensor into = table.clone();
+          ops::embedding_backward_add_(into, grad, ids);
+          CHECK(max_abs_diff(into, expected) == 0);
+          CHECK(max_abs_diff(into, to_vector(dense)) == 0);
+        }
+      }
+    }
+  }
+  const Tensor ids = tensor_from<int64_t>({0, 1}, {2});
+  CHECK_THROWS_WITH(ops::embedding_backward_add_(zeros({3, 4}), zeros({2, 5}), ids),
+                    Catch::StartsWith("embedding_backward_add_: expected a contiguous (V, C) target"));
+  CHECK_THROWS_WITH(ops::embedding_backward_add_(zeros({3, 4}), zeros({2, 4}), tensor_from<int64_t>({0, 3}, {2})),
+                    Catch::StartsWith("embedding_backward_add_: id 3 at position 1 is outside [0, 3)"));
+}
+
 TEST_CASE("embedding ids outside 0..V-1 are errors naming the id and V", "[indexing]") {
   const Tensor weight = random_tensor({7, 3}, DType::f32, 5);
   for (DType id_dtype : {DType::i32, DType::i64}) {

@@ -58,9 +58,40 @@ void scatter_add_rows(scalar_t* out, const scalar_t* grad, const index_t* index,
   }
 }
 
+template <typename scalar_t, typename index_t>
+void scatter_add_rows_into(scalar_t* out, const scalar_t* grad, const index_t* index, int64_t k, int64_t inner) {
+  // Positions sorted by (row, position): each run of one row is a group, summed in ascending k.
+  std::vector<int64_t> order(static_cast<size_t>(k));
+  for (int64_t j = 0; j < k; ++j) order[static_cast<size_t>(j)] = j;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return index[a] < index[b]; });
+  std::vector<int64_t> group_start;
+  for (int64_t p = 0; p < k; ++p) {
+    const bool new_row = p == 0 || index[order[static_cast<size_t>(p)]] != index[order[static_cast<size_t>(p - 1)]];
+    if (new_row) group_start.push_back(p);
+  }
+  const int64_t groups = static_cast<int64_t>(group_start.size());
+  group_start.push_back(k);
+#pragma omp parallel if (k * inner > kParallelGrain)
+  {
+    std::vector<scalar_t> acc(static_cast<size_t>(inner));
+#pragma omp for schedule(dynamic, 16)
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      const int64_t p0 = group_start[static_cast<size_t>(gi)], p1 = group_start[static_cast<size_t>(gi) + 1];
+      std::fill(acc.begin(), acc.end(), scalar_t(0));
+      for (int64_t p = p0; p < p1; ++p) {
+        const scalar_t* g = grad + order[static_cast<size_t>(p)] * inner;
+        for (int64_t c = 0; c < inner; ++c) acc[static_cast<size_t>(c)] += g[c];
+      }
+      scalar_t* dst = out + static_cast<int64_t>(index[order[static_cast<size_t>(p0)]]) * inner;
+      for (int64_t c = 0; c < inner; ++c) dst[c] += acc[static_cast<size_t>(c)];
+    }
+  }
+}
+
 #define HT_INSTANTIATE(S, I)                                                                                      \
   template void gather_rows<S, I>(S*, const S*, const I*, int64_t, int64_t, int64_t, int64_t);                    \
-  template void scatter_add_rows<S, I>(S*, const S*, const I*, int64_t, int64_t, int64_t, int64_t);
+  template void scatter_add_rows<S, I>(S*, const S*, const I*, int64_t, int64_t, int64_t, int64_t);               \
+  template void scatter_add_rows_into<S, I>(S*, const S*, const I*, int64_t, int64_t);
 HT_INSTANTIATE(float, int32_t)
 HT_INSTANTIATE(float, int64_t)
 HT_INSTANTIATE(double, int32_t)

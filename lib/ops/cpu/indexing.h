@@ -22,4 +22,10 @@ template <typename scalar_t, typename index_t>
 void scatter_add_rows(scalar_t* out, const scalar_t* grad, const index_t* index, int64_t outer, int64_t rows,
                       int64_t k, int64_t inner);
 
+// out (rows, inner) += the same sums for outer = 1, touching only the rows that index names:
+// each such row's contributions are summed from zero in ascending k, then added to it, so
+// the result equals out + scatter_add_rows(...) bit for bit.
+template <typename scalar_t, typename index_t>
+void scatter_add_rows_into(scalar_t* out, const scalar_t* grad, const index_t* index, int64_t k, int64_t inner);
+
 }  // namespace hetu::ops::cpu

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "lib/ops/cpu/isa.h"
@@ -99,22 +100,25 @@ template <typename scalar_t>
 void layer_norm_backward(scalar_t* dx, scalar_t* dweight, scalar_t* dbias, const scalar_t* grad, const scalar_t* x,
                          const scalar_t* weight, const scalar_t* mean, const scalar_t* rstd, int64_t N, int64_t C) {
   const int64_t chunks = std::min(N, kMaxChunks);
-  std::vector<double> partial(static_cast<size_t>(chunks * 2 * C), 0.0);  // per chunk: dweight, dbias
+  // Per chunk: dweight, dbias. Each chunk zeroes its own sums (in its thread's cache).
+  const std::unique_ptr<double[]> partial(new double[static_cast<size_t>(chunks * 2 * C)]);
 #pragma omp parallel for
   for (int64_t k = 0; k < chunks; k++) {
-    double* dw_k = partial.data() + k * 2 * C;
+    double* dw_k = partial.get() + k * 2 * C;
+    std::fill(dw_k, dw_k + 2 * C, 0.0);
     run_isa<LayerNormBackwardRows>(dx, dw_k, dw_k + C, grad, x, weight, mean, rstd, N * k / chunks,
                                    N * (k + 1) / chunks, C);
   }
-#pragma omp parallel for
+  // The chunk sums in chunk order, a whole row of them at a time (rows are contiguous).
+  std::vector<double> sums(static_cast<size_t>(2 * C), 0.0);
+  for (int64_t k = 0; k < chunks; k++) {
+    const double* dw_k = partial.get() + k * 2 * C;
+#pragma omp simd
+    for (int64_t i = 0; i < 2 * C; i++) sums[static_cast<size_t>(i)] += dw_k[i];
+  }
   for (int64_t i = 0; i < C; i++) {
-    double dw = 0.0, db = 0.0;
-    for (int64_t k = 0; k < chunks; k++) {
-      dw += partial[static_cast<size_t>(k * 2 * C + i)];
-      db += partial[static_cast<size_t>(k * 2 * C + C + i)];
-    }
-    dweight[i] = static_cast<scalar_t>(dw);
-    dbias[i] = static_cast<scalar_t>(db);
+    dweight[i] = static_cast<scalar_t>(sums[static_cast<size_t>(i)]);
+    dbias[i] = static_cast<scalar_t>(sums[static_cast<size_t>(C + i)]);
   }
 }
 

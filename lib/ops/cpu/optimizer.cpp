@@ -1,8 +1,8 @@
 // CPU kernels for AdamW (decoupled weight decay, as torch.optim.AdamW) and the sum of squares
 // used by global-norm clipping. Buffers are flat and contiguous; see cpu/optimizer.h.
 // The update is elementwise, run with the CPU's widest vectors (Note [Kernel ISA levels]);
-// sum_squares reduces fixed 4096-element blocks in parallel and adds the partials serially,
-// so the norm does not depend on the thread count.
+// sum_squares reduces fixed 4096-element blocks in parallel (each with the widest vectors too)
+// and adds the partials serially, so the norm does not depend on the thread count.
 #include "lib/ops/cpu/optimizer.h"
 
 #include <algorithm>
@@ -40,6 +40,25 @@ struct AdamWRange {
   }
 };
 
+// *out = Σ x², in double: kLanes independent sums (lane l takes elements ≡ l mod kLanes),
+// added in a fixed order. One running sum is a chain of dependent adds; the lanes vectorise
+// (run_isa: the grad norm reads every gradient, most of them in the LM head's at V = 50,257).
+struct SumSquaresBlock {
+  template <typename scalar_t> static void run(const scalar_t* x, int64_t n, double* out) {
+    constexpr int64_t kLanes = 32;  // four AVX-512 accumulators: the adds of one do not wait on each other
+    double lanes[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+#pragma omp simd
+      for (int64_t l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(x[i + l]) * static_cast<double>(x[i + l]);
+    }
+    for (int64_t l = 0; i < n; ++i, ++l) lanes[l] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    double acc = 0;
+    for (double lane : lanes) acc += lane;
+    *out = acc;
+  }
+};
+
 }  // namespace
 
 template <typename scalar_t>
@@ -58,19 +77,8 @@ template <typename scalar_t> double sum_squares(const scalar_t* x, int64_t n) {
   std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
 #pragma omp parallel for if (n > kParallelGrain)
   for (int64_t b = 0; b < blocks; ++b) {
-    // kLanes independent sums (lane l takes elements ≡ l mod kLanes), added in a fixed order:
-    // one running sum is a chain of dependent adds, several vectorise.
-    constexpr int64_t kLanes = 8;
-    double lanes[kLanes] = {};
-    int64_t i = b * kBlock;
-    const int64_t end = std::min(n, (b + 1) * kBlock);
-    for (; i + kLanes <= end; i += kLanes) {
-      for (int64_t l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(x[i + l]) * static_cast<double>(x[i + l]);
-    }
-    for (int64_t l = 0; i < end; ++i, ++l) lanes[l] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-    double acc = 0;
-    for (double lane : lanes) acc += lane;
-    partial[static_cast<size_t>(b)] = acc;
+    const int64_t i = b * kBlock;
+    run_isa<SumSquaresBlock>(x + i, std::min(n, i + kBlock) - i, &partial[static_cast<size_t>(b)]);
   }
   double total = 0;
   for (double p : partial) total += p;
