@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""One trial of `hetu launch` losing a rank (tests/e2e/launch_recovery.sh and
+scripts/bench/launch_recovery.sh): starts `hetu launch --np N --min-np M JOB ...`, SIGKILLs one
+rank of the first attempt once a chosen step is in metrics.jsonl (or, with --during-checkpoint,
+while that step's checkpoint is being written), waits for the supervision to end and checks:
+the run finished on N-1 ranks, metrics.jsonl holds every step exactly once, at most one step was
+recomputed, and every loss equals the reference run's (an uninterrupted run) within --rtol.
+Prints one line: the rank, the step, the resumed step and kill-to-next-step seconds.
+
+usage: launch_kill.py --hetu H --job JOB --out RUN --reference REF/metrics.jsonl --np 4 --min-np 2
+                      --steps S --seed K [--during-checkpoint] [--expect-error TEXT] [-- launch args]
+"""
+import argparse
+import datetime
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+
+
+def fail(msg):
+    print(f"FAIL: {msg}")
+    sys.exit(1)
+
+
+def metrics_steps(path):
+    steps = []
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.endswith("}\n"):
+                    steps.append(json.loads(line)["step"])
+    except FileNotFoundError:
+        pass
+    return steps
+
+
+def rank_pids(launch_pid, attempt):
+    """{rank: pid} of the `hetu train` ranks of this launch's attempt."""
+    marker = f"-{launch_pid}/attempt-{attempt}"
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            cmd = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
+            if b"train" not in cmd or not any(marker.encode() in c for c in cmd):
+                continue
+            env = open(f"/proc/{d}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        for e in env:
+            if e.startswith(b"OMPI_COMM_WORLD_RANK="):
+                out[int(e.split(b"=")[1])] = int(d)
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--hetu", required=True)
+    p.add_argument("--job", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--reference", required=True)
+    p.add_argument("--np", type=int, default=4)
+    p.add_argument("--min-np", type=int, default=2)
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rtol", type=float, default=1e-5)
+    p.add_argument("--during-checkpoint", action="store_true")
+    p.add_argument("--expect-error", default="")
+    p.add_argument("--timeout", type=float, default=240)
+    p.add_argument("rest", nargs="*")
+    a = p.parse_args()
+    rng = random.Random(a.seed)
+    rank = rng.randrange(a.np)
+    kill_step = rng.randrange(2, a.steps - 2)
+    metrics = os.path.join(a.out, "metrics.jsonl")
+    log_path = a.out + ".launch.log"
+    log = open(log_path, "w")
+    cmd = [a.hetu, "launch", "--np", str(a.np), "--min-np", str(a.min_np), a.job,
+           "--set", f'job.out_dir="{a.out}"'] + a.rest
+    launch = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + a.timeout
+    ckpt_dir = os.path.join(a.out, "checkpoints")
+    killed_at = None
+    during = False
+    while launch.poll() is None and time.time() < deadline:
+        steps = metrics_steps(metrics)
+        ready = bool(steps) and max(steps) >= kill_step
+        if ready and a.during_checkpoint:
+            try:
+                work = [n for n in os.listdir(ckpt_dir) if n.startswith(".tmp-step-")]
+            except FileNotFoundError:
+                work = []
+            if not work:
+                time.sleep(0.0005)
+                continue
+            target = os.path.join(ckpt_dir, work[0][len(".tmp-"):].rsplit("-", 1)[0])
+        elif not ready:
+            time.sleep(0.02)
+            continue
+        pids = rank_pids(launch.pid, 1)
+        if rank not in pids:
+            time.sleep(0.001)
+            continue
+        os.kill(pids[rank], signal.SIGKILL)
+        killed_at = datetime.datetime.now()
+        if a.during_checkpoint:
+            during = not os.path.exists(target)
+        done_before = max(metrics_steps(metrics))
+        break
+    if killed_at is None:
+        launch.kill()
+        fail(f"never killed rank {rank} (step {kill_step}); see {log_path}")
+    try:
+        rc = launch.wait(timeout=max(1, deadline - time.time()))
+    except subprocess.TimeoutExpired:
+        launch.kill()
+        fail(f"hetu launch did not finish within {a.timeout} s; see {log_path}")
+    text = open(log_path).read()
+    if a.expect_error:
+        if rc == 0 or a.expect_error not in text:
+            fail(f"expected a failure saying '{a.expect_error}', got exit {rc}; see {log_path}")
+        print(f"rank {rank} killed after step {done_before}: launch exited {rc} with '{a.expect_error}'")
+        return
+    if rc != 0:
+        print(text[-4000:])
+        fail(f"hetu launch exited {rc}")
+    if a.during_checkpoint and not during:
+        fail("the kill did not land inside a checkpoint write (its step folder existed already)")
+    if f"attempt 2 finished ({a.np - 1} ranks)" not in text:
+        fail(f"the run did not finish on {a.np - 1} ranks; see {log_path}")
+    m = re.search(r"resume: state snapshot of step (\d+)", text)
+    if not m:
+        fail(f"the relaunch did not resume from a state snapshot; see {log_path}")
+    resumed = int(m.group(1))
+    if done_before - resumed > 1:
+        fail(f"step {done_before} was done when rank {rank} was killed, the relaunch resumed at {resumed}: "
+             f"{done_before - resumed} steps recomputed")
+    steps = metrics_steps(metrics)
+    if steps != list(range(1, a.steps + 1)):
+        fail(f"metrics.jsonl steps are {steps}, not 1..{a.steps} once each")
+    # kill-to-next-step: the first progress line of the relaunch (its log timestamps are local time).
+    after = text[text.index("launch: attempt 2:"):]
+    t = re.search(rf"\[(\d\d:\d\d:\d\d\.\d+)\] \[rank 0\] \[info\] step +{resumed + 1}/", after)
+    if not t:
+        fail(f"no progress line of step {resumed + 1} after the relaunch; see {log_path}")
+    first = datetime.datetime.combine(killed_at.date(), datetime.time.fromisoformat(t.group(1)))
+    recovery_s = (first - killed_at).total_seconds()
+    ref = {json.loads(l)["step"]: json.loads(l)["loss"] for l in open(a.reference) if l.strip()}
+    got = {json.loads(l)["step"]: json.loads(l)["loss"] for l in open(metrics) if l.strip()}
+    worst = max(abs(got[s] - ref[s]) / abs(ref[s]) for s in ref)
+    if worst > a.rtol:
+        fail(f"losses differ from the uninterrupted run by up to {worst:.2e} relative (> {a.rtol})")
+    where = " during a checkpoint write" if a.during_checkpoint else ""
+    print(f"rank {rank} killed{where} after step {done_before}; resumed at step {resumed} on {a.np - 1} ranks; "
+          f"kill-to-next-step {recovery_s:.2f} s; max loss difference {worst:.1e} relative")
+
+
+if __name__ == "__main__":
+    main()
