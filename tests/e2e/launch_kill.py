@@ -70,6 +70,8 @@ def main():
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--durable", action="store_true")
+    p.add_argument("--second-kill", action="store_true",
+                   help="also SIGKILL a rank of the relaunch as soon as it runs (a failure during recovery)")
     p.add_argument("--during-checkpoint", action="store_true")
     p.add_argument("--expect-error", default="")
     p.add_argument("--timeout", type=float, default=240)
@@ -116,6 +118,18 @@ def main():
     if killed_at is None:
         launch.kill()
         fail(f"never killed rank {rank} (step {kill_step}); see {log_path}")
+    final_np, last_attempt = a.np - 1, 2
+    if a.second_kill:
+        second = rng.randrange(a.np - 1)
+        while launch.poll() is None and time.time() < deadline:
+            pids = rank_pids(launch.pid, 2)
+            if len(pids) == a.np - 1:
+                os.kill(pids[second], signal.SIGKILL)
+                killed_at = datetime.datetime.now()
+                break
+            time.sleep(0.005)
+        final_np, last_attempt = a.np - 2, 3
+        rank = f"{rank}, then rank {second} of the relaunch,"
     try:
         rc = launch.wait(timeout=max(1, deadline - time.time()))
     except subprocess.TimeoutExpired:
@@ -132,30 +146,33 @@ def main():
         fail(f"hetu launch exited {rc}")
     if a.during_checkpoint and not during:
         fail("the kill did not land inside a checkpoint write (its step folder existed already)")
-    if f"attempt 2 finished ({a.np - 1} ranks)" not in text:
-        fail(f"the run did not finish on {a.np - 1} ranks; see {log_path}")
-    if a.durable:
-        m = re.search(r"resumed from step (\d+)", text)
-        if not m or "loading that" not in text:
-            fail(f"the relaunch did not fall back to the durable checkpoint; see {log_path}")
-    else:
-        m = re.search(r"resume: state snapshot of step (\d+)", text)
-        if not m:
-            fail(f"the relaunch did not resume from a state snapshot; see {log_path}")
-    resumed = int(m.group(1))
+    if f"attempt {last_attempt} finished ({final_np} ranks)" not in text:
+        fail(f"the run did not finish on {final_np} ranks; see {log_path}")
+    # The last relaunch's resume line says where it continued.
+    pattern = r"resumed from step (\d+)" if a.durable else r"resume: state snapshot of step (\d+)"
+    found = re.findall(pattern, text)
+    if not found or (a.durable and "loading that" not in text):
+        fail(f"the relaunch did not resume from {'the durable checkpoint' if a.durable else 'a state snapshot'}; "
+             f"see {log_path}")
+    resumed = int(found[-1])
     if not a.durable and done_before - resumed > 1:
         fail(f"step {done_before} was done when rank {rank} was killed, the relaunch resumed at {resumed}: "
              f"{done_before - resumed} steps recomputed")
     # kill-to-next-step: the first progress line of the relaunch (its log timestamps are local time).
-    after = text[text.index("launch: attempt 2:"):]
+    after = text[text.index(f"launch: attempt {last_attempt}:"):]
     t = re.search(rf"\[(\d\d:\d\d:\d\d\.\d+)\] \[rank 0\] \[info\] step +{resumed + 1}/", after)
     if not t:
         fail(f"no progress line of step {resumed + 1} after the relaunch; see {log_path}")
     first = datetime.datetime.combine(killed_at.date(), datetime.time.fromisoformat(t.group(1)))
     recovery_s = (first - killed_at).total_seconds()
+    # The peer: the first attempt's time from its launch to its first step (a cold start).
+    start = re.search(r"\[(\d\d:\d\d:\d\d\.\d+)\] \[rank 0\] \[info\] launch: attempt 1:", text)
+    step1 = re.search(r"\[(\d\d:\d\d:\d\d\.\d+)\] \[rank 0\] \[info\] step +1/", text)
+    cold_s = (datetime.datetime.combine(killed_at.date(), datetime.time.fromisoformat(step1.group(1))) -
+              datetime.datetime.combine(killed_at.date(), datetime.time.fromisoformat(start.group(1)))).total_seconds()
     where = " during a checkpoint write" if a.during_checkpoint else ""
-    print(f"rank {rank} killed{where} after step {done_before}; resumed at step {resumed} on {a.np - 1} ranks; "
-          f"kill-to-next-step {recovery_s:.2f} s")
+    print(f"rank {rank} killed{where} after step {done_before}; resumed at step {resumed} on {final_np} ranks; "
+          f"kill-to-next-step {recovery_s:.2f} s; cold start to step 1 {cold_s:.2f} s")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # hetu launch losing a device: a tiny GPT-2 job planned at launch ([parallel] auto, dp over
 # 4 CPU ranks) under `hetu launch --np 4 --min-np 2`; each trial SIGKILLs a random rank at a
-# random step (seeded; one trial inside a checkpoint write) and checks that the run finished
-# on 3 ranks from the survivors' state snapshots with at most one step recomputed, that
+# random step (seeded; the first trial inside a checkpoint write, the last one also kills a
+# rank of the relaunch as soon as it runs) and checks that the run finished on 3 ranks (2
+# after the second kill) from the survivors' state snapshots with at most one step recomputed, that
 # metrics.jsonl holds every step exactly once and every loss equals the uninterrupted
 # one-device run within 1e-5 relative. Then: a pipeline of 2 (dp = 1, no state on two ranks)
 # falls back to the durable checkpoint; and a loss below --min-np ends with a clear error.
@@ -76,7 +77,8 @@ for ((t = 1; t <= trials; t++)); do
   seed=$((RANDOM))
   mode=()
   [ "$t" -eq 1 ] && mode=(--during-checkpoint)
-  echo "trial $t (seed $seed${mode:+, during a checkpoint write}):"
+  [ "$t" -eq "$trials" ] && [ "$t" -gt 1 ] && mode=(--second-kill)
+  echo "trial $t (seed $seed${mode:+, ${mode[0]#--}}):"
   kill_trial "trial-$t" --job "$work/job.toml" --seed "$seed" "${mode[@]}"
   compare_runs ref "trial-$t" 1e-5 --steps "$steps" > /dev/null
 done
