@@ -2,7 +2,8 @@
 # hetu launch losing a device: a tiny GPT-2 job planned at launch ([parallel] auto, dp over
 # 4 CPU ranks) under `hetu launch --np 4 --min-np 2`; each trial SIGKILLs a random rank at a
 # random step (seeded; the first trial inside a checkpoint write, the last one also kills a
-# rank of the relaunch as soon as it runs) and checks that the run finished on 3 ranks (2
+# rank of the relaunch as soon as it runs; even trials start from dp = 2 x tp = 2, whose
+# tensor shards the relaunch assembles from several survivors' files) and checks that the run finished on 3 ranks (2
 # after the second kill) from the survivors' state snapshots with at most one step recomputed, that
 # metrics.jsonl holds every step exactly once and every loss equals the uninterrupted
 # one-device run within 1e-5 relative. Then: a pipeline of 2 (dp = 1, no state on two ranks)
@@ -67,6 +68,8 @@ TOML
 run_logged ref "the uninterrupted one-device run" \
   "$hetu" train "$work/job.toml" --set "cluster.node[0].devices.count=1" --set "job.out_dir=\"$work/ref\""
 
+sed -e '/^auto = true/d' -e 's/^profile = .*/dp = 2\ntp = 2/' "$work/job.toml" > "$work/dp2-tp2.toml"
+
 kill_trial() {  # NAME [launch_kill.py options]
   local name=$1
   shift
@@ -78,8 +81,10 @@ for ((t = 1; t <= trials; t++)); do
   mode=()
   [ "$t" -eq 1 ] && mode=(--during-checkpoint)
   [ "$t" -eq "$trials" ] && [ "$t" -gt 1 ] && mode=(--second-kill)
-  echo "trial $t (seed $seed${mode:+, ${mode[0]#--}}):"
-  kill_trial "trial-$t" --job "$work/job.toml" --seed "$seed" "${mode[@]}"
+  job=job
+  [ $((t % 2)) -eq 0 ] && job=dp2-tp2
+  echo "trial $t (seed $seed, $job${mode:+, ${mode[0]#--}}):"
+  kill_trial "trial-$t" --job "$work/$job.toml" --seed "$seed" "${mode[@]}"
   compare_runs ref "trial-$t" 1e-5 --steps "$steps" > /dev/null
 done
 
