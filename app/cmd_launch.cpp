@@ -8,7 +8,8 @@
 // relaunch loses at most one step when every box survives on some rank, and otherwise
 // resumes from the durable checkpoint. A failure during recovery is handled the same way
 // down to --min-np ranks. SIGINT/SIGTERM/SIGUSR1 go on to the launcher and end the
-// supervision. Logs to the console and out_dir/logs/launch.log.
+// supervision. A relaunch places its ranks on the hosts the derived job names (block
+// placement; placement_args). Logs to the console and out_dir/logs/launch.log.
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,14 +52,16 @@ struct LaunchResult {
   Clock::time_point failed_at;           // when the supervisor read that
 };
 
-// Runs argv, passing its stderr through line by line to ours while reading it for a dead rank.
-LaunchResult run_launcher(const std::vector<std::string>& argv) {
+// Runs argv (with `env` added to its environment), passing its stderr through line by line to
+// ours while reading it for a dead rank.
+LaunchResult run_launcher(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
   int fds[2];
   HT_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "launch: pipe: {}", std::strerror(errno));
   const pid_t pid = ::fork();
   HT_CHECK(pid >= 0, "launch: fork: {}", std::strerror(errno));
   if (pid == 0) {
     ::dup2(fds[1], STDERR_FILENO);
+    for (const auto& [key, value] : env) ::setenv(key.c_str(), value.c_str(), 1);
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -95,14 +99,35 @@ LaunchResult run_launcher(const std::vector<std::string>& argv) {
   return result;
 }
 
-std::vector<std::string> launcher_argv(const LaunchOptions& o, int64_t np, const std::string& job,
-                                       const std::vector<std::string>& sets, const std::string& state_dir) {
+// A relaunch's ranks on the hosts its job gives them (rank_hosts; none: the launcher's own
+// placement): mpirun --host a:3,b:4; srun --distribution=arbitrary over a host file, one line
+// per rank, written to `hostfile` and named in SLURM_HOSTFILE (added to `env`).
+std::vector<std::string> placement_args(const LaunchOptions& o, const std::vector<std::string>& hosts,
+                                        const std::string& hostfile, std::map<std::string, std::string>& env) {
+  if (hosts.empty()) return {};
+  if (o.launcher == "srun") {
+    write_file_atomic(hostfile, join(hosts, "\n") + "\n");
+    env["SLURM_HOSTFILE"] = hostfile;
+    return {"--distribution=arbitrary"};
+  }
+  std::vector<std::string> slots;  // "host:count" for each run of equal hosts
+  for (size_t i = 0, j = 0; i < hosts.size(); i = j) {
+    while (j < hosts.size() && hosts[j] == hosts[i]) ++j;
+    slots.push_back(fmt::format("{}:{}", hosts[i], j - i));
+  }
+  return {"--host", join(slots, ",")};
+}
+
+std::vector<std::string> launcher_argv(const LaunchOptions& o, int64_t np, const std::vector<std::string>& placement,
+                                       const std::string& job, const std::vector<std::string>& sets,
+                                       const std::string& state_dir) {
   std::vector<std::string> argv;
   if (o.launcher == "srun") {
     argv = {"srun", "-n", std::to_string(np), "--kill-on-bad-exit=1"};
   } else {
     argv = {"mpirun", "-np", std::to_string(np)};
   }
+  argv.insert(argv.end(), placement.begin(), placement.end());
   for (std::string_view word : split(o.launcher_args, ' ')) {
     if (!word.empty()) argv.emplace_back(word);
   }
@@ -140,9 +165,14 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
                o.min_np, o.max_restarts, state_root);
   for (int64_t attempt = 1;; ++attempt) {
     const std::string state_dir = fmt::format("{}/attempt-{}", state_root, attempt);
-    const std::vector<std::string> argv = launcher_argv(o, np, job_file, sets, state_dir);
-    spdlog::info("launch: attempt {}: {}", attempt, join(argv, " "));
-    const LaunchResult r = run_launcher(argv);
+    std::map<std::string, std::string> env;
+    const std::vector<std::string> placement =  // the first attempt runs where the launcher puts it
+        attempt == 1 ? std::vector<std::string>{}
+                     : placement_args(o, rank_hosts(job), fmt::format("{}/launch/hosts-attempt-{}", out_dir, attempt), env);
+    const std::vector<std::string> argv = launcher_argv(o, np, placement, job_file, sets, state_dir);
+    spdlog::info("launch: attempt {}: {}{}", attempt, env.empty() ? "" : "SLURM_HOSTFILE=" + env["SLURM_HOSTFILE"] + " ",
+                 join(argv, " "));
+    const LaunchResult r = run_launcher(argv, env);
     auto finish = [&](int code) {
       std::error_code ec;
       fs::remove_all(state_root, ec);

@@ -1,6 +1,8 @@
 // job_without_device (launch_job.h).
 #include "app/launch_job.h"
 
+#include <algorithm>
+
 #include "lib/util/error.h"
 
 namespace hetu::app {
@@ -28,6 +30,15 @@ config::JobConfig job_without_device(const config::JobConfig& c, int64_t rank, c
   if (next.parallel.profile.empty()) next.parallel.profile = profile;
   next.checkpoint.resume = "auto";
   return next;
+}
+
+std::vector<std::string> rank_hosts(const config::JobConfig& c) {
+  const bool local = std::all_of(c.cluster.nodes.begin(), c.cluster.nodes.end(),
+                                 [](const config::NodeSection& n) { return n.host == "localhost"; });
+  if (c.cluster.rehearse || local) return {};
+  std::vector<std::string> hosts;
+  for (const config::NodeSection& n : c.cluster.nodes) hosts.insert(hosts.end(), static_cast<size_t>(n.count), n.host);
+  return hosts;
 }
 
 }  // namespace hetu::app

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "app/config/config.h"
 
@@ -20,5 +21,10 @@ namespace hetu::app {
 // UsageError when the job switches strategies ([[parallel.switch]] names devices) or `rank`
 // is not a device of its cluster.
 config::JobConfig job_without_device(const config::JobConfig& c, int64_t rank, const std::string& profile);
+
+// The host of each rank, in rank order (block placement over the nodes), for a relaunch to
+// place its ranks explicitly (mpirun --host, srun's SLURM_HOSTFILE); empty when the job
+// rehearses its cluster or every node is "localhost" (the launcher's own placement fits).
+std::vector<std::string> rank_hosts(const config::JobConfig& c);
 
 }  // namespace hetu::app

@@ -88,3 +88,12 @@ TEST_CASE("launch: the relaunched job drops the dead rank's device and plans at 
   CHECK(config::load_job_config_text(config::to_toml(third), "derived.toml", {}).config.cluster.num_devices() == 1);
   CHECK_THROWS_AS(job_without_device(c, 3, ""), UsageError);
 }
+
+TEST_CASE("launch: a relaunch's ranks go to the hosts of the derived cluster, in node order", "[launch]") {
+  const config::JobConfig c = job("[parallel]\ndp = 3\n");
+  CHECK(rank_hosts(c) == std::vector<std::string>{"a", "a", "b"});
+  CHECK(rank_hosts(job_without_device(c, 0, "")) == std::vector<std::string>{"a", "b"});
+  config::JobConfig rehearsed = c;
+  rehearsed.cluster.rehearse = true;
+  CHECK(rank_hosts(rehearsed).empty());
+}
