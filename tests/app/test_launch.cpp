@@ -87,6 +87,11 @@ TEST_CASE("launch: the relaunched job drops the dead rank's device and plans at 
   // The derived job is a valid job file.
   CHECK(config::load_job_config_text(config::to_toml(third), "derived.toml", {}).config.cluster.num_devices() == 1);
   CHECK_THROWS_AS(job_without_device(c, 3, ""), UsageError);
+  // Planned at launch, 3 devices take a global batch of 8 (the planner picks uneven shares).
+  const std::string planned = config::to_toml(job_without_device(job("[[cluster.node]]\nhost = \"c\"\n"
+                                                                     "devices = { type = \"cpu\", count = 1 }\n"
+                                                                     "[parallel]\ndp = 4\n"), 3, ""));
+  CHECK(config::load_job_config_text(planned, "derived.toml", {"training.global_batch=8"}).config.cluster.num_devices() == 3);
 }
 
 TEST_CASE("launch: a relaunch's ranks go to the hosts of the derived cluster, in node order", "[launch]") {
