@@ -107,7 +107,11 @@ int64_t RecoveryStore::agreed_step(const std::map<int64_t, std::vector<std::stri
 std::optional<runtime::Snapshot> RecoveryStore::load_latest() {
   const auto start = std::chrono::steady_clock::now();
   int64_t durable_step = -1;
-  if (std::optional<std::string> latest = manager_.latest()) durable_step = read_info(*latest).step;
+  try {
+    if (std::optional<std::string> latest = manager_.latest()) durable_step = read_info(*latest).step;
+  } catch (const Error& e) {  // a damaged latest: load_newest_intact below skips it too
+    spdlog::warn("resume: the latest durable checkpoint cannot be read: {}", e.message());
+  }
   const std::map<int64_t, std::vector<std::string>> snapshots = list_snapshots(root_);
   std::optional<runtime::Snapshot> mine;
   const int64_t step = agreed_step(snapshots, mine);  // collective on every rank, with or without snapshots

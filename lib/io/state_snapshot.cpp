@@ -97,7 +97,16 @@ std::string SnapshotWriter::save(const runtime::Snapshot& s) const {
 std::map<int64_t, std::vector<std::string>> list_snapshots(const std::string& root) {
   std::map<int64_t, std::vector<std::string>> out;
   std::vector<fs::path> attempts = folders(root, "");
-  std::reverse(attempts.begin(), attempts.end());  // newest attempt first
+  auto number = [](const fs::path& p) {  // "attempt-12" -> 12 (attempt-10 is newer than attempt-9)
+    const std::string name = p.filename().string();
+    const size_t dash = name.find_last_of('-');
+    const std::string digits = dash == std::string::npos ? "" : name.substr(dash + 1);
+    return !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })
+               ? std::stoll(digits)
+               : int64_t{-1};
+  };
+  std::stable_sort(attempts.begin(), attempts.end(),
+                   [&](const fs::path& a, const fs::path& b) { return number(a) > number(b); });  // newest first
   for (const fs::path& attempt : attempts) {
     for (const fs::path& rank : folders(attempt, "rank-")) {
       for (const fs::path& step_dir : folders(rank, kStepPrefix)) {

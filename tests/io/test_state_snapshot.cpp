@@ -79,5 +79,17 @@ TEST_CASE("state snapshots: any survivors holding every box restore it in anothe
   CHECK(later.at(6).size() == 1);
   CHECK(later.at(7).size() == 1);
   CHECK_FALSE(fs::exists(root / "attempt-1" / "rank-0" / "step-0000005"));
+  // A later attempt's files come first within a step (attempt-10 after attempt-9 is newer).
+  for (const char* attempt : {"attempt-9", "attempt-10"}) {
+    const std::map<std::string, LocalSlot> slots = local_slots(placements(), 2);
+    runtime::Snapshot s;
+    s.step = 7;
+    for (const auto& [name, slot] : slots) s.tensors[name] = test::index_tensor({4, 6}, DType::f32, 7);
+    SnapshotWriter((root / attempt / "rank-2").string(), slots).save(s);
+  }
+  const std::vector<std::string> seven = list_snapshots(root.string()).at(7);
+  REQUIRE(seven.size() == 3);
+  CHECK(seven[0].find("attempt-10") != std::string::npos);
+  CHECK(seven[1].find("attempt-9") != std::string::npos);
   fs::remove_all(root);
 }
