@@ -33,6 +33,7 @@
 #include "lib/hspmd/mpi_session.h"
 #include "lib/io/checkpoint.h"
 #include "lib/io/data_loader.h"
+#include "lib/io/recovery_store.h"
 #include "lib/io/train_checkpoint_store.h"
 #include "lib/ops/ops.h"
 #include "lib/runtime/idle_engine.h"
@@ -163,8 +164,18 @@ struct RankRun {
   std::unique_ptr<runtime::StepEngine> engine;
   std::unique_ptr<LoaderSource> train;
   std::vector<TensorPlacement> local;  // this rank's parameters' (the store's)
-  std::unique_ptr<io::ShardedStore> store;
+  std::unique_ptr<runtime::CheckpointStore> store;
 };
+
+// The durable sharded store, with this rank's per-step state snapshot when hetu launch gave
+// a state folder (--state-dir; lib/io/recovery_store.h).
+std::unique_ptr<runtime::CheckpointStore> checkpoint_store(const config::JobConfig& c,
+                                                           const std::vector<TensorPlacement>& local,
+                                                           Communicator& host_comm, const std::string& state_dir) {
+  const std::string dir = c.job.out_dir + "/checkpoints";
+  if (state_dir.empty()) return std::make_unique<io::ShardedStore>(dir, c.checkpoint.keep, local, host_comm);
+  return std::make_unique<io::RecoveryStore>(dir, c.checkpoint.keep, local, host_comm, state_dir);
+}
 
 // Every trained tensor of the whole model with its placement under `layout`, in name order,
 // the same on every rank: the names and shapes come from the family's parameter catalogue (a
@@ -190,7 +201,7 @@ std::vector<TensorPlacement> job_placements(const config::JobConfig& c, const pi
 // Without `fill_parameters` the part's parameters are allocated only (a switch moves them in).
 runtime::StrategyRun build_run(std::string name, const config::JobConfig& c, const pipeline::ParallelLayout& layout,
                                int rank, Communicator& comm, Communicator& host_comm, Device compute,
-                               bool fill_parameters = true) {
+                               const std::string& state_dir, bool fill_parameters = true) {
   auto run = std::make_shared<RankRun>();
   const std::optional<pipeline::Position> located = layout.locate(rank);
   if (!located) {
@@ -200,8 +211,7 @@ runtime::StrategyRun build_run(std::string name, const config::JobConfig& c, con
     run->engine = std::make_unique<runtime::IdleEngine>(comm, static_cast<double>(layout.global_batch * c.training.seq_len));
     pipeline::ReplicaLayout one_sequence;
     run->train = std::make_unique<LoaderSource>(train_data(c, one_sequence), compute);
-    run->store = std::make_unique<io::ShardedStore>(c.job.out_dir + "/checkpoints", c.checkpoint.keep,
-                                                    run->local, host_comm);
+    run->store = checkpoint_store(c, run->local, host_comm, state_dir);
     return {&run->strategy, run->engine.get(), run->train.get(), run->store.get(), &comm, run};
   }
   const pipeline::Position position = *located;
@@ -223,8 +233,7 @@ runtime::StrategyRun build_run(std::string name, const config::JobConfig& c, con
       run->strategy, position, comm, part.stage(), part.model().named_parameters(), c.training.seq_len, c.model.hidden,
       c.training.micro_batch, activations, compute_dtype(c.training.grad_reduce_dtype));
   run->train = std::make_unique<LoaderSource>(train_data(c, replica), compute);
-  run->store = std::make_unique<io::ShardedStore>(c.job.out_dir + "/checkpoints", c.checkpoint.keep,
-                                                  local, host_comm);
+  run->store = checkpoint_store(c, local, host_comm, state_dir);
   return {&run->strategy, run->engine.get(), run->train.get(), run->store.get(), &comm, run};
 }
 
@@ -248,7 +257,8 @@ int train(const TrainOptions& options, const config::LoadedConfig& loaded, const
   std::unique_ptr<Communicator> device_comm;
   if (compute.is_cuda()) device_comm = alone ? make_local_communicator(compute) : make_nccl_communicator(compute.index);
   Communicator& comm = device_comm ? *device_comm : *host_comm;
-  runtime::StrategyRun initial = build_run(config::kDefaultStrategy, c, layout, mpi.rank(), comm, *host_comm, compute);
+  runtime::StrategyRun initial = build_run(config::kDefaultStrategy, c, layout, mpi.rank(), comm, *host_comm, compute,
+                                                options.state_dir);
   // Every rank takes part in evaluation (replica 0 computes, the others join the sum).
   std::unique_ptr<LoaderSource> val = val_source(c, compute);
 
@@ -265,7 +275,8 @@ int train(const TrainOptions& options, const config::LoadedConfig& loaded, const
   for (const config::SwitchSection& change : c.switches) {
     const pipeline::ParallelLayout next_layout = parallel_layout(c, c.strategy(change.strategy), ranks);
     o.switches.push_back({change.at_step, change.strategy, [&, name = change.strategy, next_layout] {
-      return build_run(name, c, next_layout, mpi.rank(), comm, *host_comm, compute, /*fill_parameters=*/false);
+      return build_run(name, c, next_layout, mpi.rank(), comm, *host_comm, compute, options.state_dir,
+                       /*fill_parameters=*/false);
     }});
   }
   runtime::Trainer trainer(initial, o);

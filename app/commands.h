@@ -21,6 +21,17 @@ struct ConfigOptions {
 struct TrainOptions : ConfigOptions {
   bool dry_run = false;
   int64_t stop_at_step = 0;  // pause after this step (checkpoint, exit 0); resume continues
+  std::string state_dir;     // hetu launch's snapshot folder (lib/io/recovery_store.h); empty: none
+};
+
+struct LaunchOptions : ConfigOptions {
+  int64_t np = 0;               // ranks of the first attempt
+  int64_t min_np = 1;           // fewest ranks a relaunch may run on
+  int64_t max_restarts = 3;
+  std::string launcher = "mpirun";  // mpirun | srun
+  std::string launcher_args;    // extra launcher words (split at spaces)
+  int64_t stop_at_step = 0;     // passed on to hetu train
+  std::string log_level_flag = "info";  // passed on to hetu train
 };
 
 struct PlanOptions : ConfigOptions {
@@ -113,6 +124,7 @@ int run_bench_ops(const BenchOptions& options);
 // `hetu bench comm` under mpirun: nccl-tests style bandwidth table (app/cmd_bench_comm.cpp).
 int run_bench_comm(const BenchCommOptions& options);
 int run_train(const TrainOptions& options);
+int run_launch(const LaunchOptions& options);
 // `hetu plan JOB [--evaluate] [--top K] [--out F] [--json]`: layouts priced by the cost model (app/cmd_plan.cpp).
 int run_plan(const PlanOptions& options);
 // `hetu profile JOB [--out profile.toml]`: measured times of the job's model per CPU type (app/cmd_profile.cpp).

@@ -78,7 +78,27 @@ int main(int argc, char** argv) {
                         "Pause after this optimizer step with a checkpoint (for time-limited allocations); "
                         "running the job again resumes")
       ->check(CLI::NonNegativeNumber);
+  train_cmd->add_option("--state-dir", train.state_dir,
+                        "Keep this rank's state after every step in DIR/rank-R and resume from the newest state "
+                        "found beside DIR (set by hetu launch)");
   train_cmd->callback([&] { selected = [&] { return run_train(train); }; });
+
+  LaunchOptions launch;
+  CLI::App* launch_cmd = app.add_subcommand(
+      "launch", "Run hetu train under mpirun/srun and supervise it: when a rank dies, drop its device, re-plan and "
+                "relaunch from the newest state");
+  add_config_options(*launch_cmd, launch, /*config_required=*/true);
+  launch_cmd->add_option("--np", launch.np, "Ranks of the first launch (one per device of the job)")->required();
+  launch_cmd->add_option("--min-np", launch.min_np, "Fewest ranks a relaunch may run on (default 1)");
+  launch_cmd->add_option("--max-restarts", launch.max_restarts, "Relaunches before giving up (default 3)")
+      ->check(CLI::NonNegativeNumber);
+  launch_cmd->add_option("--launcher", launch.launcher, "mpirun (default) or srun")
+      ->check(CLI::IsMember({"mpirun", "srun"}));
+  launch_cmd->add_option("--launcher-args", launch.launcher_args,
+                         "Extra words for the launcher, e.g. \"--mpi=pmix --gpu-bind=none\"");
+  launch_cmd->add_option("--stop-at-step", launch.stop_at_step, "Passed on to hetu train")
+      ->check(CLI::NonNegativeNumber);
+  launch_cmd->callback([&] { selected = [&] { return run_launch(launch); }; });
 
   PlanOptions plan;
   CLI::App* plan_cmd = app.add_subcommand(
@@ -259,7 +279,8 @@ int main(int argc, char** argv) {
   }
 
   try {
-    train.log_level = check.log_level = parse_log_level(log_level);
+    train.log_level = check.log_level = launch.log_level = parse_log_level(log_level);
+    launch.log_level_flag = log_level;
     return selected();
   } catch (const UsageError& error) {
     if (launcher_rank() == 0) std::fprintf(stderr, "hetu: error: %s\n", error.message().c_str());

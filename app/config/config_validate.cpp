@@ -245,7 +245,9 @@ class Rules {
       }
       check_layer_cover(r);
     }
-    check_batch_split(share_sum);
+    // An auto layout's placeholder (dp over every device) need not split the batch evenly: the
+    // planner picks the shares (hetu launch relaunches a job on any number of survivors).
+    if (!layout_->auto_plan) check_batch_split(share_sum);
     check_precision();
   }
 

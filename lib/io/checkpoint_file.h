@@ -23,6 +23,9 @@ namespace hetu::io {
 inline constexpr const char* kCheckpointFileName = "checkpoint.h5";
 inline constexpr int64_t kWholeFormatVersion = 1;    // every tensor written whole by one process
 inline constexpr int64_t kShardedFormatVersion = 2;  // written by save_sharded
+// One rank's state snapshot (lib/io/state_snapshot.h): the boxes that rank holds, which
+// need not tile their tensors; read only with read_snapshot_boxes, never whole.
+inline constexpr int64_t kPartialFormatVersion = 3;
 
 // See Note [Checkpoint layout]: %XX for every byte outside [A-Za-z0-9_.-] and a leading '.'.
 std::string escape_name(const std::string& name);
@@ -51,7 +54,7 @@ struct StoredTensor {
   DType dtype = DType::f32;
   Shape shape;
   // Written whole: the checksum of all of it. Written in boxes: the boxes (which tile the
-  // shape; checked when the catalogue is read) and no whole checksum.
+  // shape, checked when the catalogue is read, except in a partial file) and no whole checksum.
   std::optional<uint32_t> crc32c;
   std::vector<StoredBox> boxes;
 };

@@ -30,9 +30,9 @@ struct CheckpointFileReader::Impl {
       HT_USAGE_ERROR("{}: not a hetu checkpoint (no format = \"{}\" attribute)", path, kFormat);
     }
     version = number_attr<int64_t>(file.get(), "format_version", H5T_NATIVE_INT64, "");
-    if (version != kWholeFormatVersion && version != kShardedFormatVersion) {
-      HT_USAGE_ERROR("{}: checkpoint format_version {} is not supported (this build reads {} and {})", path, version,
-                     kWholeFormatVersion, kShardedFormatVersion);
+    if (version != kWholeFormatVersion && version != kShardedFormatVersion && version != kPartialFormatVersion) {
+      HT_USAGE_ERROR("{}: checkpoint format_version {} is not supported (this build reads {}, {} and {})", path,
+                     version, kWholeFormatVersion, kShardedFormatVersion, kPartialFormatVersion);
     }
   }
 
@@ -121,7 +121,7 @@ struct CheckpointFileReader::Impl {
       boxes[i].crc32c = crcs[i];
       pieces[i] = b;
     }
-    if (!tiles(pieces, full_box(shape))) {
+    if (version != kPartialFormatVersion && !tiles(pieces, full_box(shape))) {
       HT_USAGE_ERROR("{}: {}: its {} stored boxes do not cover shape {} exactly (file corrupted or save incomplete?)",
                      path, what, n, shape_str(shape));
     }
@@ -155,6 +155,10 @@ struct CheckpointFileReader::Impl {
 
   Tensor read_tensor(const StoredTensor& t) const {
     if (t.crc32c) return read_verified(t, full_box(t.shape), *t.crc32c);
+    if (version == kPartialFormatVersion) {
+      HT_USAGE_ERROR("{}: tensor {}: a state snapshot holds only this rank's boxes of it; it cannot be read whole",
+                     path, t.name);
+    }
     Tensor out = empty(t.shape, t.dtype);
     const Box all = full_box(t.shape);
     for (const StoredBox& b : t.boxes) {

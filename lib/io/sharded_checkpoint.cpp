@@ -382,6 +382,10 @@ std::string save_sharded(const CheckpointManager& manager, int64_t step, const s
 void read_boxes(const std::string& step_folder_or_file, std::vector<TensorBox>& wanted) {
   CheckpointFileReader reader(checkpoint_file(step_folder_or_file).string());
   const std::string& path = reader.path();
+  if (reader.format_version() == kPartialFormatVersion) {
+    HT_USAGE_ERROR("{}: a state snapshot (one rank's boxes) is read with read_snapshot_boxes, not as a checkpoint",
+                   path);
+  }
   std::map<std::string, StoredTensor> catalogue;
   for (StoredTensor& t : reader.tensors()) catalogue.emplace(t.name, std::move(t));
 

@@ -249,6 +249,11 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
     ++window_steps;
     result.losses.push_back(loss_sum);
     if (options_.progress_bar) draw_bar(step, options_.steps, loss_sum);
+    // hetu launch's per-step state, before the step is logged: a relaunch loses at most the next one.
+    if (store != nullptr && store->keeps_step_snapshots()) {
+      timing::Scope snapshot_scope(timing::Phase::checkpoint, "state snapshot");
+      store->save_step_snapshot(snapshot(step, *train_source));
+    }
 
     const bool evaluate_now = val != nullptr && options_.eval_every > 0 && step % options_.eval_every == 0;
     const bool log_now = step % options_.log_every == 0 || step == last || evaluate_now;

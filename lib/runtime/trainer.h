@@ -15,6 +15,8 @@
 // resumed run loads under the first strategy and switches at once to the one in effect
 // after the checkpoint's step, and the later switches follow.
 // Each switch's duration is logged and put on the next metrics.jsonl line (switch_s).
+// A store that keeps step snapshots (hetu launch; lib/io/recovery_store.h) gets every
+// completed step's state before the step is logged.
 #pragma once
 
 #include <functional>

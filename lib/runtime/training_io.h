@@ -48,6 +48,10 @@ class CheckpointStore {
   virtual Snapshot load(const std::string& path) = 0;
   // Only the parameters of a checkpoint (checkpoint.init_from: no optimizer state needed).
   virtual std::map<std::string, Tensor> load_parameters(const std::string& path) { return load(path).tensors; }
+  // Per-step state kept for recovery (hetu launch; lib/io/recovery_store.h): when true, the
+  // Trainer passes every completed step's snapshot to save_step_snapshot.
+  virtual bool keeps_step_snapshots() const { return false; }
+  virtual void save_step_snapshot(const Snapshot& /*snapshot*/) {}
 };
 
 }  // namespace hetu::runtime

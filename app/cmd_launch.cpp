@@ -1,0 +1,252 @@
+// `hetu launch --np N [--min-np M] [--max-restarts K] [--launcher mpirun|srun] JOB [train
+// options]`: a supervisor (one plain process, not an MPI rank) that runs `hetu train JOB`
+// under the launcher with N ranks and watches it. When a rank dies (the launcher names it on
+// stderr: launch_failure.h), it removes that rank's device from the cluster, re-plans the
+// layout for the survivors (launch_job.h, written to out_dir/launch/attempt-K.toml) and
+// relaunches, resuming from the newest state: every rank keeps its state of the last step in
+// /dev/shm/hetu-<run id>/attempt-K/rank-R (--state-dir; lib/io/recovery_store.h), so a
+// relaunch loses at most one step when every box survives on some rank, and otherwise
+// resumes from the durable checkpoint. A failure during recovery is handled the same way
+// down to --min-np ranks. SIGINT/SIGTERM/SIGUSR1 go on to the launcher and end the
+// supervision. A relaunch places its ranks on the hosts the derived job names (block
+// placement; placement_args). Logs to the console and out_dir/logs/launch.log.
+#include <fcntl.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/commands.h"
+#include "app/launch_failure.h"
+#include "app/launch_job.h"
+#include "lib/util/atomic_file.h"
+#include "lib/util/error.h"
+#include "lib/util/strings.h"
+
+namespace hetu::app {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// The launcher's pid while it runs, and the signal that asked the supervisor to stop.
+volatile sig_atomic_t g_stop_signal = 0;
+volatile pid_t g_launcher = -1;
+
+void forward_signal(int sig) {
+  g_stop_signal = sig;
+  if (g_launcher > 0) ::kill(g_launcher, sig);
+}
+
+struct LaunchResult {
+  int exit_code = 0;                     // the launcher's (128 + signal when a signal ended it)
+  std::optional<LaunchFailure> failure;  // the rank it says died first
+  Clock::time_point failed_at;           // when the supervisor read that
+};
+
+// Runs argv (with `env` added to its environment), passing its stderr through line by line to
+// ours while reading it for a dead rank.
+LaunchResult run_launcher(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+  int fds[2];
+  HT_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "launch: pipe: {}", std::strerror(errno));
+  const pid_t pid = ::fork();
+  HT_CHECK(pid >= 0, "launch: fork: {}", std::strerror(errno));
+  if (pid == 0) {
+    ::dup2(fds[1], STDERR_FILENO);
+    for (const auto& [key, value] : env) ::setenv(key.c_str(), value.c_str(), 1);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    std::fprintf(stderr, "hetu launch: cannot run %s: %s\n", args[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  g_launcher = pid;
+  ::close(fds[1]);
+  LaunchResult result;
+  LaunchFailureParser parser;
+  std::string pending;
+  char buffer[4096];
+  while (true) {
+    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    (void)!::write(STDERR_FILENO, buffer, static_cast<size_t>(n));
+    pending.append(buffer, static_cast<size_t>(n));
+    for (size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1)) {
+      const bool known = parser.failure().has_value();
+      parser.feed(pending.substr(0, end));
+      if (!known && parser.failure()) result.failed_at = Clock::now();
+    }
+  }
+  if (!pending.empty()) parser.feed(pending);
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_launcher = -1;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.failure = parser.failure();
+  if (result.failure && result.failed_at == Clock::time_point{}) result.failed_at = Clock::now();
+  return result;
+}
+
+// A relaunch's ranks on the hosts its job gives them (rank_hosts; none: the launcher's own
+// placement): mpirun --host a:3,b:4; srun --distribution=arbitrary over a host file, one line
+// per rank, written to `hostfile` and named in SLURM_HOSTFILE (added to `env`).
+std::vector<std::string> placement_args(const LaunchOptions& o, const std::vector<std::string>& hosts,
+                                        const std::string& hostfile, std::map<std::string, std::string>& env) {
+  if (hosts.empty()) return {};
+  if (o.launcher == "srun") {
+    write_file_atomic(hostfile, join(hosts, "\n") + "\n");
+    env["SLURM_HOSTFILE"] = hostfile;
+    return {"--distribution=arbitrary"};
+  }
+  std::vector<std::string> slots;  // "host:count" for each run of equal hosts
+  for (size_t i = 0, j = 0; i < hosts.size(); i = j) {
+    while (j < hosts.size() && hosts[j] == hosts[i]) ++j;
+    slots.push_back(fmt::format("{}:{}", hosts[i], j - i));
+  }
+  return {"--host", join(slots, ",")};
+}
+
+std::vector<std::string> launcher_argv(const LaunchOptions& o, int64_t np, const std::vector<std::string>& placement,
+                                       const std::string& job, const std::vector<std::string>& sets,
+                                       const std::string& state_dir) {
+  std::vector<std::string> argv;
+  if (o.launcher == "srun") {
+    argv = {"srun", "-n", std::to_string(np), "--kill-on-bad-exit=1"};
+  } else {
+    argv = {"mpirun", "-np", std::to_string(np)};
+  }
+  argv.insert(argv.end(), placement.begin(), placement.end());
+  for (std::string_view word : split(o.launcher_args, ' ')) {
+    if (!word.empty()) argv.emplace_back(word);
+  }
+  argv.push_back(fs::read_symlink("/proc/self/exe").string());
+  argv.insert(argv.end(), {"--log-level", o.log_level_flag, "train", job});
+  for (const std::string& s : sets) argv.insert(argv.end(), {"--set", s});
+  argv.insert(argv.end(), {"--state-dir", state_dir});
+  if (o.stop_at_step > 0) argv.insert(argv.end(), {"--stop-at-step", std::to_string(o.stop_at_step)});
+  return argv;
+}
+
+std::string describe(const LaunchFailure& f) {
+  return f.signal != 0 ? fmt::format("rank {} died on signal {}", f.rank, f.signal)
+                       : fmt::format("rank {} exited with code {}", f.rank, f.exit_code);
+}
+
+// A name for this supervision, unique on the node: the run folder's name and our pid.
+std::string run_id(const std::string& out_dir) {
+  std::string name = fs::path(out_dir).lexically_normal().filename().string();
+  if (name.empty() || name == "." || name == "..") name = "run";
+  for (char& ch : name) {
+    if (std::isalnum(static_cast<unsigned char>(ch)) == 0 && ch != '-' && ch != '_') ch = '_';
+  }
+  return fmt::format("{}-{}", name, ::getpid());
+}
+
+int supervise(const LaunchOptions& o, config::JobConfig job) {
+  const std::string out_dir = job.job.out_dir;
+  const std::string state_root = "/dev/shm/hetu-" + run_id(out_dir);
+  fs::create_directories(out_dir + "/launch");
+  std::string job_file = o.config_path;  // the first attempt runs the job as given
+  std::vector<std::string> sets = o.overrides;
+  int64_t np = o.np;
+  spdlog::info("launch: {} ranks under {} (at least {}, at most {} restarts); state snapshots in {}", np, o.launcher,
+               o.min_np, o.max_restarts, state_root);
+  for (int64_t attempt = 1;; ++attempt) {
+    const std::string state_dir = fmt::format("{}/attempt-{}", state_root, attempt);
+    std::map<std::string, std::string> env;
+    const std::vector<std::string> placement =  // the first attempt runs where the launcher puts it
+        attempt == 1 ? std::vector<std::string>{}
+                     : placement_args(o, rank_hosts(job), fmt::format("{}/launch/hosts-attempt-{}", out_dir, attempt), env);
+    const std::vector<std::string> argv = launcher_argv(o, np, placement, job_file, sets, state_dir);
+    spdlog::info("launch: attempt {}: {}{}", attempt, env.empty() ? "" : "SLURM_HOSTFILE=" + env["SLURM_HOSTFILE"] + " ",
+                 join(argv, " "));
+    const LaunchResult r = run_launcher(argv, env);
+    auto finish = [&](int code) {
+      std::error_code ec;
+      fs::remove_all(state_root, ec);
+      return code;
+    };
+    if (r.exit_code == 0) {
+      spdlog::info("launch: attempt {} finished ({} ranks)", attempt, np);
+      return finish(0);
+    }
+    if (g_stop_signal != 0) {
+      spdlog::info("launch: stopped on signal {}; the launcher exited {}", static_cast<int>(g_stop_signal), r.exit_code);
+      return finish(r.exit_code);
+    }
+    if (!r.failure) {
+      spdlog::error("launch: {} exited {} without naming a rank that died; not relaunching", o.launcher, r.exit_code);
+      return finish(r.exit_code);
+    }
+    const LaunchFailure& f = *r.failure;
+    if (f.signal == 0 && f.exit_code == 2) {
+      spdlog::error("launch: {} (a usage or job-file error); not relaunching", describe(f));
+      return finish(2);
+    }
+    if (attempt > o.max_restarts) {
+      spdlog::error("launch: {} after {} restarts (--max-restarts {}); giving up", describe(f), attempt - 1,
+                    o.max_restarts);
+      return finish(1);
+    }
+    if (np - 1 < o.min_np) {
+      spdlog::error("launch: {}; {} rank(s) would be left, below --min-np {}: giving up (the durable checkpoints in "
+                    "{}/checkpoints remain)", describe(f), np - 1, o.min_np, out_dir);
+      return finish(1);
+    }
+    // The lost device's snapshot goes with it; the survivors' stay for the relaunch.
+    std::error_code ec;
+    fs::remove_all(fmt::format("{}/rank-{}", state_dir, f.rank), ec);
+    const std::string profile = out_dir + "/profile.toml";
+    job = job_without_device(job, f.rank, fs::exists(profile) ? fs::absolute(profile).string() : "");
+    job_file = fmt::format("{}/launch/attempt-{}.toml", out_dir, attempt + 1);
+    write_file_atomic(job_file, config::to_toml(job));
+    sets.clear();  // applied in the derived job
+    --np;
+    const double noticed_s = std::chrono::duration<double>(Clock::now() - r.failed_at).count();
+    spdlog::warn("launch: {} ({}); removed its device, relaunching {} ranks with the layout re-planned ({}), {:.2f} s "
+                 "after the launcher reported it", describe(f), f.line, np, job_file, noticed_s);
+  }
+}
+
+}  // namespace
+
+int run_launch(const LaunchOptions& options) {
+  if (options.launcher != "mpirun" && options.launcher != "srun") {
+    HT_USAGE_ERROR("launch: --launcher must be mpirun or srun, got '{}'", options.launcher);
+  }
+  if (options.np < 1 || options.min_np < 1 || options.min_np > options.np) {
+    HT_USAGE_ERROR("launch: need 1 <= --min-np <= --np, got --np {} --min-np {}", options.np, options.min_np);
+  }
+  const config::LoadedConfig loaded = load_job(options);
+  const config::JobConfig& c = loaded.config;
+  const auto needed = static_cast<int64_t>(c.strategy_devices().size());
+  if (needed != options.np) {
+    HT_USAGE_ERROR("launch: --np {} but the [parallel] groups of {} name {} device(s)", options.np, c.source, needed);
+  }
+  if (!c.switches.empty() || !c.strategies.empty()) {
+    job_without_device(c, 0, "");  // the same error a recovery would give, before anything runs
+  }
+  init_logging({0, options.log_level, c.job.out_dir + "/logs/launch.log", true});
+  for (int sig : {SIGINT, SIGTERM, SIGUSR1}) {
+    struct sigaction action{};
+    action.sa_handler = forward_signal;
+    ::sigemptyset(&action.sa_mask);
+    ::sigaction(sig, &action, nullptr);
+  }
+  return supervise(options, c);
+}
+
+}  // namespace hetu::app

@@ -1,0 +1,34 @@
+// The launcher messages LaunchFailureParser recognises (launch_failure.h).
+#include "app/launch_failure.h"
+
+#include <regex>
+
+namespace hetu::app {
+
+void LaunchFailureParser::feed(const std::string& line) {
+  if (failure_) return;
+  static const std::regex mpirun_signal(R"(process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+))");
+  static const std::regex mpirun_name(R"(Process name: \[\[\d+,\d+\],(\d+)\])");
+  static const std::regex mpirun_exit(R"(Exit code:\s+(\d+))");
+  static const std::regex mpi_abort(R"(MPI_ABORT was invoked on rank (\d+).*)");
+  static const std::regex srun_task(R"(srun: error: \S+: tasks? (\d+)[-0-9,]*: (.*))");
+  static const std::regex srun_exit(R"(Exited with exit code (\d+))");
+  std::smatch m;
+  if (std::regex_search(line, m, mpirun_signal)) {
+    failure_ = LaunchFailure{std::stoll(m[1]), std::stoi(m[2]), 0, line};
+  } else if (std::regex_search(line, m, mpirun_name)) {
+    pending_rank_ = std::stoll(m[1]);
+    pending_line_ = line;
+  } else if (pending_rank_ >= 0 && std::regex_search(line, m, mpirun_exit)) {
+    failure_ = LaunchFailure{pending_rank_, 0, std::stoi(m[1]), pending_line_ + " / " + line};
+  } else if (std::regex_search(line, m, mpi_abort)) {
+    failure_ = LaunchFailure{std::stoll(m[1]), 0, 1, line};
+  } else if (std::regex_search(line, m, srun_task)) {
+    const std::string what = m[2];
+    std::smatch code;
+    const bool exited = std::regex_search(what, code, srun_exit);
+    failure_ = LaunchFailure{std::stoll(m[1]), exited ? 0 : 9, exited ? std::stoi(code[1]) : 0, line};
+  }
+}
+
+}  // namespace hetu::app

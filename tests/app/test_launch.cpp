@@ -1,0 +1,104 @@
+// hetu launch's pure parts: which rank the launcher says died (launch_failure.h), against
+// messages copied from Open MPI 4.1 and Slurm, and the job it relaunches after losing a rank
+// (launch_job.h), against hand-written expectations.
+#include <catch2/catch.hpp>
+
+#include "app/config/config.h"
+#include "app/launch_failure.h"
+#include "app/launch_job.h"
+#include "lib/util/error.h"
+
+using namespace hetu;
+using namespace hetu::app;
+
+namespace {
+
+std::optional<LaunchFailure> parse(const std::vector<std::string>& lines) {
+  LaunchFailureParser p;
+  for (const std::string& l : lines) p.feed(l);
+  return p.failure();
+}
+
+config::JobConfig job(const std::string& tail) {
+  return config::load_job_config_text(R"(
+[job]
+name = "t"
+[model]
+arch = "gpt2"
+layers = 2
+hidden = 32
+heads = 2
+vocab = 256
+max_seq_len = 16
+[data]
+train = "x_*.bin"
+tokenizer = "byte"
+[training]
+steps = 2
+global_batch = 12
+seq_len = 16
+[cluster]
+[[cluster.node]]
+host = "a"
+devices = { type = "cpu", count = 2 }
+[[cluster.node]]
+host = "b"
+devices = { type = "cpu", count = 1 }
+)" + tail, "t.toml", {}).config;
+}
+
+}  // namespace
+
+TEST_CASE("launch: the first rank the launcher reports dead", "[launch]") {
+  auto killed = parse({"noise", "mpirun noticed that process rank 2 with PID 0 on node vm exited on signal 9 (Killed).",
+                       "mpirun noticed that process rank 0 with PID 0 on node vm exited on signal 15 (Terminated)."});
+  REQUIRE(killed);
+  CHECK(killed->rank == 2);
+  CHECK(killed->signal == 9);
+  auto exited = parse({"  Process name: [[36278,1],3]", "  Exit code:    2"});
+  REQUIRE(exited);
+  CHECK(exited->rank == 3);
+  CHECK(exited->signal == 0);
+  CHECK(exited->exit_code == 2);
+  auto aborted = parse({"MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD"});
+  REQUIRE(aborted);
+  CHECK(aborted->rank == 1);
+  auto srun = parse({"srun: error: node7: task 5: Exited with exit code 1", "srun: error: node7: task 4: Killed"});
+  REQUIRE(srun);
+  CHECK(srun->rank == 5);
+  CHECK(srun->exit_code == 1);
+  CHECK_FALSE(parse({"step 3/20 | loss 4.2", "Exit code: 1"}));
+}
+
+TEST_CASE("launch: the relaunched job drops the dead rank's device and plans at launch", "[launch]") {
+  const config::JobConfig c = job("[parallel]\ndp = 3\n");
+  const config::JobConfig second = job_without_device(c, 1, "/p/profile.toml");  // a's second device
+  REQUIRE(second.cluster.nodes.size() == 2);
+  CHECK(second.cluster.nodes[0].count == 1);
+  CHECK(second.cluster.nodes[1].count == 1);
+  CHECK(second.parallel.auto_plan);
+  CHECK(second.parallel.replicas.empty());
+  CHECK(second.parallel.profile == "/p/profile.toml");
+  CHECK(second.checkpoint.resume == "auto");
+  const config::JobConfig third = job_without_device(second, 1, "");  // b's only device: the node goes
+  REQUIRE(third.cluster.nodes.size() == 1);
+  CHECK(third.cluster.nodes[0].host == "a");
+  CHECK(third.cluster.nodes[0].count == 1);
+  // The derived job is a valid job file.
+  CHECK(config::load_job_config_text(config::to_toml(third), "derived.toml", {}).config.cluster.num_devices() == 1);
+  CHECK_THROWS_AS(job_without_device(c, 3, ""), UsageError);
+  // Planned at launch, 3 devices take a global batch of 8 (the planner picks uneven shares).
+  const std::string planned = config::to_toml(job_without_device(job("[[cluster.node]]\nhost = \"c\"\n"
+                                                                     "devices = { type = \"cpu\", count = 1 }\n"
+                                                                     "[parallel]\ndp = 4\n"), 3, ""));
+  CHECK(config::load_job_config_text(planned, "derived.toml", {"training.global_batch=8"}).config.cluster.num_devices() == 3);
+}
+
+TEST_CASE("launch: a relaunch's ranks go to the hosts of the derived cluster, in node order", "[launch]") {
+  const config::JobConfig c = job("[parallel]\ndp = 3\n");
+  CHECK(rank_hosts(c) == std::vector<std::string>{"a", "a", "b"});
+  CHECK(rank_hosts(job_without_device(c, 0, "")) == std::vector<std::string>{"a", "b"});
+  config::JobConfig rehearsed = c;
+  rehearsed.cluster.rehearse = true;
+  CHECK(rank_hosts(rehearsed).empty());
+}
