@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <thread>
 
 #include "lib/util/error.h"
@@ -55,7 +56,12 @@ EmulationClock EmulationClock::real() {
   return {[] {
             return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
           },
-          [](double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }};
+          [](double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); },
+          [] {
+            timespec t{};
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+            return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+          }};
 }
 
 EmulatedLink slower_link(const EmulatedLink& a, const EmulatedLink& b) {
@@ -80,13 +86,22 @@ EmulatedCommunicator::EmulatedCommunicator(std::unique_ptr<Communicator> inner, 
     HT_CHECK(node >= 0 && node < static_cast<int64_t>(spec_.links.size()),
              "emulated communicator: node {} has no link entry ({} nodes)", node, spec_.links.size());
   }
+  if (!clock_.cpu_now) clock_.cpu_now = clock_.now;
   last_return_ = clock_.now();
+  cpu_last_return_ = clock_.cpu_now();
+}
+
+void EmulatedCommunicator::count_cpu_compute() {
+  const double cpu = clock_.cpu_now();
+  emulated_cpu_s_ += spec_.slowdown * (cpu - cpu_last_return_);
+  cpu_last_return_ = cpu;
 }
 
 void EmulatedCommunicator::pay_slowdown(double min_sleep_s) {
   const double compute = clock_.now() - last_return_;
   stats_.compute_s += compute;
   owed_s_ += (spec_.slowdown - 1) * compute;
+  count_cpu_compute();
   if (owed_s_ > 0 && owed_s_ >= min_sleep_s) {
     const double start = clock_.now();
     clock_.sleep(owed_s_);
@@ -96,9 +111,24 @@ void EmulatedCommunicator::pay_slowdown(double min_sleep_s) {
   }
 }
 
+void EmulatedCommunicator::set_slowdown(double slowdown) {
+  HT_CHECK(slowdown >= 1, "emulated communicator: slowdown must be >= 1, got {}", slowdown);
+  const double compute = clock_.now() - last_return_;  // owed at the old factor
+  stats_.compute_s += compute;
+  owed_s_ += (spec_.slowdown - 1) * compute;
+  count_cpu_compute();
+  last_return_ = clock_.now();
+  spec_.slowdown = slowdown;
+}
+
+double EmulatedCommunicator::emulated_compute_s() const {
+  return emulated_cpu_s_ + spec_.slowdown * (clock_.cpu_now() - cpu_last_return_);
+}
+
 void EmulatedCommunicator::settle_compute() {
   pay_slowdown(0);
   last_return_ = clock_.now();
+  cpu_last_return_ = clock_.cpu_now();
 }
 
 void EmulatedCommunicator::communicate(double link_s, const std::function<void()>& op) {
@@ -115,6 +145,7 @@ void EmulatedCommunicator::communicate(double link_s, const std::function<void()
   }
   op();
   last_return_ = clock_.now();
+  cpu_last_return_ = clock_.cpu_now();
 }
 
 double EmulatedCommunicator::ring_delay_s(const DeviceGroup& group, int64_t steps, double step_bytes) const {

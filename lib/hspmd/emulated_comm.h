@@ -33,6 +33,7 @@ struct EmulationSpec {
 struct EmulationClock {
   std::function<double()> now;               // seconds, monotonic
   std::function<void(double seconds)> sleep;
+  std::function<double()> cpu_now = {};      // the calling thread's CPU seconds (empty: `now`)
   static EmulationClock real();
 };
 
@@ -74,6 +75,14 @@ class EmulatedCommunicator final : public Communicator {
   void barrier(const DeviceGroup& group) override;
 
   const EmulationStats& stats() const { return stats_; }
+  // From now on this rank computes `slowdown` (>= 1) times slower (a rehearsed device that
+  // slows down or recovers during a run); compute before the call keeps the old factor.
+  void set_slowdown(double slowdown);
+  // The emulated device's compute so far: the CPU time of every stretch between
+  // communications (the current one included) times the slowdown in effect while it ran. CPU
+  // time, not wall time: a rank waiting for a core (more ranks than cores, as in a rehearsal)
+  // is not computing, and its device is not slower for it.
+  double emulated_compute_s() const;
 
   // Sleeps now the slowdown owed for the compute since the last communication (however
   // short) and restarts the compute clock, so that a caller timing one piece of compute (hetu
@@ -96,6 +105,10 @@ class EmulatedCommunicator final : public Communicator {
   double last_return_ = 0;
   double owed_s_ = 0;  // slowdown not yet slept (sleeps shorter than kMinSleep wait for more)
   double link_owed_s_ = 0;  // link delay not yet slept (< 0: an overrun sleep, taken off the next)
+  // Every stretch of compute counted so far, in CPU seconds times the slowdown then.
+  void count_cpu_compute();
+  double cpu_last_return_ = 0;
+  double emulated_cpu_s_ = 0;
   EmulationStats stats_;
 };
 
