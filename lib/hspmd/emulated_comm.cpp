@@ -36,10 +36,13 @@ int64_t tree_depth(int64_t members) {
 // - Compute. The time between two communications of a rank is its compute (a pipeline
 //   stage's forward or backward of one micro-batch, the layers between two tp collectives,
 //   the optimizer step before the next step's first message), so before each communication
-//   the rank sleeps (F - 1) x the time since its previous communication returned. What a
-//   rank of a device F times slower would send at time F*t it sends at t + (F-1)*t. Waiting
-//   inside a communication is not compute and is not slowed. A run without communication
-//   (one device) has nothing to pace and runs at full speed.
+//   the rank sleeps (F - 1) x the compute since its previous communication returned. What a
+//   rank of a device F times slower would send at time F*t it sends at t + (F-1)*t. The
+//   compute is counted in the thread's CPU time, not wall time: a rank that waits for a core
+//   (more ranks than cores, as rehearsals on one machine have) is not computing, and the
+//   wait is not multiplied by F (it still delays the rank once, as it would any device).
+//   Waiting inside a communication is not compute and is not slowed. A run without
+//   communication (one device) has nothing to pace and runs at full speed.
 // - Links. A message between ranks of different nodes pays latency + bytes / bandwidth of
 //   the slower of the two nodes' links; the sender sleeps it before sending (a rank's
 //   messages go out one after another, each paying its latency). A ring collective
@@ -87,21 +90,20 @@ EmulatedCommunicator::EmulatedCommunicator(std::unique_ptr<Communicator> inner, 
              "emulated communicator: node {} has no link entry ({} nodes)", node, spec_.links.size());
   }
   if (!clock_.cpu_now) clock_.cpu_now = clock_.now;
-  last_return_ = clock_.now();
   cpu_last_return_ = clock_.cpu_now();
 }
 
-void EmulatedCommunicator::count_cpu_compute() {
+void EmulatedCommunicator::count_compute() {
   const double cpu = clock_.cpu_now();
-  emulated_cpu_s_ += spec_.slowdown * (cpu - cpu_last_return_);
+  const double compute = cpu - cpu_last_return_;
+  stats_.compute_s += compute;
+  owed_s_ += (spec_.slowdown - 1) * compute;
+  emulated_compute_s_ += spec_.slowdown * compute;
   cpu_last_return_ = cpu;
 }
 
 void EmulatedCommunicator::pay_slowdown(double min_sleep_s) {
-  const double compute = clock_.now() - last_return_;
-  stats_.compute_s += compute;
-  owed_s_ += (spec_.slowdown - 1) * compute;
-  count_cpu_compute();
+  count_compute();
   if (owed_s_ > 0 && owed_s_ >= min_sleep_s) {
     const double start = clock_.now();
     clock_.sleep(owed_s_);
@@ -113,21 +115,16 @@ void EmulatedCommunicator::pay_slowdown(double min_sleep_s) {
 
 void EmulatedCommunicator::set_slowdown(double slowdown) {
   HT_CHECK(slowdown >= 1, "emulated communicator: slowdown must be >= 1, got {}", slowdown);
-  const double compute = clock_.now() - last_return_;  // owed at the old factor
-  stats_.compute_s += compute;
-  owed_s_ += (spec_.slowdown - 1) * compute;
-  count_cpu_compute();
-  last_return_ = clock_.now();
+  count_compute();  // owed at the old factor
   spec_.slowdown = slowdown;
 }
 
 double EmulatedCommunicator::emulated_compute_s() const {
-  return emulated_cpu_s_ + spec_.slowdown * (clock_.cpu_now() - cpu_last_return_);
+  return emulated_compute_s_ + spec_.slowdown * (clock_.cpu_now() - cpu_last_return_);
 }
 
 void EmulatedCommunicator::settle_compute() {
   pay_slowdown(0);
-  last_return_ = clock_.now();
   cpu_last_return_ = clock_.cpu_now();
 }
 
@@ -144,7 +141,6 @@ void EmulatedCommunicator::communicate(double link_s, const std::function<void()
     }
   }
   op();
-  last_return_ = clock_.now();
   cpu_last_return_ = clock_.cpu_now();
 }
 

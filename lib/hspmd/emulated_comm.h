@@ -38,7 +38,7 @@ struct EmulationClock {
 };
 
 struct EmulationStats {
-  double compute_s = 0;        // measured time between communications (this rank's compute)
+  double compute_s = 0;        // CPU time between communications (this rank's compute)
   double slowdown_sleep_s = 0; // slept for the slowdown
   double link_sleep_s = 0;     // slept for emulated links
 };
@@ -79,9 +79,7 @@ class EmulatedCommunicator final : public Communicator {
   // slows down or recovers during a run); compute before the call keeps the old factor.
   void set_slowdown(double slowdown);
   // The emulated device's compute so far: the CPU time of every stretch between
-  // communications (the current one included) times the slowdown in effect while it ran. CPU
-  // time, not wall time: a rank waiting for a core (more ranks than cores, as in a rehearsal)
-  // is not computing, and its device is not slower for it.
+  // communications (the current one included) times the slowdown in effect while it ran.
   double emulated_compute_s() const;
 
   // Sleeps now the slowdown owed for the compute since the last communication (however
@@ -102,13 +100,12 @@ class EmulatedCommunicator final : public Communicator {
   std::unique_ptr<Communicator> inner_;
   EmulationSpec spec_;
   EmulationClock clock_;
-  double last_return_ = 0;
   double owed_s_ = 0;  // slowdown not yet slept (sleeps shorter than kMinSleep wait for more)
   double link_owed_s_ = 0;  // link delay not yet slept (< 0: an overrun sleep, taken off the next)
-  // Every stretch of compute counted so far, in CPU seconds times the slowdown then.
-  void count_cpu_compute();
+  // Counts the compute since the last communication returned (CPU seconds) at the current factor.
+  void count_compute();
   double cpu_last_return_ = 0;
-  double emulated_cpu_s_ = 0;
+  double emulated_compute_s_ = 0;  // every stretch counted so far times the slowdown then
   EmulationStats stats_;
 };
 

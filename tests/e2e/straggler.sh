@@ -2,13 +2,13 @@
 # Straggler re-planning ([straggler], docs/config.md) on 4 rehearsed CPU ranks, dp=4 over
 # node "a" (3 devices) and node "b" (1 device), tiny GPT-2, 20 micro-batches of one sequence
 # per step, predicting from a profile `hetu profile` measures first:
-#   - b:0's emulated slowdown goes 1 -> 3 relative (4 -> 12, emulate_slowdown_schedule) at
+#   - b:0's emulated slowdown goes 1 -> 3 relative (50 -> 150, emulate_slowdown_schedule) at
 #     step 8: the re-plan is logged by step 12 (within 5 steps) naming rank 3, the run
 #     switches, and the steps after the switch run >= 1.5x the tokens/s of the slowed steps
 #     before it (ideal 2.5x: shares 6:6:6:2 against 5:5:5:5), both measured in this run;
-#   - a run whose b:0 jitters +-10% every step (4.4, 3.6, ...) never re-plans;
+#   - a run whose b:0 jitters +-10% every step (55, 45, ...) never re-plans;
 #   - both runs' losses equal the single-device run's within 1e-6 at every step.
-# Every device computes 4x slower than this CPU (the emulation sleeps 3/4 of the time), so
+# Every device computes 50x slower than this CPU (the emulation sleeps 49/50 of its compute), so
 # 4 ranks on a machine of 2 busy cores mostly sleep and the comparison measures the layouts,
 # not the cores' contention.
 # usage: straggler.sh HETU SOURCE_DIR
@@ -28,13 +28,13 @@ name = "emu"
 kind = "cpu"
 peak_tflops_fp32 = 0.05
 memory_bandwidth_gbs = 5
-emulate_slowdown = 4.0
+emulate_slowdown = 50.0
 [[device]]
 name = "emu-b"
 kind = "cpu"
 peak_tflops_fp32 = 0.05
 memory_bandwidth_gbs = 5
-emulate_slowdown = 4.0
+emulate_slowdown = 50.0
 emulate_slowdown_schedule = $2
 EOF
   cat > "$1/job.toml" <<EOF
@@ -81,9 +81,9 @@ profile = "$work/profile.toml"
 EOF
 }
 
-write_job "$work/slow" "[[$slow_from, 12.0]]"
-jitter="[[1, 4.4]"
-for ((s = 2; s <= steps; s++)); do jitter+=", [$s, $( ((s % 2)) && echo 4.4 || echo 3.6)]"; done
+write_job "$work/slow" "[[$slow_from, 150.0]]"
+jitter="[[1, 55.0]"
+for ((s = 2; s <= steps; s++)); do jitter+=", [$s, $( ((s % 2)) && echo 55.0 || echo 45.0)]"; done
 write_job "$work/jitter" "$jitter]"
 # The same model and batch on one device.
 sed -e '/^\[cluster\]/,$d' "$work/slow/job.toml" > "$work/single.toml"
@@ -97,7 +97,7 @@ run_logged jitter-run "mpirun -np 4 run with jitter" \
   mpirun -np 4 "$hetu" train "$work/jitter/job.toml" --set job.out_dir="$work/jitter-run"
 
 log=$work/slow-run/logs/rank-0.log
-grep -q "emu-b) computes 12x from step $slow_from (emulate_slowdown_schedule)" "$work/slow-run.log" \
+grep -q "emu-b) computes 150x from step $slow_from (emulate_slowdown_schedule)" "$work/slow-run.log" \
   || fail "launch does not print the slowdown schedule"
 grep "\[straggler\]" "$log" || fail "the straggler was not detected"
 /usr/bin/python3 - "$log" "$work/slow-run/metrics.jsonl" "$slow_from" <<'PY' || fail "straggler re-planning"
