@@ -38,11 +38,13 @@ int64_t tree_depth(int64_t members) {
 //   the optimizer step before the next step's first message), so before each communication
 //   the rank sleeps (F - 1) x the compute since its previous communication returned. What a
 //   rank of a device F times slower would send at time F*t it sends at t + (F-1)*t. The
-//   compute is counted in the thread's CPU time, not wall time: a rank that waits for a core
-//   (more ranks than cores, as rehearsals on one machine have) is not computing, and the
-//   wait is not multiplied by F (it still delays the rank once, as it would any device).
-//   Waiting inside a communication is not compute and is not slowed. A run without
-//   communication (one device) has nothing to pace and runs at full speed.
+//   compute is the wall time between the two; with EmulationSpec::cpu_time, the thread's
+//   CPU time: a rank that waits for a core (more ranks than cores, as rehearsals on one
+//   machine have) is not computing, and the wait is not multiplied by F (it still delays the
+//   rank once, as it would any device), so layouts whose ranks compute at the same time are
+//   not penalised for sharing the cores. Waiting inside a communication is not compute and is
+//   not slowed. A run without communication (one device) has nothing to pace and runs at
+//   full speed. emulated_compute_s counts the emulated compute in CPU time either way.
 // - Links. A message between ranks of different nodes pays latency + bytes / bandwidth of
 //   the slower of the two nodes' links; the sender sleeps it before sending (a rank's
 //   messages go out one after another, each paying its latency). A ring collective
@@ -90,15 +92,21 @@ EmulatedCommunicator::EmulatedCommunicator(std::unique_ptr<Communicator> inner, 
              "emulated communicator: node {} has no link entry ({} nodes)", node, spec_.links.size());
   }
   if (!clock_.cpu_now) clock_.cpu_now = clock_.now;
+  restart_compute();
+}
+
+void EmulatedCommunicator::restart_compute() {
+  last_return_ = clock_.now();
   cpu_last_return_ = clock_.cpu_now();
 }
 
 void EmulatedCommunicator::count_compute() {
-  const double cpu = clock_.cpu_now();
-  const double compute = cpu - cpu_last_return_;
+  const double now = clock_.now(), cpu = clock_.cpu_now();
+  const double compute = spec_.cpu_time ? cpu - cpu_last_return_ : now - last_return_;
   stats_.compute_s += compute;
   owed_s_ += (spec_.slowdown - 1) * compute;
-  emulated_compute_s_ += spec_.slowdown * compute;
+  emulated_compute_s_ += spec_.slowdown * (cpu - cpu_last_return_);
+  last_return_ = now;
   cpu_last_return_ = cpu;
 }
 
@@ -125,7 +133,7 @@ double EmulatedCommunicator::emulated_compute_s() const {
 
 void EmulatedCommunicator::settle_compute() {
   pay_slowdown(0);
-  cpu_last_return_ = clock_.cpu_now();
+  restart_compute();
 }
 
 void EmulatedCommunicator::communicate(double link_s, const std::function<void()>& op) {
@@ -141,7 +149,7 @@ void EmulatedCommunicator::communicate(double link_s, const std::function<void()
     }
   }
   op();
-  cpu_last_return_ = clock_.cpu_now();
+  restart_compute();
 }
 
 double EmulatedCommunicator::ring_delay_s(const DeviceGroup& group, int64_t steps, double step_bytes) const {

@@ -27,6 +27,7 @@ struct EmulationSpec {
   double slowdown = 1;                  // this rank's compute factor, >= 1
   std::vector<int64_t> node_of_rank;    // per world rank: index into links
   std::vector<EmulatedLink> links;      // per node
+  bool cpu_time = false;                // compute is CPU time between communications (else wall time)
 };
 
 // Wall clock and sleep, injectable so tests can check the delays exactly.
@@ -38,7 +39,7 @@ struct EmulationClock {
 };
 
 struct EmulationStats {
-  double compute_s = 0;        // CPU time between communications (this rank's compute)
+  double compute_s = 0;        // time between communications (this rank's compute; CPU time with cpu_time)
   double slowdown_sleep_s = 0; // slept for the slowdown
   double link_sleep_s = 0;     // slept for emulated links
 };
@@ -102,8 +103,10 @@ class EmulatedCommunicator final : public Communicator {
   EmulationClock clock_;
   double owed_s_ = 0;  // slowdown not yet slept (sleeps shorter than kMinSleep wait for more)
   double link_owed_s_ = 0;  // link delay not yet slept (< 0: an overrun sleep, taken off the next)
-  // Counts the compute since the last communication returned (CPU seconds) at the current factor.
+  // Counts the compute since the last communication returned at the current factor.
   void count_compute();
+  void restart_compute();
+  double last_return_ = 0;
   double cpu_last_return_ = 0;
   double emulated_compute_s_ = 0;  // every stretch counted so far times the slowdown then
   EmulationStats stats_;
