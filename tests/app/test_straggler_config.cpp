@@ -2,6 +2,8 @@
 // round-trips through the resolved TOML), and what is refused with a message naming the key.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,26 +15,17 @@ namespace {
 
 using hetu::config::load_job_config_text;
 
-// Two CPU devices, data parallel; `extra` is appended (the [straggler] table under test).
+// configs/gpt2-tiny-cpu.toml's model and training on two CPU devices (of type cpu-b when
+// `cluster` names a catalogue), [parallel] `parallel`, then `extra` (the table under test).
 std::string job(const std::string& parallel, const std::string& extra, const std::string& cluster = "") {
-  return R"([model]
-arch = "gpt2"
-flavor = "tiny"
-[data]
-train = "train_*.bin"
-tokenizer = "byte"
-[training]
-steps = 10
-global_batch = 8
-seq_len = 32
-micro_batch = 4
-[cluster]
-)" + cluster + R"(
-[[cluster.node]]
-host = "localhost"
-devices = { type = ")" + (cluster.empty() ? std::string("cpu") : std::string("cpu-b")) + R"(", count = 2 }
-[parallel]
-)" + parallel + "\n" + extra;
+  std::ifstream in(std::string(HETU_SOURCE_DIR) + "/configs/gpt2-tiny-cpu.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string base = text.str();
+  REQUIRE(base.find("\n[cluster]") != std::string::npos);
+  return base.substr(0, base.find("\n[cluster]")) + "\n[cluster]\n" + cluster + "\n[[cluster.node]]\nhost = \"localhost\"\n" +
+         "devices = { type = \"" + (cluster.empty() ? "cpu" : "cpu-b") + "\", count = 2 }\n[parallel]\n" + parallel + "\n" +
+         extra;
 }
 
 std::string load_error(const std::string& toml) {
