@@ -38,7 +38,7 @@ std::string load_error(const std::string& toml) {
   return "";
 }
 
-TEST_CASE("[straggler] loads with its defaults, resolves its profile and round-trips", "[straggler_config]") {
+TEST_CASE("the straggler table loads with its defaults, resolves its profile and round-trips", "[straggler_config]") {
   const auto loaded = load_job_config_text(job("dp = 2", "[straggler]\nenabled = true\nprofile = \"p.toml\"\n"),
                                            "/jobs/job.toml", {});
   const hetu::config::StragglerSection& s = loaded.config.straggler;
@@ -57,7 +57,7 @@ TEST_CASE("[straggler] loads with its defaults, resolves its profile and round-t
   CHECK(load_job_config_text(job("dp = 2", ""), "job.toml", {}).config.straggler == hetu::config::StragglerSection{});
 }
 
-TEST_CASE("bad [straggler] keys name the key", "[straggler_config]") {
+TEST_CASE("bad straggler keys name the key", "[straggler_config]") {
   using Catch::Matchers::Contains;
   CHECK_THAT(load_error(job("dp = 2", "[straggler]\nenabled = true\n")),
              Contains("straggler.enabled: re-plans with the cost model, which needs a profile: set [parallel] auto = "
@@ -75,7 +75,7 @@ TEST_CASE("bad [straggler] keys name the key", "[straggler_config]") {
              Contains("straggler.enabled: cannot be combined with [[parallel.switch]]"));
 }
 
-TEST_CASE("emulate_slowdown_schedule: [[step, F], ...] in a CPU catalogue entry", "[straggler_config]") {
+TEST_CASE("emulate_slowdown_schedule: step and factor pairs in a CPU catalogue entry", "[straggler_config]") {
   using Catch::Matchers::Contains;
   hetu::test::TempDir dir("slowdown_schedule");
   auto with_entry = [&](const std::string& entry) {

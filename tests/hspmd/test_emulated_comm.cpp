@@ -86,7 +86,7 @@ TEST_CASE("emulated compute: sleeps (F - 1) x the time since the last communicat
   CHECK(f.comm.stats().link_sleep_s == 0);
 }
 
-TEST_CASE("emulated compute: with cpu_time, a wait for a core is not compute; the schedule changes F", "[emulation]") {
+TEST_CASE("emulated compute: with cpu_time, a wait for a core is not compute, and set_slowdown changes F", "[emulation]") {
   FakeTime time;
   double cpu = 0;  // this thread's CPU seconds: moves only while it computes
   EmulationClock clock = time.clock();

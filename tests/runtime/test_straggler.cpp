@@ -63,7 +63,7 @@ TEST_CASE("every rank slower at once is the cluster's pace, not a straggler", "[
   CHECK(found->ranks == std::vector<int64_t>{1});
 }
 
-TEST_CASE("a device that recovers is out of line the other way; idle ranks are ignored", "[straggler]") {
+TEST_CASE("a device that recovers is out of line the other way, and idle ranks are ignored", "[straggler]") {
   StragglerDetector detector({});
   std::optional<StragglerFinding> found;
   for (int step = 0; step < 5; ++step) found = detector.observe({1, 1, 1, 1, 9}, {1, 1, 1, 3, 0});
