@@ -34,7 +34,7 @@ Profile profile_here(const config::LoadedConfig& loaded, const RankMap& ranks, c
 }  // namespace
 
 config::LoadedConfig plan_at_launch(const config::LoadedConfig& loaded, const RankMap& ranks, const MpiSession& mpi,
-                                    const std::string& profile_out) {
+                                    const std::string& profile_out, Profile* used) {
   const config::ParallelSection& parallel = loaded.config.parallel;
   HT_CHECK(parallel.auto_plan, "plan_at_launch: {} does not set [parallel] auto", loaded.config.source);
   Profile profile;
@@ -47,7 +47,10 @@ config::LoadedConfig plan_at_launch(const config::LoadedConfig& loaded, const Ra
     profile = profile_here(loaded, ranks, mpi, profile_out);
     for (const std::string& line : describe_profile(profile)) spdlog::info("profile: {}", line);
   }
-  const PlanResult found = plan_layouts(loaded, profile, 1);
+  config::LoadedConfig plannable = loaded;
+  plannable.config.straggler = {};  // its rule wants [parallel] auto, which the planned jobs do not set
+  const PlanResult found = plan_layouts(plannable, profile, 1);
+  if (used != nullptr) *used = profile;
   const std::vector<PlannedLayout>& ranked = found.ranked;
   HT_USAGE_CHECK(!ranked.empty() && ranked[0].fits, "parallel.auto: no layout of {} fits the devices' memory "
                  "(hetu plan {} lists the candidates)", loaded.config.source, loaded.config.source);
@@ -59,6 +62,8 @@ config::LoadedConfig plan_at_launch(const config::LoadedConfig& loaded, const Ra
                found.layouts_priced, best.summary, best.estimate.prediction.step_s, peak / double(1 << 30));
   config::LoadedConfig planned = loaded;
   planned.config = best.job;
+  planned.config.straggler = loaded.config.straggler;  // re-plans from the profile planned from
+  if (planned.config.straggler.enabled) planned.config.straggler.profile = parallel.profile.empty() ? profile_out : parallel.profile;
   return planned;
 }
 

@@ -11,15 +11,17 @@
 #pragma once
 
 #include "app/config/config.h"
+#include "app/profile_file.h"
 #include "app/rank_map.h"
 #include "lib/hspmd/mpi_session.h"
 
 namespace hetu::app {
 
 // The job with its planned [parallel] groups (auto cleared), on every rank of `mpi`. A profile measured here is written to `profile_out` by rank 0 (when
-// not empty), so that `hetu plan --profile` can show the same choice later. Throws
-// UsageError when no layout fits the devices' memory.
+// not empty), so that `hetu plan --profile` can show the same choice later; `used`, when
+// given, receives the profile planned from. Throws UsageError when no layout fits the
+// devices' memory.
 config::LoadedConfig plan_at_launch(const config::LoadedConfig& loaded, const RankMap& ranks, const MpiSession& mpi,
-                                    const std::string& profile_out);
+                                    const std::string& profile_out, Profile* used = nullptr);
 
 }  // namespace hetu::app

@@ -8,7 +8,8 @@
 // metrics.jsonl, logs/, checkpoints/}. SIGTERM/SIGUSR1 end the run after the current step
 // with a checkpoint (stop_request.h). Emulated devices and links (device_emulation.h) wrap
 // the MPI communicator and cap the CPU allocator. `[parallel] auto = true` plans the layout
-// first (auto_layout.h).
+// first (auto_layout.h); `[straggler] enabled = true` re-plans around slow ranks while it
+// trains (straggler_plan.h).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -30,6 +31,7 @@
 #include "app/out_dir_lock.h"
 #include "app/device_emulation.h"
 #include "app/rank_map.h"
+#include "app/straggler_plan.h"
 #include "lib/hspmd/mpi_session.h"
 #include "lib/io/checkpoint.h"
 #include "lib/io/data_loader.h"
@@ -246,14 +248,16 @@ std::string rank_label(const pipeline::ParallelLayout& layout, int rank) {
 
 // Every layout, one device included (a world of one: make_local_communicator).
 int train(const TrainOptions& options, const config::LoadedConfig& loaded, const pipeline::ParallelLayout& layout,
-          const RankMap& ranks, const MpiSession& mpi) {
+          const RankMap& ranks, const MpiSession& mpi, const Profile& straggler_profile) {
   const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
   const config::JobConfig& c = loaded.config;
   const Device compute = compute_device(loaded, device);
   // Host-side traffic (checkpoint token passing, the MFU peak) goes over MPI; the training
   // tensors over the communicator of the compute device (NCCL on GPUs).
   const bool alone = mpi.world_size() == 1;
-  std::unique_ptr<Communicator> host_comm = alone ? make_local_communicator() : with_emulation(make_mpi_communicator(), loaded, ranks);
+  const bool straggler = c.straggler.enabled && !alone;
+  std::unique_ptr<Communicator> host_comm =
+      alone ? make_local_communicator() : with_emulation(make_mpi_communicator(), loaded, ranks, straggler);
   std::unique_ptr<Communicator> device_comm;
   if (compute.is_cuda()) device_comm = alone ? make_local_communicator(compute) : make_nccl_communicator(compute.index);
   Communicator& comm = device_comm ? *device_comm : *host_comm;
@@ -278,6 +282,16 @@ int train(const TrainOptions& options, const config::LoadedConfig& loaded, const
       return build_run(name, c, next_layout, mpi.rank(), comm, *host_comm, compute, options.state_dir,
                        /*fill_parameters=*/false);
     }});
+  }
+  o.before_step = slowdown_schedule(*host_comm, loaded, device);
+  if (straggler) {
+    o.straggler = make_straggler_watch(loaded, straggler_profile, ranks, *host_comm,
+                                       [&](std::string name, const config::JobConfig& job) {
+      return build_run(std::move(name), job, parallel_layout(job, ranks), mpi.rank(), comm, *host_comm, compute,
+                       /*fill_parameters=*/false);
+    });
+  } else if (c.straggler.enabled) {
+    spdlog::info("straggler: one rank has no other to compare with; straggler re-planning is off");
   }
   runtime::Trainer trainer(initial, o);
   report(trainer.run(*initial.train, val.get(), initial.store));
@@ -313,10 +327,12 @@ int run_train(const TrainOptions& options) {
     const std::string log_file = c.job.out_dir + "/logs/rank-" + std::to_string(mpi.rank()) + ".log";
     init_logging({mpi.rank(), options.log_level, log_file, true});
   }
+  Profile straggler_profile;  // what [straggler] predicts from: the launch plan's profile, or straggler.profile
+  if (c.straggler.enabled && !c.straggler.profile.empty()) straggler_profile = read_profile_file(c.straggler.profile);
   if (c.parallel.auto_plan && (!options.dry_run || !c.parallel.profile.empty())) {
     try {
       loaded = plan_at_launch(loaded, ranks, mpi,  // collective when it profiles
-                              options.dry_run ? "" : c.job.out_dir + "/profile.toml");
+                              options.dry_run ? "" : c.job.out_dir + "/profile.toml", &straggler_profile);
     } catch (const UsageError&) {
       throw;  // the same on every rank (no layout fits, a bad profile file)
     } catch (const Error& error) {
@@ -331,6 +347,7 @@ int run_train(const TrainOptions& options) {
   }
   if (!options.dry_run && mpi.rank() == 0) write_file_atomic(c.job.out_dir + "/config.resolved.toml", config::to_toml(c));
   const pipeline::ParallelLayout layout = parallel_layout(c, ranks);
+  if (c.straggler.enabled && !c.parallel.auto_plan) check_straggler_job(loaded);
 
   spdlog::info("hetu {} | job '{}' from {}", build_info().version, c.job.name, c.source);
   const std::string summary = config::describe(c);
@@ -361,9 +378,9 @@ int run_train(const TrainOptions& options) {
   runtime::install_stop_handlers();
   const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
   limit_cpu_memory(loaded, device);
-  if (mpi.world_size() == 1) return train(options, loaded, layout, ranks, mpi);
+  if (mpi.world_size() == 1) return train(options, loaded, layout, ranks, mpi, straggler_profile);
   try {
-    return train(options, loaded, layout, ranks, mpi);
+    return train(options, loaded, layout, ranks, mpi, straggler_profile);
   } catch (const Error& error) {
     // The other ranks would wait for this one in their next collective: end them all.
     std::fprintf(stderr, "hetu: error (rank %d): %s [%s]\n", mpi.rank(), error.message().c_str(), error.where().c_str());

@@ -45,6 +45,13 @@ std::vector<std::string> describe_emulation(const config::LoadedConfig& loaded) 
       lines.push_back(fmt::format("emulated: node {} ({}x {}) computes {}x slower (emulate_slowdown)", node.host,
                                   node.count, type->name, type->emulate_slowdown));
     }
+    if (type != nullptr && !type->emulate_slowdown_schedule.empty()) {
+      std::string steps;
+      for (const auto& [step, factor] : type->emulate_slowdown_schedule)
+        steps += fmt::format("{}{}x from step {}", steps.empty() ? "" : ", ", factor, step);
+      lines.push_back(fmt::format("emulated: node {} ({}x {}) computes {} (emulate_slowdown_schedule)", node.host,
+                                  node.count, type->name, steps));
+    }
     if (type != nullptr && type->kind == DeviceKind::cpu && type->memory_gib > 0) {
       lines.push_back(fmt::format("emulated: node {} ({}) has {} GiB of tensor memory per device (memory_gib)",
                                   node.host, type->name, type->memory_gib));
@@ -66,12 +73,15 @@ void limit_cpu_memory(const config::LoadedConfig& loaded, const config::DeviceId
 }
 
 std::unique_ptr<Communicator> with_emulation(std::unique_ptr<Communicator> comm, const config::LoadedConfig& loaded,
-                                             const RankMap& ranks) {
+                                             const RankMap& ranks, bool measure_compute) {
   const config::JobConfig& c = loaded.config;
   const config::DeviceId& mine = ranks.device_of_rank.at(static_cast<size_t>(comm->rank()));
   EmulationSpec spec;
   spec.slowdown = slowdown_of(loaded, mine);
-  if (spec.slowdown <= 1 && !any_link_emulated(c)) return comm;
+  const DeviceProfile* type = device_profile(loaded, mine);
+  const bool scheduled = type != nullptr && !type->emulate_slowdown_schedule.empty();
+  if (spec.slowdown <= 1 && !scheduled && !measure_compute && !any_link_emulated(c)) return comm;
+  spec.cpu_time = measure_compute;  // see Note [Emulated devices]
   for (const config::NodeSection& node : c.cluster.nodes) {
     spec.links.push_back({node.emulate_link_gbps, node.emulate_link_latency_us});
   }
@@ -80,6 +90,32 @@ std::unique_ptr<Communicator> with_emulation(std::unique_ptr<Communicator> comm,
     spec.node_of_rank.push_back(&node - c.cluster.nodes.data());
   }
   return std::make_unique<EmulatedCommunicator>(std::move(comm), std::move(spec));
+}
+
+double slowdown_at(const DeviceProfile& type, int64_t step) {
+  double factor = type.emulate_slowdown;
+  for (const auto& [from, f] : type.emulate_slowdown_schedule)
+    if (from <= step) factor = f;
+  return factor;
+}
+
+std::function<void(int64_t step)> slowdown_schedule(Communicator& comm, const config::LoadedConfig& loaded,
+                                                    const config::DeviceId& device) {
+  const DeviceProfile* type = device_profile(loaded, device);
+  auto* emulated = dynamic_cast<EmulatedCommunicator*>(&comm);
+  if (type == nullptr || type->emulate_slowdown_schedule.empty() || emulated == nullptr) return {};
+  return [emulated, type = *type, current = 0.0](int64_t step) mutable {
+    const double factor = slowdown_at(type, step);
+    if (factor == current) return;
+    emulated->set_slowdown(factor);
+    current = factor;
+  };
+}
+
+std::optional<double> emulated_compute_s(const Communicator& comm) {
+  const auto* emulated = dynamic_cast<const EmulatedCommunicator*>(&comm);
+  if (emulated == nullptr) return std::nullopt;
+  return emulated->emulated_compute_s();
 }
 
 void settle_emulated_compute(Communicator& comm) {

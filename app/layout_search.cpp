@@ -112,10 +112,18 @@ PlannedLayout priced(const config::LoadedConfig& candidate, const Profile& profi
   return planned;
 }
 
-// The job with a searched layout as its explicit [parallel] groups, checked by the job-file
-// rules and priced by estimate_layout.
-PlannedLayout planned_job(const config::LoadedConfig& loaded, const std::vector<config::DeviceId>& devices,
-                          const plan::SearchedLayout& layout, const Profile& profile) {
+std::vector<config::DeviceId> devices_in_node_order(const config::JobConfig& c) {
+  std::vector<config::DeviceId> devices;
+  for (const config::NodeSection& node : c.cluster.nodes)
+    for (int64_t i = 0; i < node.count; ++i) devices.push_back({node.host, i});
+  return devices;
+}
+
+}  // namespace
+
+PlannedLayout planned_layout(const config::LoadedConfig& loaded, const plan::SearchedLayout& layout,
+                             const Profile& profile) {
+  const std::vector<config::DeviceId> devices = devices_in_node_order(loaded.config);
   config::LoadedConfig candidate = loaded;
   candidate.config.parallel.shorthand.reset();
   candidate.config.parallel.replicas.clear();
@@ -144,26 +152,16 @@ PlannedLayout planned_job(const config::LoadedConfig& loaded, const std::vector<
   return priced(candidate, profile);
 }
 
-std::vector<config::DeviceId> devices_in_node_order(const config::JobConfig& c) {
-  std::vector<config::DeviceId> devices;
-  for (const config::NodeSection& node : c.cluster.nodes)
-    for (int64_t i = 0; i < node.count; ++i) devices.push_back({node.host, i});
-  return devices;
-}
-
-}  // namespace
-
 PlanResult plan_layouts(const config::LoadedConfig& loaded, const Profile& profile, int64_t top,
                         int64_t exact_devices) {
   const plan::SearchResult found = plan::search_layouts(search_cluster(loaded, profile), search_job(loaded),
                                                         {.top = std::max<int64_t>(1, top), .exact_devices = exact_devices});
-  const std::vector<config::DeviceId> devices = devices_in_node_order(loaded.config);
   PlanResult result;
   result.exact = found.exact;
   result.layouts_priced = found.layouts_priced;
-  for (const plan::SearchedLayout& layout : found.best) result.ranked.push_back(planned_job(loaded, devices, layout, profile));
+  for (const plan::SearchedLayout& layout : found.best) result.ranked.push_back(planned_layout(loaded, layout, profile));
   const bool has_uniform = std::any_of(result.ranked.begin(), result.ranked.end(), [](const PlannedLayout& l) { return l.uniform; });
-  if (found.uniform && !has_uniform) result.ranked.push_back(planned_job(loaded, devices, *found.uniform, profile));
+  if (found.uniform && !has_uniform) result.ranked.push_back(planned_layout(loaded, *found.uniform, profile));
   return result;
 }
 

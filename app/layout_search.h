@@ -35,6 +35,11 @@ struct PlanResult {
 // `exact_devices` devices are searched whole. Throws UsageError when the job has no valid layout.
 PlanResult plan_layouts(const config::LoadedConfig& loaded, const Profile& profile = {}, int64_t top = 1, int64_t exact_devices = plan::SearchOptions{}.exact_devices);
 
+// The job with a searched layout (devices as positions in node order) as its explicit
+// [parallel] groups, checked by the job-file rules and priced by estimate_layout.
+PlannedLayout planned_layout(const config::LoadedConfig& loaded, const plan::SearchedLayout& layout,
+                             const Profile& profile = {});
+
 // Spaces past this many candidates are refused by the exhaustive listing.
 inline constexpr int64_t kMaxExhaustiveCandidates = 200000;
 

@@ -1,5 +1,8 @@
 // Reads the job file's tables into JobConfig: types, unknown and missing keys, defaults,
 // model flavors. Cross-field rules live in config_validate.cpp.
+#include <fmt/format.h>
+
+#include <cmath>
 #include <filesystem>
 
 #include "app/config/config_internal.h"
@@ -340,6 +343,41 @@ void read_parallel(TableReader& t, JobConfig& config, const SourceMap& sources) 
   t.finish();
 }
 
+// [straggler], after [parallel]: its cost model needs a profile (the launch plan's or its own).
+void read_straggler(TableReader& t, JobConfig& config) {
+  StragglerSection& s = config.straggler;
+  if (auto v = t.get_bool("enabled")) s.enabled = *v;
+  if (auto v = t.get_number("threshold")) {
+    if (!(*v > 1) || !std::isfinite(*v)) t.fail("threshold", fmt::format("must be a number > 1, got {}", *v));
+    s.threshold = *v;
+  }
+  if (auto v = t.get_int("window")) {
+    if (*v < 1) t.fail("window", "must be >= 1, got " + std::to_string(*v));
+    s.window = *v;
+  }
+  if (auto v = t.get_number("min_gain")) {
+    if (!(*v >= 0) || !std::isfinite(*v)) t.fail("min_gain", fmt::format("must be a number >= 0, got {}", *v));
+    s.min_gain = *v;
+  }
+  if (auto v = t.get_string("profile")) {
+    if (config.parallel.auto_plan) {
+      t.fail("profile", "[parallel] auto = true predicts from the profile it plans from (parallel.profile); drop "
+                        "straggler.profile");
+    }
+    std::filesystem::path path(*v);
+    if (path.is_relative()) path = std::filesystem::path(config.source).parent_path() / path;
+    s.profile = std::filesystem::absolute(path).lexically_normal().string();
+  }
+  if (s.enabled && !config.parallel.auto_plan && s.profile.empty()) {
+    t.fail("enabled", "re-plans with the cost model, which needs a profile: set [parallel] auto = true, or "
+                      "straggler.profile = \"profile.toml\" (written by hetu profile)");
+  }
+  if (s.enabled && !config.switches.empty()) {
+    t.fail("enabled", "cannot be combined with [[parallel.switch]] (both would choose the layout)");
+  }
+  t.finish();
+}
+
 }  // namespace
 
 void read_job_config(TableReader& root, JobConfig& out, DeviceCatalog& catalog) {
@@ -364,6 +402,7 @@ void read_job_config(TableReader& root, JobConfig& out, DeviceCatalog& catalog) 
     TableReader defaults(empty, "parallel", root.sources());
     read_parallel(defaults, out, root.sources());
   }
+  section("straggler", false, [&](TableReader& t) { read_straggler(t, out); });
   root.finish();
 
   // "{name}" in out_dir expands to the job name.

@@ -168,6 +168,15 @@ std::string to_toml(const JobConfig& c) {
   line("resume", str(c.checkpoint.resume));
   if (!c.checkpoint.init_from.empty()) line("init_from", str(c.checkpoint.init_from));
 
+  if (c.straggler != StragglerSection{}) {
+    out += "\n[straggler]\n";
+    line("enabled", c.straggler.enabled ? "true" : "false");
+    line("threshold", toml_float(c.straggler.threshold));
+    line("window", num(c.straggler.window));
+    line("min_gain", toml_float(c.straggler.min_gain));
+    if (!c.straggler.profile.empty()) line("profile", str(c.straggler.profile));
+  }
+
   out += "\n[cluster]\n";
   line("device_catalog", str(c.cluster.device_catalog));
   line("rehearse", c.cluster.rehearse ? "true" : "false");

@@ -3,8 +3,10 @@
 //   name = "MI250X"        kind = "gpu"      memory_gib = 64
 //   peak_tflops_bf16 = 383  peak_tflops_fp32 = 47.9  memory_bandwidth_gbs = 3277
 //   emulate_slowdown = 2.0 (CPU kinds only: rehearse a device F times slower on this machine)
+//   emulate_slowdown_schedule = [[20, 3.0], [40, 1.0]] (CPU kinds only: F from step 20 on, then from 40 on)
 // Entries add to the builtin catalogue or replace a builtin entry of the same name.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <filesystem>
@@ -44,6 +46,21 @@ void read_device_catalog_file(const std::string& path, DeviceCatalog& catalog) {
         d.fail("emulate_slowdown", "only CPU kinds can emulate a slowdown (device \"" + type.name + "\" is a gpu)");
       }
       type.emulate_slowdown = *v;
+    }
+    if (auto v = d.get_number_arrays("emulate_slowdown_schedule")) {
+      if (type.kind != DeviceKind::cpu) {
+        d.fail("emulate_slowdown_schedule", "only CPU kinds can emulate a slowdown (device \"" + type.name + "\" is a gpu)");
+      }
+      int64_t previous = 0;
+      for (const std::vector<double>& entry : *v) {
+        const bool pair = entry.size() == 2 && entry[0] == std::floor(entry[0]) && entry[0] >= 1 && entry[0] < 1e15;
+        if (!pair || entry[0] <= double(previous) || !(entry[1] >= 1) || !std::isfinite(entry[1])) {
+          d.fail("emulate_slowdown_schedule", fmt::format("expected [[step, F], ...] with steps >= 1 increasing and F a "
+                                                          "number >= 1, got an entry [{}]", fmt::join(entry, ", ")));
+        }
+        previous = static_cast<int64_t>(entry[0]);
+        type.emulate_slowdown_schedule.emplace_back(previous, entry[1]);
+      }
     }
     if (type.peak_tflops_bf16 < 0 || type.peak_tflops_fp32 <= 0) {
       d.fail("peak_tflops_fp32", "peaks must be >= 0 and peak_tflops_fp32 > 0 (needed for MFU)");

@@ -166,6 +166,16 @@ struct ParallelSection {
   bool operator==(const ParallelSection&) const = default;
 };
 
+// [straggler]: re-planning around slow devices while training (lib/runtime/straggler.h).
+struct StragglerSection {
+  bool enabled = false;
+  double threshold = 1.2;   // out of line at >= threshold x (or <= 1/threshold x) the expected compute
+  int64_t window = 5;       // for this many consecutive steps
+  double min_gain = 0.10;   // switch when the new layout is predicted this much faster
+  std::string profile;      // the hetu profile its cost model predicts from without [parallel] auto (absolute)
+  bool operator==(const StragglerSection&) const = default;
+};
+
 // [[parallel.strategy]]: a named layout the run can switch to; the same keys as [parallel].
 struct StrategySection {
   std::string name;
@@ -197,6 +207,7 @@ struct JobConfig {
   ParallelSection parallel;               // the strategy at step 0 ("default")
   std::vector<StrategySection> strategies;  // in file order
   std::vector<SwitchSection> switches;      // in step order
+  StragglerSection straggler;
 
   // The layout of strategy `name` ("default": parallel); throws when there is none.
   const ParallelSection& strategy(const std::string& name) const;

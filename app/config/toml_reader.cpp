@@ -154,6 +154,24 @@ std::optional<std::vector<double>> TableReader::get_number_array(std::string_vie
   return values;
 }
 
+std::optional<std::vector<std::vector<double>>> TableReader::get_number_arrays(std::string_view key) {
+  const toml::node* node = lookup(key);
+  if (node == nullptr) return std::nullopt;
+  const toml::array* array = node->as_array();
+  if (array == nullptr) wrong_type(key, *node, "an array of arrays of numbers");
+  std::vector<std::vector<double>> values;
+  for (const toml::node& element : *array) {
+    const toml::array* inner = element.as_array();
+    if (inner == nullptr) fail(key, "expected an array of arrays of numbers, but an element is " + describe_node(element));
+    values.emplace_back();
+    for (const toml::node& number : *inner) {
+      if (!number.is_number()) fail(key, "expected arrays of numbers, but an element is " + describe_node(number));
+      values.back().push_back(*number.value<double>());
+    }
+  }
+  return values;
+}
+
 std::optional<TableReader> TableReader::get_table(std::string_view key) {
   const toml::node* node = lookup(key);
   if (node == nullptr) return std::nullopt;

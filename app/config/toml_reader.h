@@ -50,6 +50,7 @@ class TableReader {
   std::optional<std::string> get_string(std::string_view key);
   std::optional<bool> get_bool(std::string_view key);
   std::optional<std::vector<double>> get_number_array(std::string_view key);
+  std::optional<std::vector<std::vector<double>>> get_number_arrays(std::string_view key);  // [[1, 2.0], ...]
   std::optional<TableReader> get_table(std::string_view key);
   std::vector<TableReader> get_table_array(std::string_view key);  // [[key]]
 

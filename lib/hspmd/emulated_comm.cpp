@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <thread>
 
 #include "lib/util/error.h"
@@ -35,10 +36,15 @@ int64_t tree_depth(int64_t members) {
 // - Compute. The time between two communications of a rank is its compute (a pipeline
 //   stage's forward or backward of one micro-batch, the layers between two tp collectives,
 //   the optimizer step before the next step's first message), so before each communication
-//   the rank sleeps (F - 1) x the time since its previous communication returned. What a
-//   rank of a device F times slower would send at time F*t it sends at t + (F-1)*t. Waiting
-//   inside a communication is not compute and is not slowed. A run without communication
-//   (one device) has nothing to pace and runs at full speed.
+//   the rank sleeps (F - 1) x the compute since its previous communication returned. What a
+//   rank of a device F times slower would send at time F*t it sends at t + (F-1)*t. The
+//   compute is the wall time between the two; with EmulationSpec::cpu_time, the thread's
+//   CPU time: a rank that waits for a core (more ranks than cores, as rehearsals on one
+//   machine have) is not computing, and the wait is not multiplied by F (it still delays the
+//   rank once, as it would any device), so layouts whose ranks compute at the same time are
+//   not penalised for sharing the cores. Waiting inside a communication is not compute and is
+//   not slowed. A run without communication (one device) has nothing to pace and runs at
+//   full speed. emulated_compute_s counts the emulated compute in CPU time either way.
 // - Links. A message between ranks of different nodes pays latency + bytes / bandwidth of
 //   the slower of the two nodes' links; the sender sleeps it before sending (a rank's
 //   messages go out one after another, each paying its latency). A ring collective
@@ -55,7 +61,12 @@ EmulationClock EmulationClock::real() {
   return {[] {
             return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
           },
-          [](double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }};
+          [](double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); },
+          [] {
+            timespec t{};
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+            return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+          }};
 }
 
 EmulatedLink slower_link(const EmulatedLink& a, const EmulatedLink& b) {
@@ -80,13 +91,27 @@ EmulatedCommunicator::EmulatedCommunicator(std::unique_ptr<Communicator> inner, 
     HT_CHECK(node >= 0 && node < static_cast<int64_t>(spec_.links.size()),
              "emulated communicator: node {} has no link entry ({} nodes)", node, spec_.links.size());
   }
+  if (!clock_.cpu_now) clock_.cpu_now = clock_.now;
+  restart_compute();
+}
+
+void EmulatedCommunicator::restart_compute() {
   last_return_ = clock_.now();
+  cpu_last_return_ = clock_.cpu_now();
+}
+
+void EmulatedCommunicator::count_compute() {
+  const double now = clock_.now(), cpu = clock_.cpu_now();
+  const double compute = spec_.cpu_time ? cpu - cpu_last_return_ : now - last_return_;
+  stats_.compute_s += compute;
+  owed_s_ += (spec_.slowdown - 1) * compute;
+  emulated_compute_s_ += spec_.slowdown * (cpu - cpu_last_return_);
+  last_return_ = now;
+  cpu_last_return_ = cpu;
 }
 
 void EmulatedCommunicator::pay_slowdown(double min_sleep_s) {
-  const double compute = clock_.now() - last_return_;
-  stats_.compute_s += compute;
-  owed_s_ += (spec_.slowdown - 1) * compute;
+  count_compute();
   if (owed_s_ > 0 && owed_s_ >= min_sleep_s) {
     const double start = clock_.now();
     clock_.sleep(owed_s_);
@@ -96,9 +121,19 @@ void EmulatedCommunicator::pay_slowdown(double min_sleep_s) {
   }
 }
 
+void EmulatedCommunicator::set_slowdown(double slowdown) {
+  HT_CHECK(slowdown >= 1, "emulated communicator: slowdown must be >= 1, got {}", slowdown);
+  count_compute();  // owed at the old factor
+  spec_.slowdown = slowdown;
+}
+
+double EmulatedCommunicator::emulated_compute_s() const {
+  return emulated_compute_s_ + spec_.slowdown * (clock_.cpu_now() - cpu_last_return_);
+}
+
 void EmulatedCommunicator::settle_compute() {
   pay_slowdown(0);
-  last_return_ = clock_.now();
+  restart_compute();
 }
 
 void EmulatedCommunicator::communicate(double link_s, const std::function<void()>& op) {
@@ -114,7 +149,7 @@ void EmulatedCommunicator::communicate(double link_s, const std::function<void()
     }
   }
   op();
-  last_return_ = clock_.now();
+  restart_compute();
 }
 
 double EmulatedCommunicator::ring_delay_s(const DeviceGroup& group, int64_t steps, double step_bytes) const {

@@ -27,17 +27,19 @@ struct EmulationSpec {
   double slowdown = 1;                  // this rank's compute factor, >= 1
   std::vector<int64_t> node_of_rank;    // per world rank: index into links
   std::vector<EmulatedLink> links;      // per node
+  bool cpu_time = false;                // compute is CPU time between communications (else wall time)
 };
 
 // Wall clock and sleep, injectable so tests can check the delays exactly.
 struct EmulationClock {
   std::function<double()> now;               // seconds, monotonic
   std::function<void(double seconds)> sleep;
+  std::function<double()> cpu_now = {};      // the calling thread's CPU seconds (empty: `now`)
   static EmulationClock real();
 };
 
 struct EmulationStats {
-  double compute_s = 0;        // measured time between communications (this rank's compute)
+  double compute_s = 0;        // time between communications (this rank's compute; CPU time with cpu_time)
   double slowdown_sleep_s = 0; // slept for the slowdown
   double link_sleep_s = 0;     // slept for emulated links
 };
@@ -74,6 +76,12 @@ class EmulatedCommunicator final : public Communicator {
   void barrier(const DeviceGroup& group) override;
 
   const EmulationStats& stats() const { return stats_; }
+  // From now on this rank computes `slowdown` (>= 1) times slower (a rehearsed device that
+  // slows down or recovers during a run); compute before the call keeps the old factor.
+  void set_slowdown(double slowdown);
+  // The emulated device's compute so far: the CPU time of every stretch between
+  // communications (the current one included) times the slowdown in effect while it ran.
+  double emulated_compute_s() const;
 
   // Sleeps now the slowdown owed for the compute since the last communication (however
   // short) and restarts the compute clock, so that a caller timing one piece of compute (hetu
@@ -93,9 +101,14 @@ class EmulatedCommunicator final : public Communicator {
   std::unique_ptr<Communicator> inner_;
   EmulationSpec spec_;
   EmulationClock clock_;
-  double last_return_ = 0;
   double owed_s_ = 0;  // slowdown not yet slept (sleeps shorter than kMinSleep wait for more)
   double link_owed_s_ = 0;  // link delay not yet slept (< 0: an overrun sleep, taken off the next)
+  // Counts the compute since the last communication returned at the current factor.
+  void count_compute();
+  void restart_compute();
+  double last_return_ = 0;
+  double cpu_last_return_ = 0;
+  double emulated_compute_s_ = 0;  // every stretch counted so far times the slowdown then
   EmulationStats stats_;
 };
 

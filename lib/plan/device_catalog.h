@@ -8,6 +8,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace hetu {
@@ -26,6 +27,9 @@ struct DeviceProfile {
   // CPU kinds only, >= 1: a rank driving this type sleeps (F - 1) x each piece of its compute,
   // so one machine can rehearse a slower device (see Note [Emulated devices], emulated_comm.h).
   double emulate_slowdown = 1;
+  // CPU kinds only: {step, F} pairs, steps increasing: from step `step` (1-based) on, the
+  // slowdown is F (a rehearsed device that slows down or recovers during a run).
+  std::vector<std::pair<int64_t, double>> emulate_slowdown_schedule = {};
 };
 
 class DeviceCatalog {

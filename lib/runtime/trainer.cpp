@@ -46,7 +46,8 @@ Trainer::Trainer(StepEngine& engine, TrainerOptions options)
       params_(engine_->parameters()),
       optimizer_(engine_->optimizer_parameters(), options_.adamw) {
   HT_CHECK(options_.steps >= 1, "trainer: steps must be >= 1");
-  HT_CHECK(options_.switches.empty(), "trainer: strategy switches need the trainer built from a StrategyRun");
+  HT_CHECK(options_.switches.empty() && options_.straggler == nullptr,
+           "trainer: strategy switches need the trainer built from a StrategyRun");
   log_optimizer_state();
 }
 
@@ -230,7 +231,27 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
   const int64_t last = options_.stop_at_step > 0 ? std::min(options_.stop_at_step, options_.steps) : options_.steps;
   StepTelemetry telemetry(options_.telemetry);
   double switch_seconds = 0, switch_reshard_seconds = 0;  // strategy switches not yet in metrics
+  // Builds the next strategy's run and switches to it, between two steps.
+  auto enter_strategy = [&](const std::function<StrategyRun()>& enter) {
+    timing::Scope switch_scope(timing::Phase::other, "switch");
+    const auto switch_start = Clock::now();
+    StrategyRun next = enter();
+    const double build_s = seconds_since(switch_start);
+    switch_to(std::move(next), *train_source);
+    const double switch_s = seconds_since(switch_start);
+    spdlog::info("switched to strategy '{}' in {:.3f} s ({:.3f} s building its run, {:.3f} s resharding the state)",
+                 current_.strategy->name, switch_s, build_s, switch_s - build_s);
+    switch_seconds += switch_s;
+    switch_reshard_seconds += switch_s - build_s;
+    train_source = current_.train;
+    store = current_.store;
+    step_tokens = engine_->tokens_per_step();
+    window_start = Clock::now();
+  };
+  bool like_others = false;  // the step is a straggler sample: not the run's first, nor the first after a switch
   while (step < last) {
+    if (options_.before_step) options_.before_step(step + 1);
+    if (options_.straggler != nullptr) options_.straggler->step_begins();
     const StepTelemetry::Step in_step = telemetry.step(step + 1, last);
     const double lr = options_.schedule.at(step);
     const double loss_sum = engine_->forward_backward(*train_source);  // See Note [Loss normalisation]
@@ -245,6 +266,7 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
     optimizer_.step(lr, clip);
     engine_->refresh_parameters();
     optimizer_scope.end();
+    if (options_.straggler != nullptr) options_.straggler->step_computed();
     ++step;
     ++window_steps;
     result.losses.push_back(loss_sum);
@@ -305,21 +327,16 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
                    result.last_checkpoint.empty() ? "" : " (checkpoint " + result.last_checkpoint + ")");
       break;
     }
+    const bool sample = std::exchange(like_others, true);
     if (next_switch < options_.switches.size() && options_.switches[next_switch].after_step == step && step < last) {
-      timing::Scope switch_scope(timing::Phase::other, "switch");
-      const auto switch_start = Clock::now();
-      StrategyRun next = options_.switches[next_switch++].enter();
-      const double build_s = seconds_since(switch_start);
-      switch_to(std::move(next), *train_source);
-      const double switch_s = seconds_since(switch_start);
-      spdlog::info("switched to strategy '{}' in {:.3f} s ({:.3f} s building its run, {:.3f} s resharding the state)",
-                   current_.strategy->name, switch_s, build_s, switch_s - build_s);
-      switch_seconds += switch_s;
-      switch_reshard_seconds += switch_s - build_s;
-      train_source = current_.train;
-      store = current_.store;
-      step_tokens = engine_->tokens_per_step();
-      window_start = Clock::now();
+      enter_strategy(options_.switches[next_switch++].enter);
+      like_others = false;
+    }
+    if (options_.straggler != nullptr && step < last) {
+      if (std::function<StrategyRun()> enter = options_.straggler->after_step(step, sample)) {
+        enter_strategy(enter);
+        like_others = false;
+      }
     }
   }
   return result;

@@ -14,9 +14,10 @@
 // step's reductions. Checkpoints record the strategy in effect ("strategy" metadata); a
 // resumed run loads under the first strategy and switches at once to the one in effect
 // after the checkpoint's step, and the later switches follow.
-// Each switch's duration is logged and put on the next metrics.jsonl line (switch_s).
-// A store that keeps step snapshots (hetu launch; lib/io/recovery_store.h) gets every
-// completed step's state before the step is logged.
+// Each switch's duration is logged and put on the next metrics.jsonl line (switch_s). With
+// a StragglerWatch the Trainer asks it at every step boundary whether to switch to a
+// re-planned layout (straggler.h). A store that keeps step snapshots (hetu launch;
+// lib/io/recovery_store.h) gets every completed step's state before the step is logged.
 #pragma once
 
 #include <functional>
@@ -30,6 +31,7 @@
 #include "lib/optim/lr_schedule.h"
 #include "lib/runtime/step_engine.h"
 #include "lib/runtime/step_telemetry.h"
+#include "lib/runtime/straggler.h"
 #include "lib/runtime/strategy.h"
 #include "lib/runtime/training_io.h"
 
@@ -63,6 +65,10 @@ struct TrainerOptions {
   std::map<std::string, std::string> checkpoint_metadata;  // e.g. the resolved config
   TelemetryOptions telemetry;     // per-rank timings and traces (step_telemetry.h)
   std::vector<StrategySwitch> switches;  // in step order; needs the StrategyRun constructor
+  // Called before each step with its number (1-based), e.g. to change an emulated slowdown.
+  std::function<void(int64_t step)> before_step;
+  // Re-plans around slow ranks and switches (straggler.h); needs the StrategyRun constructor.
+  std::shared_ptr<StragglerWatch> straggler;
 };
 
 struct TrainResult {

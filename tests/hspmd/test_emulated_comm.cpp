@@ -86,6 +86,31 @@ TEST_CASE("emulated compute: sleeps (F - 1) x the time since the last communicat
   CHECK(f.comm.stats().link_sleep_s == 0);
 }
 
+TEST_CASE("emulated compute: with cpu_time, a wait for a core is not compute, and set_slowdown changes F", "[emulation]") {
+  FakeTime time;
+  double cpu = 0;  // this thread's CPU seconds: moves only while it computes
+  EmulationClock clock = time.clock();
+  clock.cpu_now = [&cpu] { return cpu; };
+  std::vector<std::string> calls;
+  EmulationSpec spec = two_nodes(3.0);
+  spec.cpu_time = true;
+  EmulatedCommunicator comm(std::make_unique<RecordingComm>(0, 4, &calls), spec, clock);
+  time.now += 0.030;  // 30 ms of wall time, of which 10 ms computing (20 ms waiting for a core)
+  cpu += 0.010;
+  comm.barrier(DeviceGroup({0, 1}));
+  REQUIRE(time.sleeps.size() == 1);
+  CHECK(time.sleeps[0] == Approx(0.020));  // (3 - 1) x 10 ms, not x 30 ms
+  CHECK(comm.emulated_compute_s() == Approx(0.030));  // 3 x 10 ms
+  // A slowdown set between communications applies to the compute after it.
+  time.now += 0.004, cpu += 0.004;
+  comm.set_slowdown(5.0);
+  time.now += 0.002, cpu += 0.002;
+  CHECK(comm.emulated_compute_s() == Approx(0.030 + 3 * 0.004 + 5 * 0.002));  // the current stretch included
+  comm.barrier(DeviceGroup({0, 1}));
+  REQUIRE(time.sleeps.size() == 2);
+  CHECK(time.sleeps[1] == Approx(2 * 0.004 + 4 * 0.002));
+}
+
 TEST_CASE("emulated compute: short debts wait until they add up to a sleep worth taking", "[emulation]") {
   Fixture f(0, two_nodes(2.0));
   f.time.now += 50e-6;

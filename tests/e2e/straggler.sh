@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Straggler re-planning ([straggler], docs/config.md) on 4 rehearsed CPU ranks, dp=4 over
+# node "a" (3 devices) and node "b" (1 device), tiny GPT-2, 20 micro-batches of one sequence
+# per step, predicting from a profile `hetu profile` measures first:
+#   - b:0's emulated slowdown goes 1 -> 3 relative (50 -> 150, emulate_slowdown_schedule) at
+#     step 8: the re-plan is logged by step 12 (within 5 steps) naming rank 3, the run
+#     switches, and the steps after the switch run >= 1.5x the tokens/s of the slowed steps
+#     before it (ideal 2.5x: shares 6:6:6:2 against 5:5:5:5), both measured in this run;
+#   - a run whose b:0 jitters +-10% every step (55, 45, ...) never re-plans;
+#   - both runs' losses equal the single-device run's within 1e-6 at every step.
+# Every device computes 50x slower than this CPU (the emulation sleeps 49/50 of its compute), so
+# 4 ranks on a machine of 2 busy cores mostly sleep and the comparison measures the layouts,
+# not the cores' contention.
+# usage: straggler.sh HETU SOURCE_DIR
+set -euo pipefail
+hetu=$1; src=$2
+source "$src/tests/e2e/layout_test_lib.sh"
+setup_work straggler
+make_byte_data
+
+steps=22
+slow_from=8
+write_job() {  # DIR SCHEDULE: the 4-rank job with b:0's emulate_slowdown_schedule
+  mkdir -p "$1"
+  cat > "$1/catalog.toml" <<EOF
+[[device]]
+name = "emu"
+kind = "cpu"
+peak_tflops_fp32 = 0.05
+memory_bandwidth_gbs = 5
+emulate_slowdown = 50.0
+[[device]]
+name = "emu-b"
+kind = "cpu"
+peak_tflops_fp32 = 0.05
+memory_bandwidth_gbs = 5
+emulate_slowdown = 50.0
+emulate_slowdown_schedule = $2
+EOF
+  cat > "$1/job.toml" <<EOF
+[job]
+name = "straggler"
+seed = 7
+[model]
+arch = "gpt2"
+layers = 2
+hidden = 64
+heads = 2
+vocab = 256
+max_seq_len = 32
+[data]
+train = "$work/data/train_*.bin"
+val = "$work/data/val_*.bin"
+tokenizer = "byte"
+[training]
+steps = $steps
+global_batch = 20
+seq_len = 32
+micro_batch = 1
+eval_every = 0
+log_every = 1
+threads = 1
+[lr_schedule]
+warmup_steps = 2
+[checkpoint]
+every = 0
+[cluster]
+device_catalog = "catalog.toml"
+rehearse = true
+[[cluster.node]]
+host = "a"
+devices = { type = "emu", count = 3 }
+[[cluster.node]]
+host = "b"
+devices = { type = "emu-b", count = 1 }
+[parallel]
+dp = 4
+[straggler]
+enabled = true
+profile = "$work/profile.toml"
+EOF
+}
+
+write_job "$work/slow" "[[$slow_from, 150.0]]"
+jitter="[[1, 55.0]"
+for ((s = 2; s <= steps; s++)); do jitter+=", [$s, $( ((s % 2)) && echo 55.0 || echo 45.0)]"; done
+write_job "$work/jitter" "$jitter]"
+# The same model and batch on one device.
+sed -e '/^\[cluster\]/,$d' "$work/slow/job.toml" > "$work/single.toml"
+printf '[cluster]\n[[cluster.node]]\nhost = "localhost"\ndevices = { type = "cpu", count = 1 }\n' >> "$work/single.toml"
+
+run_logged profile "hetu profile of the job" "$hetu" profile "$work/slow/job.toml" --out "$work/profile.toml"
+run_logged single "single-device run" "$hetu" train "$work/single.toml" --set job.out_dir="$work/single-run"
+run_logged slow-run "mpirun -np 4 run with a straggler" \
+  mpirun -np 4 "$hetu" train "$work/slow/job.toml" --set job.out_dir="$work/slow-run"
+run_logged jitter-run "mpirun -np 4 run with jitter" \
+  mpirun -np 4 "$hetu" train "$work/jitter/job.toml" --set job.out_dir="$work/jitter-run"
+
+log=$work/slow-run/logs/rank-0.log
+grep -q "emu-b) computes 150x from step $slow_from (emulate_slowdown_schedule)" "$work/slow-run.log" \
+  || fail "launch does not print the slowdown schedule"
+grep "\[straggler\]" "$log" || fail "the straggler was not detected"
+/usr/bin/python3 - "$log" "$work/slow-run/metrics.jsonl" "$slow_from" <<'PY' || fail "straggler re-planning"
+import json, re, sys
+log, metrics, slow_from = open(sys.argv[1]).read(), sys.argv[2], int(sys.argv[3])
+decisions = re.findall(r"\[straggler\] after step (\d+): (.*)", log)
+first_step, first = int(decisions[0][0]), decisions[0][1]
+assert slow_from <= first_step <= slow_from + 4, f"detected after step {first_step}, slowed from step {slow_from}"
+assert first.startswith("rank 3 computes") and "rank 0" not in first, first
+assert first.endswith("switching at this step boundary"), first
+switch = first_step
+rates = {m["step"]: m["tokens_per_s"] for m in map(json.loads, open(metrics))}
+before = [rates[s] for s in range(slow_from + 1, switch + 1)]
+after = [rates[s] for s in range(switch + 2, max(rates) + 1)]
+ratio = (sum(after) / len(after)) / (sum(before) / len(before))
+print(f"tokens/s while slowed before the switch (steps {slow_from + 1}-{switch}) {sum(before) / len(before):.0f}, "
+      f"after it (steps {switch + 2}-{max(rates)}) {sum(after) / len(after):.0f}: {ratio:.2f}x (ideal 2.5x)")
+assert ratio >= 1.5, f"the re-planned layout runs {ratio:.2f}x the tokens/s of staying put (< 1.5x)"
+PY
+grep -q "switched strategy default -> straggler-1 after" "$log" || fail "no switch to straggler-1"
+! grep -q "\[straggler\]" "$work/jitter-run/logs/rank-0.log" || { grep "\[straggler\]" "$work/jitter-run/logs/rank-0.log"; fail "jitter re-planned"; }
+compare_runs single-run slow-run 1e-6 --steps "$steps"
+compare_runs single-run jitter-run 1e-6 --steps "$steps"
+echo "PASS straggler"
