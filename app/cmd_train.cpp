@@ -287,7 +287,7 @@ int train(const TrainOptions& options, const config::LoadedConfig& loaded, const
   if (straggler) {
     o.straggler = make_straggler_watch(loaded, straggler_profile, ranks, *host_comm,
                                        [&](std::string name, const config::JobConfig& job) {
-      return build_run(std::move(name), job, parallel_layout(job, ranks), mpi.rank(), comm, *host_comm, compute,
+      return build_run(std::move(name), job, parallel_layout(job, ranks), mpi.rank(), comm, *host_comm, compute, options.state_dir,
                        /*fill_parameters=*/false);
     });
   } else if (c.straggler.enabled) {
