@@ -133,6 +133,8 @@ TEST_CASE("attention with documents matches each document run alone", "[attentio
       // Documents longer than a 64-row block, boundaries off the blocks.
       {{2, 4, 2, 150, 16}, {0, 70, 71, 150, 150 + 129, 300}, "GQA, long documents"},
       {{3, 2, 1, 7, 4}, {0, 7, 14, 21}, "one document per row"},
+      // Past the CPU kernels' 256-key tiles and 256-row chunks, starting off a block.
+      {{1, 2, 1, 600, 8}, {0, 3, 600}, "a document of 597 tokens"},
   };
   uint64_t seed = 7000;
   for (const Case& c : cases) {
