@@ -3,7 +3,7 @@
 // the plain f64 causal softmax(q kᵀ·scale) v, with its own (n, n) score matrix, forward and
 // backward (L = Σ out ∘ G). Also: the padded batch is the special case cu = [0, T, 2T, …]
 // (bitwise), a document's outputs and gradients do not move when another document changes
-// (bitwise), central differences in f64, and the argument checks.
+// (bitwise), and the argument checks. Central differences with documents: test_attention.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -213,49 +213,6 @@ TEST_CASE("changing one document leaves another's outputs and gradients bitwise 
       CHECK(rx[i] == rz[i]);
     }
     CHECK(rx[5] != rz[5]);  // document A itself did change
-  }
-}
-
-// Central differences of L = Σ out ∘ G in f64 with three documents over two rows.
-TEST_CASE("attention_backward with documents matches finite differences", "[attention]") {
-  const Dims d{2, 2, 1, 5, 3};
-  const Offsets cu{0, 2, 5, 6, 10};
-  const double scale = 0.8, eps = 1e-6;
-  const Shape q_shape{d.B, d.H, d.T, d.D}, kv_shape{d.B, d.Hkv, d.T, d.D};
-  Vec q = hetu::to_vector(hetu::test::random_tensor(q_shape, DType::f64, 7401));
-  Vec k = hetu::to_vector(hetu::test::random_tensor(kv_shape, DType::f64, 7402));
-  Vec v = hetu::to_vector(hetu::test::random_tensor(kv_shape, DType::f64, 7403));
-  const Tensor g = hetu::test::random_tensor(q_shape, DType::f64, 7404);
-  const Vec gv = hetu::to_vector(g);
-  auto loss = [&] {
-    const Vec out = hetu::to_vector(hetu::ops::attention(hetu::tensor_from(q, q_shape), hetu::tensor_from(k, kv_shape),
-                                                         hetu::tensor_from(v, kv_shape), scale, cu)
-                                        .out);
-    double sum = 0;
-    for (size_t i = 0; i < out.size(); ++i) sum += out[i] * gv[i];
-    return sum;
-  };
-  const Tensor qt = hetu::tensor_from(q, q_shape), kt = hetu::tensor_from(k, kv_shape),
-               vt = hetu::tensor_from(v, kv_shape);
-  const hetu::ops::AttentionResult res = hetu::ops::attention(qt, kt, vt, scale, cu);
-  const hetu::ops::AttentionGrads grads = hetu::ops::attention_backward(g, qt, kt, vt, res.out, res.lse, scale, cu);
-  struct Input {
-    const char* name;
-    Vec* values;
-    Vec grad;
-  };
-  for (Input input : {Input{"q", &q, hetu::to_vector(grads.dq)}, Input{"k", &k, hetu::to_vector(grads.dk)},
-                      Input{"v", &v, hetu::to_vector(grads.dv)}}) {
-    for (size_t i = 0; i < input.values->size(); ++i) {
-      INFO(input.name << "[" << i << "]");
-      const double saved = (*input.values)[i];
-      (*input.values)[i] = saved + eps;
-      const double plus = loss();
-      (*input.values)[i] = saved - eps;
-      const double minus = loss();
-      (*input.values)[i] = saved;
-      CHECK(std::fabs((plus - minus) / (2 * eps) - input.grad[i]) <= 1e-7);
-    }
   }
 }
 
