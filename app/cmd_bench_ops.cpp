@@ -1,7 +1,8 @@
 // `hetu bench ops`: throughput of hetu's kernels next to peers measured in the same run, so
 // the ratios mean something on a shared, noisy machine. On the CPU (--device cpu, f32):
 //  - matmul GFLOP/s at model-like shapes vs raw single-thread OpenBLAS sgemm (the peak);
-//  - fused causal attention forward/backward GFLOP/s (B=4, H=4, T=256, D=64) vs that peak;
+//  - fused causal attention forward, backward and both GFLOP/s (B=4, H=4, T=256, D=64) vs that
+//    peak, and the same batch packed with three documents per row (cu_seqlens);
 //  - layer_norm forward and the vocabulary-shard cross-entropy passes GB/s vs memcpy;
 //  - the fused LM head + loss (forward and both gradients) vs the unfused ops: time and
 //    peak tensor bytes (the allocator's peak counter).
@@ -18,6 +19,8 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <span>
+#include <vector>
 #include <fmt/core.h>
 
 #include "app/commands.h"
@@ -147,19 +150,50 @@ void lm_head_rows(const Bench& b, int64_t N, int64_t C, int64_t V) {
 }
 
 // Causal attention forward and backward at (B, H, T, D): the forward does 2·B·H·T²·D useful
-// FLOPs (QKᵀ and PV over the lower triangle); the backward does 2.5x that.
+// FLOPs (QKᵀ and PV over the lower triangle); the backward does 2.5x that. Then the same
+// batch packed with documents (cu_seqlens) of about T/3 tokens each: its forward's useful
+// FLOPs are 2·H·D·Σ n² over the documents' lengths n, and its time relative to the unpacked
+// batch shows whether the kernels skip the blocks across boundaries (ideal: Σ n² / (B·T²)).
 void attention_rows(const Bench& b, int64_t B, int64_t H, int64_t T, int64_t D,
                     const std::function<std::string(double)>& vs_peak) {
   const Tensor q = b.random({B, H, T, D}, 5), k = b.random({B, H, T, D}, 6), v = b.random({B, H, T, D}, 7);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  const ops::AttentionResult fwd = ops::attention(q, k, v, scale);
   const Tensor dout = b.random({B, H, T, D}, 8);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  struct Timing {
+    double fwd_s, bwd_s;
+  };
+  auto measure = [&](std::span<const int64_t> cu) {
+    const ops::AttentionResult fwd = ops::attention(q, k, v, scale, cu);
+    return Timing{b.time([&] { ops::attention(q, k, v, scale, cu); }),
+                  b.time([&] { ops::attention_backward(dout, q, k, v, fwd.out, fwd.lse, scale, cu); })};
+  };
+  const Timing plain = measure({});
   const double flops = 2.0 * static_cast<double>(B * H * T * T * D);
-  const double fwd_s = b.time([&] { ops::attention(q, k, v, scale); });
-  const double bwd_s = b.time([&] { ops::attention_backward(dout, q, k, v, fwd.out, fwd.lse, scale); });
   const std::string shape = fmt::format("B{} H{} T{} D{} (causal)", B, H, T, D);
-  row("attention fwd " + shape, gflops_text(flops / fwd_s / 1e9), vs_peak(flops / fwd_s / 1e9));
-  row("attention bwd " + shape, gflops_text(2.5 * flops / bwd_s / 1e9), vs_peak(2.5 * flops / bwd_s / 1e9));
+  row("attention fwd " + shape, gflops_text(flops / plain.fwd_s / 1e9), vs_peak(flops / plain.fwd_s / 1e9));
+  row("attention bwd " + shape, gflops_text(2.5 * flops / plain.bwd_s / 1e9), vs_peak(2.5 * flops / plain.bwd_s / 1e9));
+  const double both = 3.5 * flops / (plain.fwd_s + plain.bwd_s) / 1e9;
+  row("attention fwd+bwd " + shape, gflops_text(both), vs_peak(both));
+
+  // Documents of T/3, T/3 - 1 and the rest in every row (odd lengths, boundaries off the blocks).
+  std::vector<int64_t> cu{0};
+  double squares = 0;
+  for (int64_t r = 0; r < B; ++r) {
+    const int64_t a = T / 3, c = std::max<int64_t>(T / 3 - 1, 0);
+    for (int64_t n : {a, c, T - a - c}) {
+      if (n == 0) continue;
+      cu.push_back(cu.back() + n);
+      squares += static_cast<double>(n * n);
+    }
+  }
+  const Timing packed = measure(cu);
+  const double packed_flops = 3.5 * 2.0 * static_cast<double>(H * D) * squares;
+  const double packed_s = packed.fwd_s + packed.bwd_s, plain_s = plain.fwd_s + plain.bwd_s;
+  row(fmt::format("attention fwd+bwd, documents of {}/{}/{} per row", T / 3, std::max<int64_t>(T / 3 - 1, 0),
+                  T - T / 3 - std::max<int64_t>(T / 3 - 1, 0)),
+      gflops_text(packed_flops / packed_s / 1e9),
+      fmt::format("{}; {:.2f}x time (ideal {:.2f}x)", vs_peak(packed_flops / packed_s / 1e9), packed_s / plain_s,
+                  squares / static_cast<double>(B * T * T)));
 }
 
 struct MatmulShape {

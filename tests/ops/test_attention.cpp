@@ -2,7 +2,8 @@
 // reference written here, which DOES build the full (T, T) score matrix per head:
 // S = q kᵀ·scale with j > t masked, P = softmax(S), out = P v, lse = log Σ exp(S).
 // Gradients of L = Σ out ∘ G: dP = G vᵀ, dS = P ∘ (dP − rowsum(P ∘ dP)), dq = dS k·scale,
-// dk = dSᵀ q·scale, dv = Pᵀ G (kv heads summing their query group), plus finite differences.
+// dk = dSᵀ q·scale, dv = Pᵀ G (kv heads summing their query group), plus finite differences
+// (also with documents, cu_seqlens; test_attention_documents.cpp has the rest of those).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -171,9 +172,10 @@ TEST_CASE("attention forward and backward match the naive reference", "[attentio
 }
 
 // Scores up to ~±256 (exp overflows f32 past 88) and scores that grow along the keys, so
-// every key block raises the running max and the accumulator must be rescaled.
+// every key tile raises the running max and the accumulator must be rescaled (T = 600 spans
+// three of the CPU forward's 256-key tiles and three of its backward's 256-row chunks).
 TEST_CASE("attention stays finite and exact with large and growing scores", "[attention]") {
-  const Dims d{1, 2, 1, 129, 64};
+  const Dims d{1, 2, 1, 600, 64};
   for (DType dtype : {DType::f32, DType::f64}) {
     INFO(hetu::to_string(dtype));
     const Tensor q = hetu::test::random_tensor({d.B, d.H, d.T, d.D}, dtype, 11, -2.0, 2.0);
@@ -184,7 +186,7 @@ TEST_CASE("attention stays finite and exact with large and growing scores", "[at
     check_close(res.out, ref.out, dtype);
     check_close(res.lse, ref.lse, dtype);
 
-    // q = 1, k_j = j/16: score_j = 4j, strictly increasing, up to 512.
+    // q = 1, k_j = j/16: score_j = 4j, strictly increasing, up to 2396.
     Vec kg(static_cast<size_t>(d.T * d.D));
     for (int64_t j = 0; j < d.T; ++j) std::fill_n(kg.begin() + j * d.D, d.D, static_cast<double>(j) / 16.0);
     const Tensor ones = hetu::ones({1, 1, d.T, d.D}, dtype);
@@ -198,19 +200,21 @@ TEST_CASE("attention stays finite and exact with large and growing scores", "[at
   }
 }
 
-// Central differences of L = Σ out ∘ G in f64, one element of q, k, v at a time.
-TEST_CASE("attention_backward matches finite differences", "[attention]") {
-  const Dims d{1, 2, 1, 4, 3};
-  const double scale = 0.7, eps = 1e-6;
-  Vec q = hetu::to_vector(hetu::test::random_tensor({d.B, d.H, d.T, d.D}, DType::f64, 21));
-  Vec k = hetu::to_vector(hetu::test::random_tensor({d.B, d.Hkv, d.T, d.D}, DType::f64, 22));
-  Vec v = hetu::to_vector(hetu::test::random_tensor({d.B, d.Hkv, d.T, d.D}, DType::f64, 23));
-  const Tensor g = hetu::test::random_tensor({d.B, d.H, d.T, d.D}, DType::f64, 24);
+namespace {
+
+// Central differences of L = Σ out ∘ G in f64, one element of q, k, v at a time, with the
+// documents cu (empty: one per row).
+void check_finite_differences(const Dims& d, double scale, const std::vector<int64_t>& cu, uint64_t seed) {
+  const double eps = 1e-6;
+  Vec q = hetu::to_vector(hetu::test::random_tensor({d.B, d.H, d.T, d.D}, DType::f64, seed));
+  Vec k = hetu::to_vector(hetu::test::random_tensor({d.B, d.Hkv, d.T, d.D}, DType::f64, seed + 1));
+  Vec v = hetu::to_vector(hetu::test::random_tensor({d.B, d.Hkv, d.T, d.D}, DType::f64, seed + 2));
+  const Tensor g = hetu::test::random_tensor({d.B, d.H, d.T, d.D}, DType::f64, seed + 3);
   const Vec gv = hetu::to_vector(g);
   const Shape q_shape{d.B, d.H, d.T, d.D}, kv_shape{d.B, d.Hkv, d.T, d.D};
   auto loss = [&] {
     const Vec out = hetu::to_vector(hetu::ops::attention(hetu::tensor_from(q, q_shape), hetu::tensor_from(k, kv_shape),
-                                                         hetu::tensor_from(v, kv_shape), scale)
+                                                         hetu::tensor_from(v, kv_shape), scale, cu)
                                         .out);
     double sum = 0;
     for (size_t i = 0; i < out.size(); ++i) sum += out[i] * gv[i];
@@ -218,8 +222,8 @@ TEST_CASE("attention_backward matches finite differences", "[attention]") {
   };
   const Tensor qt = hetu::tensor_from(q, q_shape), kt = hetu::tensor_from(k, kv_shape),
                vt = hetu::tensor_from(v, kv_shape);
-  const hetu::ops::AttentionResult res = hetu::ops::attention(qt, kt, vt, scale);
-  const hetu::ops::AttentionGrads grads = hetu::ops::attention_backward(g, qt, kt, vt, res.out, res.lse, scale);
+  const hetu::ops::AttentionResult res = hetu::ops::attention(qt, kt, vt, scale, cu);
+  const hetu::ops::AttentionGrads grads = hetu::ops::attention_backward(g, qt, kt, vt, res.out, res.lse, scale, cu);
   struct Input {
     const char* name;
     Vec* values;
@@ -238,6 +242,17 @@ TEST_CASE("attention_backward matches finite differences", "[attention]") {
       CHECK(std::fabs((plus - minus) / (2 * eps) - input.grad[i]) <= 1e-7);
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("attention_backward matches finite differences", "[attention]") {
+  check_finite_differences({1, 2, 1, 4, 3}, 0.7, {}, 21);
+}
+
+// Three documents over two rows of 5 (lengths 2, 3 | 1, 4).
+TEST_CASE("attention_backward with documents matches finite differences", "[attention]") {
+  check_finite_differences({2, 2, 1, 5, 3}, 0.8, {0, 2, 5, 6, 10}, 7401);
 }
 
 TEST_CASE("attention rejects bad arguments with specific messages", "[attention]") {

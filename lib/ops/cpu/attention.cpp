@@ -1,13 +1,22 @@
 // CPU kernels for fused causal attention (see attention.h for layouts), tiled so the work is
 // GEMMs on small blocks (OpenBLAS; single-threaded inside our OpenMP tasks).
-// Forward: a block of Bq query rows walks the key blocks it can see; per block the scores
-// S = Q Kᵀ (Bq×Bk) go through an online softmax (running max m, running sum l, the output
-// block rescaled by exp(m_old - m_new)), then O += P V. out = O / l, lse = m + log l. Only
-// one Bq×Bk score tile per thread exists at a time: never a T×T matrix.
-// Backward (flash-attention style): per key block and query block, P = exp(S·scale - lse),
-// dP = dO Vᵀ, dS = P ∘ (dP - delta)·scale with delta_t = Σ_d dout·out; dV += Pᵀ dO,
-// dK += dSᵀ Q, dQ += dS K. Parallel over (batch, kv head): a task owns its dk/dv and the dq
-// rows of its query heads, so nothing is shared.
+// Work is cut along documents (attention.h): query and key blocks start at a document's
+// first token and never reach past its last, so keys of other documents are never touched.
+// Forward: a block of Bq query rows takes the keys it can see in tiles of up to Bk; per tile
+// the scores S = Q Kᵀ (Bq×Bk) go through an online softmax (running max m, running sum l, the
+// output block rescaled by exp(m_old - m_new)), then O += P V. out = O / l, lse = m + log l.
+// One Bq×Bk score tile per thread exists at a time: never a T×T matrix (Bk = 256, so up to
+// 256 keys it is one GEMM and one plain softmax).
+// Backward (flash-attention style): per key block and chunk of the query rows that see it,
+// P = exp(S·scale - lse), dP = dO Vᵀ, dS = P ∘ (dP - delta)·scale with delta_t = Σ_d
+// dout·out; dV += Pᵀ dO, dK += dSᵀ Q, dQ += dS K. Parallel over (document, kv head): a task
+// owns the document's dk/dv rows and their dq rows of its query heads, so nothing is shared.
+// Note [Attention backward tiles]: the backward's tiles are key-major (Sᵀ = K Qᵀ, nk × nq),
+// so the two deep GEMMs (dV = Pᵀ dO, dK = dSᵀ Q, depth = the query chunk) take their tile
+// as it lies (NN) and only dQ = dS K (depth = the key block, 32) reads it transposed.
+// OpenBLAS runs a transposed A with beta = 1 on its general path, which packs both operands on
+// every call; with query-major tiles (dV, dK as TN) that path and its packing took ~40% of a
+// forward + backward profile at T = 256 (perf), for 2/7 of the FLOPs.
 // Operands are strided Heads views (attention.h): a block of rows is a BLAS matrix with
 // leading dimension Heads::row, so q, k, v are read where the projection wrote them. The
 // softmax loops use fast_exp and run at the CPU's widest vectors (run_isa; fast_math.h).
@@ -26,8 +35,12 @@
 namespace hetu::ops::cpu {
 namespace {
 
-constexpr int64_t kKeyBlock = 64;    // keys per score tile
-constexpr int64_t kQueryBlock = 64;  // query rows per score tile
+// Forward: query rows per task, and the most keys per score tile (longer documents: online
+// softmax over tiles). Backward: keys per task step, and the most query rows per score tile.
+constexpr int64_t kQueryBlock = 64;
+constexpr int64_t kKeyChunk = 256;
+constexpr int64_t kKeyBlock = 32;
+constexpr int64_t kQueryChunk = 256;
 
 template <typename T> T dot(const T* a, const T* b, int64_t n) {
   T acc = 0;
@@ -39,24 +52,26 @@ template <typename T> T dot(const T* a, const T* b, int64_t n) {
 // One query block [t0, t0 + nq) of one head against its kv head (k, v: Tk rows with leading
 // dimensions ldk, ldv); query t sits at position past + t and sees keys 0..past + t. q, out
 // point at the block's first row (leading dimensions ldq, ldo); lse at its first entry.
-// Run through run_isa: the softmax loops vectorise (fast_exp), the GEMMs are OpenBLAS calls.
+// Keys come in chunks of up to kKeyChunk, so up to that length one GEMM gives all the scores
+// and there is nothing to rescale; the first chunk's GEMM writes out (beta 0), so out needs
+// no zero-fill. Run through run_isa: the softmax loops vectorise (fast_exp), the GEMMs are
+// OpenBLAS calls.
 struct AttendBlock {
   template <typename T>
   static void run(T* out, int64_t ldo, T* lse, const T* q, int64_t ldq, const T* k, int64_t ldk, const T* v,
                   int64_t ldv, int64_t t0, int64_t nq, int64_t past, int64_t Tk, int64_t D, T scale, T* scores,
                   T* row_max, T* row_sum) {
     constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-    for (int64_t r = 0; r < nq; ++r) std::fill(out + r * ldo, out + r * ldo + D, T(0));
     std::fill(row_max, row_max + nq, kNegInf);
     std::fill(row_sum, row_sum + nq, T(0));
     const int64_t key_end = std::min(Tk, past + t0 + nq);  // keys any row of the block sees
-    for (int64_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
-      const int64_t nk = std::min(kKeyBlock, key_end - j0);
+    for (int64_t j0 = 0; j0 < key_end; j0 += kKeyChunk) {
+      const int64_t nk = std::min(kKeyChunk, key_end - j0);
       gemm<T>(false, true, nq, nk, D, scale, q, ldq, k + j0 * ldk, ldk, T(0), scores, nk);  // S = Q Kᵀ · scale
       for (int64_t r = 0; r < nq; ++r) {
         T* s = scores + r * nk;
         const int64_t visible = std::min(nk, past + t0 + r + 1 - j0);  // causal: keys j0 .. past + t
-        if (visible <= 0) {
+        if (visible <= 0) {  // only in a later chunk: out already holds this row
           std::fill(s, s + nk, T(0));
           continue;
         }
@@ -64,7 +79,7 @@ struct AttendBlock {
 #pragma omp simd reduction(max : block_max)
         for (int64_t j = 0; j < visible; ++j) block_max = std::max(block_max, s[j]);
         const T new_max = std::max(row_max[r], block_max);
-        const T correction = fast_exp(row_max[r] - new_max);  // 0 on the row's first block
+        const T correction = fast_exp(row_max[r] - new_max);  // 0 on the row's first chunk
         T sum = 0;
 #pragma omp simd reduction(+ : sum)
         for (int64_t j = 0; j < visible; ++j) {
@@ -75,13 +90,14 @@ struct AttendBlock {
         std::fill(s + visible, s + nk, T(0));
         row_sum[r] = row_sum[r] * correction + sum;
         row_max[r] = new_max;
-        if (correction != T(1)) {
+        if (j0 > 0 && correction != T(1)) {
           T* o = out + r * ldo;
 #pragma omp simd
           for (int64_t d = 0; d < D; ++d) o[d] *= correction;
         }
       }
-      gemm<T>(false, false, nq, D, nk, T(1), scores, nk, v + j0 * ldv, ldv, T(1), out, ldo);  // O += P V
+      gemm<T>(false, false, nq, D, nk, T(1), scores, nk, v + j0 * ldv, ldv, j0 == 0 ? T(0) : T(1), out,
+              ldo);  // O (+)= P V
     }
     for (int64_t r = 0; r < nq; ++r) {
       const T inv = T(1) / row_sum[r];
@@ -104,75 +120,95 @@ struct BackwardArgs {
   T scale;
 };
 
+// One document's rows of one kv head: all of their dk, dv and the dq of the group's query
+// heads. Positions i0, j0 count from the document's first token. Per block of kKeyBlock keys,
+// the query rows that see them (t >= j0) in chunks of up to kQueryChunk: Pᵀ and dSᵀ of the
+// chunk (recomputed from q, k, lse; key-major, Note [Attention backward tiles]), then
+// dV += Pᵀ dO and dK += dSᵀ Q (GEMMs as deep as the chunk) and dQ += dS K. No zero-fills:
+// the group's first head writes (beta 0) each key block's dk, dv on its first chunk, and key
+// block 0, which every query sees, writes dq.
 struct BackwardTask {
-  template <typename T> static void run(const BackwardArgs<T>* a, int64_t b, int64_t hkv, T* p, T* dp) {
+  template <typename T>
+  static void run(const BackwardArgs<T>* a, const AttentionDocument* doc, int64_t hkv, T* p, T* dp) {
     const int64_t H = a->dims.H, T_len = a->dims.T, D = a->dims.D, group = H / a->dims.Hkv;
+    const int64_t b = doc->b, first = doc->start, n = doc->length;
     const T s = a->scale;
-    for (int64_t t = 0; t < T_len; ++t) {
-      std::fill(a->dk.at(b, hkv, t), a->dk.at(b, hkv, t) + D, T(0));
-      std::fill(a->dv.at(b, hkv, t), a->dv.at(b, hkv, t) + D, T(0));
-    }
-    for (int64_t j0 = 0; j0 < T_len; j0 += kKeyBlock) {
-      const int64_t nk = std::min(kKeyBlock, T_len - j0);
-      const T* k_blk = a->k.at(b, hkv, j0);
-      const T* v_blk = a->v.at(b, hkv, j0);
-      for (int64_t h = hkv * group; h < (hkv + 1) * group; ++h) {
-        // Query blocks that see any key of this block: rows t >= j0.
-        for (int64_t t0 = (j0 / kQueryBlock) * kQueryBlock; t0 < T_len; t0 += kQueryBlock) {
-          const int64_t nq = std::min(kQueryBlock, T_len - t0);
-          const int64_t row0 = (b * H + h) * T_len + t0;
-          const T* q_blk = a->q.at(b, h, t0);
-          const T* dout_blk = a->dout.at(b, h, t0);
-          gemm<T>(false, true, nq, nk, D, s, q_blk, a->q.row, k_blk, a->k.row, T(0), p, nk);
-          gemm<T>(false, true, nq, nk, D, T(1), dout_blk, a->dout.row, v_blk, a->v.row, T(0), dp, nk);
-          for (int64_t r = 0; r < nq; ++r) {
-            const int64_t visible = std::clamp<int64_t>(t0 + r + 1 - j0, 0, nk);
-            const T row_lse = a->lse[row0 + r], row_delta = a->delta[row0 + r];
-            T* pr = p + r * nk;
-            T* dpr = dp + r * nk;
+    for (int64_t h = hkv * group; h < (hkv + 1) * group; ++h) {
+      for (int64_t j0 = 0; j0 < n; j0 += kKeyBlock) {
+        const int64_t nk = std::min(kKeyBlock, n - j0);
+        const T* k_blk = a->k.at(b, hkv, first + j0);
+        const T* v_blk = a->v.at(b, hkv, first + j0);
+        T* dk_blk = a->dk.at(b, hkv, first + j0);
+        T* dv_blk = a->dv.at(b, hkv, first + j0);
+        for (int64_t i0 = j0; i0 < n; i0 += kQueryChunk) {
+          const int64_t nq = std::min(kQueryChunk, n - i0);
+          const int64_t row0 = (b * H + h) * T_len + first + i0;
+          const T* q_rows = a->q.at(b, h, first + i0);
+          const T* dout_rows = a->dout.at(b, h, first + i0);
+          // Transposed tiles (key-major, nk × nq), so dV and dK are plain NN GEMMs.
+          gemm<T>(false, true, nk, nq, D, s, k_blk, a->k.row, q_rows, a->q.row, T(0), p, nq);
+          gemm<T>(false, true, nk, nq, D, T(1), v_blk, a->v.row, dout_rows, a->dout.row, T(0), dp, nq);
+          const T* lse_rows = a->lse + row0;
+          const T* delta_rows = a->delta + row0;
+          for (int64_t c = 0; c < nk; ++c) {
+            const int64_t hidden = std::max<int64_t>(j0 + c - i0, 0);  // queries before key j0 + c
+            T* pc = p + c * nq;
+            T* dpc = dp + c * nq;
+            std::fill(pc, pc + hidden, T(0));
+            std::fill(dpc, dpc + hidden, T(0));
 #pragma omp simd
-            for (int64_t j = 0; j < visible; ++j) {
-              const T pj = fast_exp(pr[j] - row_lse);
-              pr[j] = pj;
-              dpr[j] = pj * (dpr[j] - row_delta) * s;  // dS, scale folded in
+            for (int64_t r = hidden; r < nq; ++r) {
+              const T pj = fast_exp(pc[r] - lse_rows[r]);
+              pc[r] = pj;
+              dpc[r] = pj * (dpc[r] - delta_rows[r]) * s;  // dS, scale folded in
             }
-            std::fill(pr + visible, pr + nk, T(0));
-            std::fill(dpr + visible, dpr + nk, T(0));
           }
-          // dV += Pᵀ dO; dK += dSᵀ Q; dQ += dS K.
-          gemm<T>(true, false, nk, D, nq, T(1), p, nk, dout_blk, a->dout.row, T(1), a->dv.at(b, hkv, j0), a->dv.row);
-          gemm<T>(true, false, nk, D, nq, T(1), dp, nk, q_blk, a->q.row, T(1), a->dk.at(b, hkv, j0), a->dk.row);
-          gemm<T>(false, false, nq, D, nk, T(1), dp, nk, k_blk, a->k.row, T(1), a->dq.at(b, h, t0), a->dq.row);
+          const T kv_beta = h == hkv * group && i0 == j0 ? T(0) : T(1);
+          gemm<T>(false, false, nk, D, nq, T(1), p, nq, dout_rows, a->dout.row, kv_beta, dv_blk, a->dv.row);
+          gemm<T>(false, false, nk, D, nq, T(1), dp, nq, q_rows, a->q.row, kv_beta, dk_blk, a->dk.row);
+          gemm<T>(true, false, nq, D, nk, T(1), dp, nq, k_blk, a->k.row, j0 == 0 ? T(0) : T(1),
+                  a->dq.at(b, h, first + i0), a->dq.row);
         }
       }
     }
   }
 };
 
+// A forward task: query rows [t0, t0 + kQueryBlock) of one document (t0 counts from its start).
+struct QueryBlock {
+  const AttentionDocument* doc;
+  int64_t t0;
+};
+
 }  // namespace
 
 template <typename scalar_t>
 void attention_forward(Heads<scalar_t> out, scalar_t* lse, Heads<const scalar_t> q, Heads<const scalar_t> k,
-                       Heads<const scalar_t> v, const AttentionDims& dims, double scale) {
-  const int64_t B = dims.B, H = dims.H, Hkv = dims.Hkv, T = dims.T, D = dims.D;
-  const int64_t group = H / Hkv;
-  const int64_t Tk = dims.keys(), past = Tk - T;  // keys before the first query (KV cache)
-  const int64_t query_blocks = (T + kQueryBlock - 1) / kQueryBlock;
-  const int64_t tasks = B * H * query_blocks;
+                       Heads<const scalar_t> v, const AttentionDims& dims, std::span<const AttentionDocument> docs,
+                       double scale) {
+  const int64_t H = dims.H, T = dims.T, D = dims.D;
+  const int64_t group = H / dims.Hkv;
+  const int64_t past = dims.keys() - T;  // keys before the first query (KV cache; then one document per row)
+  std::vector<QueryBlock> blocks;
+  for (const AttentionDocument& doc : docs) {
+    for (int64_t t0 = 0; t0 < doc.length; t0 += kQueryBlock) blocks.push_back({&doc, t0});
+  }
+  // A block's cost grows with its last position: heaviest first, then dynamic scheduling.
+  std::stable_sort(blocks.begin(), blocks.end(), [](const QueryBlock& x, const QueryBlock& y) { return x.t0 > y.t0; });
+  const int64_t tasks = static_cast<int64_t>(blocks.size()) * H;
   const scalar_t s = static_cast<scalar_t>(scale);
-  // Causal rows cost ∝ t, so later query blocks are heavier: dynamic scheduling.
 #pragma omp parallel
   {
-    std::vector<scalar_t> scores(kQueryBlock * kKeyBlock), row_max(kQueryBlock), row_sum(kQueryBlock);
+    std::vector<scalar_t> scores(kQueryBlock * kKeyChunk), row_max(kQueryBlock), row_sum(kQueryBlock);
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t bh = task / query_blocks;  // b * H + h
-      const int64_t b = bh / H, h = bh % H, hkv = h / group;
-      const int64_t t0 = (task % query_blocks) * kQueryBlock;
-      const int64_t nq = std::min(kQueryBlock, T - t0);
-      run_isa<AttendBlock>(out.at(b, h, t0), out.row, lse + bh * T + t0, q.at(b, h, t0), q.row, k.at(b, hkv, 0),
-                           k.row, v.at(b, hkv, 0), v.row, t0, nq, past, Tk, D, s, scores.data(), row_max.data(),
-                           row_sum.data());
+      const QueryBlock& blk = blocks[static_cast<size_t>(task / H)];
+      const int64_t h = task % H, hkv = h / group;
+      const int64_t b = blk.doc->b, first = blk.doc->start, t0 = blk.t0;
+      const int64_t nq = std::min(kQueryBlock, blk.doc->length - t0);
+      run_isa<AttendBlock>(out.at(b, h, first + t0), out.row, lse + (b * H + h) * T + first + t0,
+                           q.at(b, h, first + t0), q.row, k.at(b, hkv, first), k.row, v.at(b, hkv, first), v.row, t0,
+                           nq, past, past + blk.doc->length, D, s, scores.data(), row_max.data(), row_sum.data());
     }
   }
 }
@@ -180,38 +216,38 @@ void attention_forward(Heads<scalar_t> out, scalar_t* lse, Heads<const scalar_t>
 template <typename scalar_t>
 void attention_backward(Heads<scalar_t> dq, Heads<scalar_t> dk, Heads<scalar_t> dv, Heads<const scalar_t> dout,
                         Heads<const scalar_t> q, Heads<const scalar_t> k, Heads<const scalar_t> v,
-                        Heads<const scalar_t> out, const scalar_t* lse, const AttentionDims& dims, double scale) {
+                        Heads<const scalar_t> out, const scalar_t* lse, const AttentionDims& dims,
+                        std::span<const AttentionDocument> docs, double scale) {
   const int64_t B = dims.B, H = dims.H, Hkv = dims.Hkv, T = dims.T, D = dims.D;
   const int64_t rows = B * H * T;  // query rows, numbered (b·H + h)·T + t like lse
   const scalar_t s = static_cast<scalar_t>(scale);
 
-  // delta_t = Σ_d dout·out, one per query row; dq starts at 0 and collects every key block.
+  // delta_t = Σ_d dout·out, one per query row.
   std::vector<scalar_t> delta(static_cast<size_t>(rows));
 #pragma omp parallel for schedule(static)
   for (int64_t row = 0; row < rows; ++row) {
     const int64_t b = row / (H * T), h = row / T % H, t = row % T;
     delta[static_cast<size_t>(row)] = dot(dout.at(b, h, t), out.at(b, h, t), D);
-    scalar_t* dq_row = dq.at(b, h, t);
-    std::fill(dq_row, dq_row + D, scalar_t(0));
   }
 
   const BackwardArgs<scalar_t> args{dq, dk, dv, dout, q, k, v, lse, delta.data(), dims, s};
 #pragma omp parallel
   {
-    std::vector<scalar_t> p(kQueryBlock * kKeyBlock), dp(kQueryBlock * kKeyBlock);
+    std::vector<scalar_t> p(kQueryChunk * kKeyBlock), dp(kQueryChunk * kKeyBlock);
+    const int64_t tasks = static_cast<int64_t>(docs.size()) * Hkv;
 #pragma omp for schedule(dynamic)
-    for (int64_t bkv = 0; bkv < B * Hkv; ++bkv) {
-      run_isa<BackwardTask>(&args, bkv / Hkv, bkv % Hkv, p.data(), dp.data());
+    for (int64_t task = 0; task < tasks; ++task) {
+      run_isa<BackwardTask>(&args, &docs[static_cast<size_t>(task / Hkv)], task % Hkv, p.data(), dp.data());
     }
   }
 }
 
 #define HT_INSTANTIATE_ATTENTION(T)                                                                          \
   template void attention_forward<T>(Heads<T>, T*, Heads<const T>, Heads<const T>, Heads<const T>,           \
-                                     const AttentionDims&, double);                                         \
+                                     const AttentionDims&, std::span<const AttentionDocument>, double);     \
   template void attention_backward<T>(Heads<T>, Heads<T>, Heads<T>, Heads<const T>, Heads<const T>,          \
                                       Heads<const T>, Heads<const T>, Heads<const T>, const T*, const AttentionDims&, \
-                                      double);
+                                      std::span<const AttentionDocument>, double);
 HT_INSTANTIATE_ATTENTION(float)
 HT_INSTANTIATE_ATTENTION(double)
 #undef HT_INSTANTIATE_ATTENTION
