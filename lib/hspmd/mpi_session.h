@@ -22,8 +22,9 @@ class MpiSession {
   std::vector<std::string> all_hosts() const;
   // True on every rank when `value` is true on every rank (collective over MPI_COMM_WORLD).
   bool all_agree(bool value) const;
-  // Aborts every rank (MPI_Abort); use after a fatal error on one rank in a multi-rank run.
-  [[noreturn]] void abort(int exit_code) const;
+  // Ends every rank with `exit_code` after a fatal error on this one: the other ranks log
+  // `message` first (mpi_abort_job in comm_deadline.h). One rank: exits.
+  [[noreturn]] void abort(int exit_code, const std::string& message) const;
 
  private:
   int rank_ = 0;
