@@ -41,7 +41,8 @@ constexpr int kAckTag = 7013;
 constexpr double kProbeSeconds = 5;    // how long the silent ranks get to answer a ping
 constexpr double kAckSeconds = 5;      // how long an aborting rank waits for the others to log
 constexpr double kOrphanSeconds = 10;  // a notified rank's wait for the abort, beyond kAckSeconds
-constexpr double kSpinSeconds = 0.1;   // a wait yields the core this long, then sleeps between polls
+constexpr double kBusySeconds = 1e-4;  // a wait polls without pause this long (a small collective's time),
+constexpr double kSpinSeconds = 0.1;   // then yields the core between polls this long, then sleeps 1 ms
 constexpr double kServiceSeconds = 1e-3;  // control messages are looked at this often
 
 using Clock = std::chrono::steady_clock;
@@ -54,6 +55,7 @@ double seconds_since(Clock::time_point start) {
 }
 
 void pause_between_polls(double elapsed_s) {
+  if (elapsed_s < kBusySeconds) return;
   if (elapsed_s < kSpinSeconds) {
     sched_yield();
   } else {
