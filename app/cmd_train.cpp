@@ -360,7 +360,7 @@ int run_train(const TrainOptions& options) {
   bool training = false;
   if (mpi.world_size() == 1) return train_job(options, mpi, training);
   try {
-    return train_job(options, mpi, training);
+    return mpi.finalize(train_job(options, mpi, training));
   } catch (const UsageError& error) {
     if (!training) throw;  // a job-file error: the same on every rank, printed once by main
     end_job(mpi, 2, error.message());

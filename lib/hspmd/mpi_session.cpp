@@ -6,12 +6,23 @@
 
 #include <mpi.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
 
 #include "lib/hspmd/comm_deadline.h"
 #include "lib/util/error.h"
 
 namespace hetu {
+namespace {
+
+constexpr double kFinalizeSeconds = 20;
+
+}  // namespace
 
 MpiSession::MpiSession(int* argc, char*** argv) {
   int initialized = 0;
@@ -34,6 +45,36 @@ MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (owns_mpi_ && !finalized) MPI_Finalize();
+}
+
+int MpiSession::finalize(int exit_code) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!owns_mpi_ || finalized) return exit_code;
+  if (world_size_ > 1) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibarrier(MPI_COMM_WORLD, &request);
+    mpi_wait_all("the barrier before MPI_Finalize", {&request, 1}, [](auto) { return other_ranks(); });
+  }
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (finished.wait_for(lock, std::chrono::duration<double>(kFinalizeSeconds), [&] { return done; })) return;
+    spdlog::warn("MPI_Finalize did not return within {} s after every rank finished (the launcher's finalize); "
+                 "exiting with {} without it", kFinalizeSeconds, exit_code);
+    spdlog::default_logger()->flush();
+    std::_Exit(exit_code);
+  });
+  MPI_Finalize();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    done = true;
+  }
+  finished.notify_one();
+  watchdog.join();
+  return exit_code;
 }
 
 void MpiSession::abort(int exit_code, const std::string& message) const {
