@@ -24,7 +24,7 @@ namespace {
 
 constexpr int kP2PTag = 7001;          // every point-to-point message of hetu
 constexpr int kCreateGroupTag = 7002;  // MPI_Comm_create_group
-constexpr int kGroupBarrierTag = 7003; // the members' barrier before it
+constexpr int kGroupBarrierTag = 7004; // the members' barrier before it (7003: comm_nccl.cpp)
 
 MPI_Datatype mpi_type(const char* op, const Tensor& t) {
   HT_CHECK(t.defined(), "{}: undefined tensor", op);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # No hangs (issue 17, item 1), on a 3-stage pipeline (configs/layouts/gpt2-pp3-uneven.toml):
+#  0. a negative training.comm_timeout_s is a job-file error;
 #  1. rank 1 is SIGSTOPped mid-run with training.comm_timeout_s = 20: mpirun ends non-zero and
 #     no rank of the run is left within 50 s of the stop; ranks 0 and 2 each log the timeout
 #     (operation, step) naming rank 1 as the one that stopped answering; the newest checkpoint
@@ -22,6 +23,10 @@ before() { awk -v a="$1" -v b="$(now)" -v limit="$2" 'BEGIN { exit !(b - a < lim
 run_pids() { pgrep -f "job.out_dir=$1" || true; }  # mpirun and its ranks
 latest_step() { local s; s=$(cat "$1/checkpoints/latest" 2> /dev/null) || { echo 0; return; }; s=${s#step-}; echo $((10#${s:-0})); }
 kill_run() { for p in $(run_pids "$1"); do kill -KILL "$p" 2> /dev/null; done; }
+
+# ---- 0. the key is checked before anything runs
+run_failing bad-key "a negative training.comm_timeout_s" "training.comm_timeout_s: must be >= 0" \
+  "$hetu" config check "$job" --set training.comm_timeout_s=-1
 
 # ---- 1. a stopped rank
 out=$work/stop
