@@ -145,7 +145,9 @@ dump_stuck() {  # dump_stuck ID: what a job that does not end still runs, with s
   local pid
   echo "== job $1 did not end; its processes:"
   ps -eo pid,ppid,stat,etimes,args | grep -E "[s]lurmstepd|$hetu" || true
-  for pid in $(pgrep -f "^$hetu " || true); do
+  echo "== the job's output (ends with 'hetu train exited N' once srun returned):"
+  tail -n 5 "$tmp/job-$1.out" 2> /dev/null || true
+  for pid in $(pgrep -f "^$hetu " || true) $(pgrep -x slurmstepd || true); do
     echo "== stacks of pid $pid: $(tr '\0' ' ' < "/proc/$pid/cmdline" 2> /dev/null)"
     timeout 20 gdb -p "$pid" -batch -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread|#)' || true
   done
