@@ -48,11 +48,6 @@ void NcclWatchdog::watch(const char* op, cudaStream_t stream, ncclComm_t comm, s
   pending_.push_back({op, done, comm, std::move(peers), timing::current_step(), now_s()});
 }
 
-void NcclWatchdog::forget(ncclComm_t comm) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  comms_.erase(comm);
-}
-
 void NcclWatchdog::run() {
   cudaSetDevice(device_);
   std::unique_lock<std::mutex> lock(mutex_);

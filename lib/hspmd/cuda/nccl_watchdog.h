@@ -34,8 +34,6 @@ class NcclWatchdog {
 
   // Watches the operation just enqueued on `stream` over `comm` (waiting for `peers`).
   void watch(const char* op, cudaStream_t stream, ncclComm_t comm, std::vector<int> peers);
-  // Stops watching `comm` (before ncclCommDestroy).
-  void forget(ncclComm_t comm);
 
  private:
   struct Pending {
