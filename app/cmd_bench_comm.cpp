@@ -7,7 +7,8 @@
 // `iterations`, the device synchronised before the clock is read; algbw = size / time; busbw =
 // algbw x the ring factor of nccl-tests (all_reduce 2(n-1)/n; the others (n-1)/n). size is the
 // full tensor: the all_reduce buffer, the all_gather output, the reduce_scatter input, the
-// repartitioned global tensor.
+// repartitioned global tensor. On the CPU a blocking MPI_Allreduce follows all_reduce: the
+// peer of the communicator's non-blocking call polled under the deadline (comm_deadline.h).
 #include <mpi.h>
 
 #include <chrono>
@@ -132,6 +133,11 @@ int run_bench_comm(const BenchCommOptions& options) {
     Tensor piece = ones({count / n}, DType::f32, device);
     print_row(rank0, "all_reduce", actual, count, time_op(iterations, sync, [&] { comm->all_reduce(buffer, all); }),
               2 * ring);
+    if (!device.is_cuda()) {  // the peer: a blocking MPI_Allreduce, without the deadline's polling
+      print_row(rank0, "MPI_Allreduce", actual, count, time_op(iterations, sync, [&] {
+        MPI_Allreduce(MPI_IN_PLACE, buffer.raw_data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      }), 2 * ring);
+    }
     print_row(rank0, "all_gather", actual, count,
               time_op(iterations, sync, [&] { comm->all_gather(piece, buffer, all); }), ring);
     print_row(rank0, "reduce_scatter", actual, count,

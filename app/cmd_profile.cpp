@@ -53,7 +53,7 @@ int run_profile(const ProfileOptions& options) {
     } catch (const Error& error) {
       if (mpi.world_size() == 1) throw;
       std::fprintf(stderr, "hetu: error (rank %d): %s [%s]\n", mpi.rank(), error.message().c_str(), error.where().c_str());
-      mpi.abort(1);
+      mpi.abort(1, error.message());
     }
   }
   if (mpi.rank() != 0) return 0;

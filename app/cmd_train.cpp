@@ -32,6 +32,7 @@
 #include "app/device_emulation.h"
 #include "app/rank_map.h"
 #include "app/straggler_plan.h"
+#include "lib/hspmd/comm_deadline.h"
 #include "lib/hspmd/mpi_session.h"
 #include "lib/io/checkpoint.h"
 #include "lib/io/data_loader.h"
@@ -299,14 +300,12 @@ int train(const TrainOptions& options, const config::LoadedConfig& loaded, const
   return 0;
 }
 
-}  // namespace
-
-int run_train(const TrainOptions& options) {
-  MpiSession mpi(nullptr, nullptr);
-  init_logging({mpi.rank(), options.log_level, "", true});
-
+// The job of this rank; `training` becomes true where training starts (a usage error before
+// that, a bad job file or a locked out_dir, is the same on every rank).
+int train_job(const TrainOptions& options, const MpiSession& mpi, bool& training) {
   config::LoadedConfig loaded = load_job(options);
   const config::JobConfig& c = loaded.config;
+  set_comm_timeout(c.training.comm_timeout_s);
   ops::set_num_threads(static_cast<int>(c.training.threads));
   // One rank per device that any strategy uses ([parallel] and every [[parallel.strategy]]).
   const auto needed = static_cast<int64_t>(c.strategy_devices().size());
@@ -330,16 +329,8 @@ int run_train(const TrainOptions& options) {
   Profile straggler_profile;  // what [straggler] predicts from: the launch plan's profile, or straggler.profile
   if (c.straggler.enabled && !c.straggler.profile.empty()) straggler_profile = read_profile_file(c.straggler.profile);
   if (c.parallel.auto_plan && (!options.dry_run || !c.parallel.profile.empty())) {
-    try {
-      loaded = plan_at_launch(loaded, ranks, mpi,  // collective when it profiles
-                              options.dry_run ? "" : c.job.out_dir + "/profile.toml", &straggler_profile);
-    } catch (const UsageError&) {
-      throw;  // the same on every rank (no layout fits, a bad profile file)
-    } catch (const Error& error) {
-      if (mpi.world_size() == 1) throw;
-      std::fprintf(stderr, "hetu: error (rank %d): %s [%s]\n", mpi.rank(), error.message().c_str(), error.where().c_str());
-      mpi.abort(1);
-    }
+    loaded = plan_at_launch(loaded, ranks, mpi,  // collective when it profiles
+                            options.dry_run ? "" : c.job.out_dir + "/profile.toml", &straggler_profile);
     ranks = map_ranks(c, hosts);
   } else if (c.parallel.auto_plan) {
     spdlog::info("parallel.auto: a dry run without parallel.profile does not profile; it checks the job with data "
@@ -375,18 +366,37 @@ int run_train(const TrainOptions& options) {
     spdlog::info("dry run: the job is valid; nothing was trained or written");
     return 0;
   }
+  training = true;
   runtime::install_stop_handlers();
   const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
   limit_cpu_memory(loaded, device);
-  if (mpi.world_size() == 1) return train(options, loaded, layout, ranks, mpi, straggler_profile);
+  return train(options, loaded, layout, ranks, mpi, straggler_profile);
+}
+
+// An error on one rank of several: the others would wait for it in their next collective,
+// so it ends them all, each logging `message` (exit codes in README).
+[[noreturn]] void end_job(const MpiSession& mpi, int exit_code, const std::string& message) {
+  spdlog::error("hetu: error (rank {}): {}", mpi.rank(), message);
+  mpi.abort(exit_code, message);
+}
+
+}  // namespace
+
+int run_train(const TrainOptions& options) {
+  MpiSession mpi(nullptr, nullptr);
+  init_logging({mpi.rank(), options.log_level, "", true});
+  bool training = false;
+  if (mpi.world_size() == 1) return train_job(options, mpi, training);
   try {
-    return train(options, loaded, layout, ranks, mpi, straggler_profile);
+    return mpi.finalize(train_job(options, mpi, training));
+  } catch (const UsageError& error) {
+    if (!training) throw;  // a job-file error: the same on every rank, printed once by main
+    end_job(mpi, 2, error.message());
   } catch (const Error& error) {
-    // The other ranks would wait for this one in their next collective: end them all.
-    std::fprintf(stderr, "hetu: error (rank %d): %s [%s]\n", mpi.rank(), error.message().c_str(), error.where().c_str());
-    mpi.abort(1);
+    end_job(mpi, 1, fmt::format("{} [{}]", error.message(), error.where()));
+  } catch (const std::exception& error) {
+    end_job(mpi, 1, error.what());
   }
-  return 1;
 }
 
 }  // namespace hetu::app

@@ -172,6 +172,7 @@ void read_training(TableReader& t, TrainingSection& training) {
   if (auto v = t.get_int("log_every")) training.log_every = *v;
   if (auto v = t.get_int("threads")) training.threads = *v;
   if (auto v = t.get_string("trace")) training.trace = *v;
+  if (auto v = t.get_number("comm_timeout_s")) training.comm_timeout_s = *v;
   t.finish();
 }
 

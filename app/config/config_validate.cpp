@@ -150,6 +150,9 @@ class Rules {
     at_least("training.log_every", t.log_every, 1);
     at_least("training.threads", t.threads, 0);
     check_trace_range();
+    if (!(t.comm_timeout_s >= 0)) {
+      fail("training.comm_timeout_s", "must be >= 0 seconds (0: no deadline), got " + fmt::format("{}", t.comm_timeout_s));
+    }
     if (t.grad_clip < 0) fail("training.grad_clip", "must be >= 0 (0 disables clipping), got " + fmt::format("{}", t.grad_clip));
     if (t.seq_len > c_.model.max_seq_len) {
       fail("training.seq_len", "seq_len = " + to_string(t.seq_len) + " exceeds model.max_seq_len = " +

@@ -148,6 +148,7 @@ std::string to_toml(const JobConfig& c) {
   line("log_every", num(t.log_every));
   line("threads", num(t.threads));
   line("trace", str(t.trace));
+  line("comm_timeout_s", toml_float(t.comm_timeout_s));
 
   const OptimizerSection& o = c.optimizer;
   out += "\n[optimizer]\n";

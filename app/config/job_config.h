@@ -70,6 +70,7 @@ struct TrainingSection {
   int64_t log_every = 10;
   int64_t threads = 0;                // per rank, for OpenMP and OpenBLAS; 0: HETU_NUM_THREADS or all cores
   std::string trace;                  // steps to trace, "20-22" or "7" (1-based); "" none
+  double comm_timeout_s = 600;        // deadline of one blocking communication; 0: none
   bool operator==(const TrainingSection&) const = default;
 };
 

@@ -1,15 +1,20 @@
 // The MPI Communicator for CPU tensors: device id = rank of MPI_COMM_WORLD. Sub-communicators
 // are made with MPI_Comm_create_group (collective over the members only, ranks in group
 // order) on first use and cached per ordered device list. Uneven pieces use the v-variants
-// (MPI_Allgatherv, MPI_Reduce_scatter, MPI_Alltoallv); batches use Isend/Irecv + Waitall.
+// (MPI_Iallgatherv, MPI_Ireduce_scatter, MPI_Ialltoallv). Every operation is posted
+// non-blocking and waited for by mpi_wait_all(), under the deadline of comm_deadline.h.
 // bf16 travels as 16-bit words; its sums use a user-defined MPI_Op that adds in f32 and
 // rounds each partial sum to bf16 (what a bf16 reduction on a GPU does).
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 
+#include "lib/hspmd/comm_deadline.h"
 #include "lib/hspmd/comm_trace.h"
 #include "lib/hspmd/communicator.h"
 #include "lib/util/error.h"
@@ -19,6 +24,7 @@ namespace {
 
 constexpr int kP2PTag = 7001;          // every point-to-point message of hetu
 constexpr int kCreateGroupTag = 7002;  // MPI_Comm_create_group
+constexpr int kGroupBarrierTag = 7004; // the members' barrier before it (7003: comm_nccl.cpp)
 
 MPI_Datatype mpi_type(const char* op, const Tensor& t) {
   HT_CHECK(t.defined(), "{}: undefined tensor", op);
@@ -102,6 +108,7 @@ class MpiCommunicator final : public Communicator {
     HT_CHECK(initialized, "mpi communicator: MPI is not initialised (create an MpiSession first)");
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    read_fault_injection();
   }
   ~MpiCommunicator() override {
     int finalized = 0;
@@ -116,16 +123,21 @@ class MpiCommunicator final : public Communicator {
 
   void all_reduce(const Tensor& buffer, const DeviceGroup& group) override {
     const char* op = "all_reduce";
+    maybe_fail(op);
     timing::Scope scope(timing::Phase::comm, op, timing::Track::comm,
                         {{"bytes", tensor_bytes(buffer)}, {"ranks", group.size()}});
     MPI_Datatype type = checked(op, buffer);
     MPI_Comm comm = comm_for(op, group);
-    check_mpi(op, MPI_Allreduce(MPI_IN_PLACE, buffer.raw_data(), to_int(op, buffer.numel()), type, sum_op(buffer), comm));
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(op, MPI_Iallreduce(MPI_IN_PLACE, buffer.raw_data(), to_int(op, buffer.numel()), type, sum_op(buffer),
+                                 comm, &request));
+    wait(op, request, group);
   }
 
   void all_gather(const Tensor& in, const Tensor& out, const DeviceGroup& group,
                   std::span<const int64_t> counts) override {
     const char* op = "all_gather";
+    maybe_fail(op);
     timing::Scope scope(timing::Phase::comm, op, timing::Track::comm,
                         {{"bytes", tensor_bytes(in)}, {"ranks", group.size()}});
     MPI_Datatype type = checked(op, in);
@@ -137,13 +149,16 @@ class MpiCommunicator final : public Communicator {
     HT_CHECK(c[static_cast<size_t>(me)] == in.numel(), "all_gather: member {} sends {} elements, counts say {}", me,
              in.numel(), c[static_cast<size_t>(me)]);
     const std::vector<int> displs = displacements(c);
-    check_mpi(op, MPI_Allgatherv(in.raw_data(), to_int(op, in.numel()), type, out.raw_data(), c.data(),
-                                 displs.data(), type, comm));
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(op, MPI_Iallgatherv(in.raw_data(), to_int(op, in.numel()), type, out.raw_data(), c.data(),
+                                  displs.data(), type, comm, &request));
+    wait(op, request, group);
   }
 
   void reduce_scatter(const Tensor& in, const Tensor& out, const DeviceGroup& group,
                       std::span<const int64_t> counts) override {
     const char* op = "reduce_scatter";
+    maybe_fail(op);
     timing::Scope scope(timing::Phase::comm, op, timing::Track::comm,
                         {{"bytes", tensor_bytes(in)}, {"ranks", group.size()}});
     MPI_Datatype type = checked(op, in);
@@ -154,12 +169,15 @@ class MpiCommunicator final : public Communicator {
     const int64_t me = *group.index_of(rank_);
     HT_CHECK(c[static_cast<size_t>(me)] == out.numel(), "reduce_scatter: member {} receives {} elements, counts say {}",
              me, out.numel(), c[static_cast<size_t>(me)]);
-    check_mpi(op, MPI_Reduce_scatter(in.raw_data(), out.raw_data(), c.data(), type, sum_op(in), comm));
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(op, MPI_Ireduce_scatter(in.raw_data(), out.raw_data(), c.data(), type, sum_op(in), comm, &request));
+    wait(op, request, group);
   }
 
   void all_to_all(const Tensor& in, const Tensor& out, const DeviceGroup& group, std::span<const int64_t> send_counts,
                   std::span<const int64_t> recv_counts) override {
     const char* op = "all_to_all";
+    maybe_fail(op);
     timing::Scope scope(timing::Phase::comm, op, timing::Track::comm,
                         {{"bytes", tensor_bytes(in)}, {"ranks", group.size()}});
     MPI_Datatype type = checked(op, in);
@@ -170,42 +188,56 @@ class MpiCommunicator final : public Communicator {
     const std::vector<int> sc = counts_of(op, send_counts, n, in.numel() / n, in.numel(), "send counts");
     const std::vector<int> rc = counts_of(op, recv_counts, n, out.numel() / n, out.numel(), "recv counts");
     const std::vector<int> sd = displacements(sc), rd = displacements(rc);
-    check_mpi(op, MPI_Alltoallv(in.raw_data(), sc.data(), sd.data(), type, out.raw_data(), rc.data(), rd.data(), type,
-                                comm));
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(op, MPI_Ialltoallv(in.raw_data(), sc.data(), sd.data(), type, out.raw_data(), rc.data(), rd.data(),
+                                 type, comm, &request));
+    wait(op, request, group);
   }
 
   void broadcast(const Tensor& buffer, DeviceId root, const DeviceGroup& group) override {
     const char* op = "broadcast";
+    maybe_fail(op);
     timing::Scope scope(timing::Phase::comm, op, timing::Track::comm,
                         {{"bytes", tensor_bytes(buffer)}, {"ranks", group.size()}});
     MPI_Datatype type = checked(op, buffer);
     MPI_Comm comm = comm_for(op, group);
     const std::optional<int64_t> root_index = group.index_of(root);
     HT_CHECK(root_index, "broadcast: root {} is not in group {}", root, group.to_string());
-    check_mpi(op, MPI_Bcast(buffer.raw_data(), to_int(op, buffer.numel()), type, static_cast<int>(*root_index), comm));
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(op, MPI_Ibcast(buffer.raw_data(), to_int(op, buffer.numel()), type, static_cast<int>(*root_index), comm,
+                             &request));
+    wait(op, request, group);
   }
 
   void send(const Tensor& tensor, DeviceId peer) override {
     const char* op = "send";
+    maybe_fail(op);
     timing::Scope scope(timing::Phase::comm, op, timing::Track::comm,
                         {{"bytes", tensor_bytes(tensor)}, {"peer", peer}});
     MPI_Datatype type = checked(op, tensor);
     check_peer(op, peer);
-    check_mpi(op, MPI_Send(tensor.raw_data(), to_int(op, tensor.numel()), type, peer, kP2PTag, MPI_COMM_WORLD));
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(op, MPI_Isend(tensor.raw_data(), to_int(op, tensor.numel()), type, peer, kP2PTag, MPI_COMM_WORLD,
+                            &request));
+    wait_peer(op, request, peer);
   }
 
   void recv(const Tensor& tensor, DeviceId peer) override {
     const char* op = "recv";
+    maybe_fail(op);
     timing::Scope scope(timing::Phase::comm, op, timing::Track::comm,
                         {{"bytes", tensor_bytes(tensor)}, {"peer", peer}});
     MPI_Datatype type = checked(op, tensor);
     check_peer(op, peer);
-    check_mpi(op, MPI_Recv(tensor.raw_data(), to_int(op, tensor.numel()), type, peer, kP2PTag, MPI_COMM_WORLD,
-                           MPI_STATUS_IGNORE));
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(op, MPI_Irecv(tensor.raw_data(), to_int(op, tensor.numel()), type, peer, kP2PTag, MPI_COMM_WORLD,
+                            &request));
+    wait_peer(op, request, peer);
   }
 
   void batch_send_recv(std::span<const P2POp> ops) override {
     const char* op = "batch_send_recv";
+    maybe_fail(op);
     timing::Scope scope(timing::Phase::comm, "send_recv", timing::Track::comm);
     if (scope.traced()) scope.set_args(p2p_trace_args(ops));
     std::vector<MPI_Request> requests(ops.size(), MPI_REQUEST_NULL);
@@ -220,19 +252,78 @@ class MpiCommunicator final : public Communicator {
         check_mpi(op, MPI_Irecv(p.tensor.raw_data(), count, type, p.peer, kP2PTag, MPI_COMM_WORLD, &requests[i]));
       }
     }
-    check_mpi(op, MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+    mpi_wait_all(op, requests, [&](std::span<const MPI_Request> pending) {
+      std::vector<int> peers;  // of the ops not done, once each
+      for (size_t i = 0; i < ops.size(); ++i) {
+        const int peer = static_cast<int>(ops[i].peer);
+        if (pending[i] != MPI_REQUEST_NULL && std::find(peers.begin(), peers.end(), peer) == peers.end())
+          peers.push_back(peer);
+      }
+      return peers;
+    });
   }
 
   void barrier(const DeviceGroup& group) override {
     const char* op = "barrier";
+    maybe_fail(op);
     timing::Scope scope(timing::Phase::comm, op, timing::Track::comm);
-    check_mpi(op, MPI_Barrier(comm_for(op, group)));
+    MPI_Comm comm = comm_for(op, group);
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(op, MPI_Ibarrier(comm, &request));
+    wait(op, request, group);
   }
 
  private:
   void check_peer(const char* op, DeviceId peer) const {
     HT_CHECK(peer >= 0 && peer < size_ && peer != rank_, "{}: peer {} is not another rank of the {} ranks (this is {})",
              op, peer, size_, rank_);
+  }
+
+  // For tests of the abort path: HETU_TEST_FAIL_AT="RANK:STEP" makes rank RANK throw in its
+  // first communication of step STEP (steps from 1).
+  void read_fault_injection() {
+    const char* text = std::getenv("HETU_TEST_FAIL_AT");
+    if (text == nullptr) return;
+    int rank = -1;
+    long long step = 0;
+    HT_CHECK(std::sscanf(text, "%d:%lld", &rank, &step) == 2 && step > 0,
+             "HETU_TEST_FAIL_AT: expected RANK:STEP, got \"{}\"", text);
+    if (rank == rank_) fail_at_step_ = step;
+  }
+  void maybe_fail(const char* op) const {
+    if (fail_at_step_ > 0 && timing::current_step() >= fail_at_step_)
+      HT_THROW("{} at step {}: a fault injected by HETU_TEST_FAIL_AT", op, timing::current_step());
+  }
+
+  // Waits (under the deadline) for the one operation of `group`.
+  void wait(const char* op, MPI_Request& request, const DeviceGroup& group) {
+    mpi_wait_all(op, {&request, 1}, [&](std::span<const MPI_Request>) { return others_in(group); });
+  }
+  void wait_peer(const char* op, MPI_Request& request, DeviceId peer) {
+    mpi_wait_all(op, {&request, 1}, [&](std::span<const MPI_Request>) { return std::vector<int>{static_cast<int>(peer)}; });
+  }
+  std::vector<int> others_in(const DeviceGroup& group) const {
+    std::vector<int> out;
+    for (DeviceId d : group.devices()) {
+      if (d != rank_) out.push_back(static_cast<int>(d));
+    }
+    return out;
+  }
+
+  // A dissemination barrier over the members, point to point on MPI_COMM_WORLD: in round k
+  // member i signals member i + 2^k and waits for member i - 2^k (mod n).
+  void members_barrier(const char* op, const DeviceGroup& group) {
+    const auto n = static_cast<int64_t>(group.size());
+    const int64_t me = *group.index_of(rank_);
+    for (int64_t step = 1; step < n; step *= 2) {
+      const int to = static_cast<int>(group.devices()[static_cast<size_t>((me + step) % n)]);
+      const int from = static_cast<int>(group.devices()[static_cast<size_t>((me - step + n) % n)]);
+      int out = 0, in = 0;
+      MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+      check_mpi(op, MPI_Isend(&out, 1, MPI_INT, to, kGroupBarrierTag, MPI_COMM_WORLD, &requests[0]));
+      check_mpi(op, MPI_Irecv(&in, 1, MPI_INT, from, kGroupBarrierTag, MPI_COMM_WORLD, &requests[1]));
+      mpi_wait_all(op, requests, [&](std::span<const MPI_Request>) { return std::vector<int>{from}; });
+    }
   }
 
   // The cached sub-communicator of `group`; this rank must be a member.
@@ -242,6 +333,7 @@ class MpiCommunicator final : public Communicator {
       HT_CHECK(d < size_, "{}: group {} names device {}, but only {} ranks run", op, group.to_string(), d, size_);
     auto it = comms_.find(group.devices());
     if (it != comms_.end()) return it->second;
+    members_barrier(op, group);  // MPI_Comm_create_group blocks: it starts once every member is here
     MPI_Group world_group = MPI_GROUP_NULL, sub_group = MPI_GROUP_NULL;
     MPI_Comm_group(MPI_COMM_WORLD, &world_group);
     const std::vector<int> ranks(group.devices().begin(), group.devices().end());
@@ -257,6 +349,7 @@ class MpiCommunicator final : public Communicator {
 
   int rank_ = 0;
   int size_ = 1;
+  int64_t fail_at_step_ = 0;  // HETU_TEST_FAIL_AT
   std::map<std::vector<DeviceId>, MPI_Comm> comms_;
 };
 

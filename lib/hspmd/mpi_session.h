@@ -22,8 +22,15 @@ class MpiSession {
   std::vector<std::string> all_hosts() const;
   // True on every rank when `value` is true on every rank (collective over MPI_COMM_WORLD).
   bool all_agree(bool value) const;
-  // Aborts every rank (MPI_Abort); use after a fatal error on one rank in a multi-rank run.
-  [[noreturn]] void abort(int exit_code) const;
+  // The end of a run that went well on every rank: a barrier under the communication deadline
+  // (a rank that died ends the job instead of leaving finalize waiting for it), then
+  // MPI_Finalize. A launcher whose finalize never returns (seen once in a while with Slurm's
+  // PMIx on heterogeneous jobs) gets kFinalizeSeconds; then the process logs it and exits
+  // with `exit_code` all the same. Returns exit_code.
+  int finalize(int exit_code);
+  // Ends every rank with `exit_code` after a fatal error on this one: the other ranks log
+  // `message` first (mpi_abort_job in comm_deadline.h). One rank: exits.
+  [[noreturn]] void abort(int exit_code, const std::string& message) const;
 
  private:
   int rank_ = 0;

@@ -103,6 +103,7 @@ void set_enabled(bool on) { g_enabled.store(on); }
 bool tracing() { return g_tracing.load(std::memory_order_relaxed); }
 void set_tracing(bool on) { g_tracing.store(on); }
 void set_step(int64_t step) { g_step.store(step); }
+int64_t current_step() { return g_step.load(); }
 void set_forward_delay(double seconds) { t_state.forward_delay = seconds; }
 
 Totals take_totals() {

@@ -48,8 +48,9 @@ void set_enabled(bool on);
 // Trace events are kept only while tracing is on (see lib/runtime/step_telemetry.h).
 bool tracing();
 void set_tracing(bool on);
-// The step number stamped on trace events.
+// The step number stamped on trace events (and named when a communication times out).
 void set_step(int64_t step);
+int64_t current_step();
 // For tests only: every forward scope of this thread sleeps this long inside it (a slow stage).
 void set_forward_delay(double seconds);
 

@@ -141,12 +141,23 @@ submit() {  # submit SBATCH_ARGS... -> job id
   sbatch --parsable --chdir="$tmp" --output="$tmp/job-%j.out" "$@" | cut -d';' -f1
 }
 job_states() { scontrol show job -o "$1" 2> /dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2 | sort -u | tr '\n' ' '; }
+dump_stuck() {  # dump_stuck ID: what a job that does not end still runs, with stacks (to stderr)
+  local pid
+  echo "== job $1 did not end; its processes:"
+  ps -eo pid,ppid,stat,etimes,args | grep -E "[s]lurmstepd|$hetu" || true
+  echo "== the job's output (ends with 'hetu train exited N' once srun returned):"
+  tail -n 5 "$tmp/job-$1.out" 2> /dev/null || true
+  for pid in $(pgrep -f "^$hetu " || true) $(pgrep -x slurmstepd || true); do
+    echo "== stacks of pid $pid: $(tr '\0' ' ' < "/proc/$pid/cmdline" 2> /dev/null)"
+    timeout 20 gdb -p "$pid" -batch -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread|#)' || true
+  done
+}
 wait_job() {  # wait_job ID TIMEOUT_S: until every component has ended; prints the states
   local deadline=$((SECONDS + $2)) states
   while :; do
     states=$(job_states "$1")
     case " $states" in *" PENDING"*|*" RUNNING"*|*" CONFIGURING"*|*" COMPLETING"*|*" REQUEUED"*|" ") ;; *) echo "$states"; return ;; esac
-    [ $SECONDS -lt $deadline ] || { scancel "$1"; echo "TIMEOUT-IN-TEST $states"; return; }
+    [ $SECONDS -lt $deadline ] || { dump_stuck "$1" >&2; scancel "$1"; echo "TIMEOUT-IN-TEST $states"; return; }
     sleep 0.5
   done
 }

@@ -2,7 +2,9 @@
 // uneven pieces a group of ncclBroadcast / ncclReduce calls, one per member; all_to_all and
 // batches are ncclSend/ncclRecv inside ncclGroupStart/End (a member's own piece of an
 // all_to_all is a device copy). barrier is a one-element all_reduce followed by a stream
-// synchronisation. Tensors must be contiguous and on this rank's GPU.
+// synchronisation. Tensors must be contiguous and on this rank's GPU. Every operation is
+// watched against the communication deadline by an NcclWatchdog (nccl_watchdog.h); the
+// ncclUniqueId exchanges over MPI wait under it too (mpi_wait_all, comm_deadline.h).
 #include "lib/hspmd/cuda/comm_nccl.h"
 
 #include <cuda_runtime.h>
@@ -15,6 +17,8 @@
 
 #include "lib/core/cuda/cuda_check.h"
 #include "lib/core/cuda_runtime.h"
+#include "lib/hspmd/comm_deadline.h"
+#include "lib/hspmd/cuda/nccl_watchdog.h"
 #include "lib/hspmd/comm_trace.h"
 #include "lib/util/error.h"
 
@@ -87,12 +91,16 @@ class NcclCommunicator final : public Communicator {
     cuda::set_device(device_);
     ncclUniqueId id{};
     if (rank_ == 0) check_nccl("nccl communicator", ncclGetUniqueId(&id));
-    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD, &request);
+    mpi_wait_all("nccl communicator: the ncclUniqueId broadcast", {&request, 1}, [](auto) { return other_ranks(); });
     check_nccl("nccl communicator", ncclCommInitRank(&world_, size_, id, rank_));
     comms_.emplace(world().devices(), world_);
+    watchdog_ = std::make_unique<NcclWatchdog>(device_, rank_);
   }
 
   ~NcclCommunicator() override {
+    watchdog_.reset();  // its thread stops before the communicators go
     for (auto& [devices, comm] : comms_) ncclCommDestroy(comm);
   }
 
@@ -108,6 +116,7 @@ class NcclCommunicator final : public Communicator {
     ncclComm_t comm = comm_for(op, group);
     check_nccl(op, ncclAllReduce(buffer.raw_data(), buffer.raw_data(), count(buffer), nccl_type(buffer.dtype()),
                                  ncclSum, comm, stream()));
+    watch(op, comm, group);
   }
 
   void all_gather(const Tensor& in, const Tensor& out, const DeviceGroup& group,
@@ -123,6 +132,7 @@ class NcclCommunicator final : public Communicator {
     const ncclDataType_t type = nccl_type(in.dtype());
     if (all_equal(c)) {
       check_nccl(op, ncclAllGather(in.raw_data(), out.raw_data(), count(in), type, comm, stream()));
+      watch(op, comm, group);
       return;
     }
     const std::vector<int64_t> d = displacements(c);
@@ -132,6 +142,7 @@ class NcclCommunicator final : public Communicator {
                                    comm, stream()));
     }
     check_nccl(op, ncclGroupEnd());
+    watch(op, comm, group);
   }
 
   void reduce_scatter(const Tensor& in, const Tensor& out, const DeviceGroup& group,
@@ -147,6 +158,7 @@ class NcclCommunicator final : public Communicator {
     const ncclDataType_t type = nccl_type(in.dtype());
     if (all_equal(c)) {
       check_nccl(op, ncclReduceScatter(in.raw_data(), out.raw_data(), count(out), type, ncclSum, comm, stream()));
+      watch(op, comm, group);
       return;
     }
     const std::vector<int64_t> d = displacements(c);
@@ -156,6 +168,7 @@ class NcclCommunicator final : public Communicator {
                                 static_cast<int>(i), comm, stream()));
     }
     check_nccl(op, ncclGroupEnd());
+    watch(op, comm, group);
   }
 
   void all_to_all(const Tensor& in, const Tensor& out, const DeviceGroup& group, std::span<const int64_t> send_counts,
@@ -182,6 +195,7 @@ class NcclCommunicator final : public Communicator {
                                              stream()));
     }
     check_nccl(op, ncclGroupEnd());
+    watch(op, comm, group);
   }
 
   void broadcast(const Tensor& buffer, DeviceId root, const DeviceGroup& group) override {
@@ -193,6 +207,7 @@ class NcclCommunicator final : public Communicator {
     HT_CHECK(root_index, "broadcast: root {} is not in group {}", root, group.to_string());
     check_nccl(op, ncclBroadcast(buffer.raw_data(), buffer.raw_data(), count(buffer), nccl_type(buffer.dtype()),
                                  static_cast<int>(*root_index), comm, stream()));
+    watch(op, comm, group);
   }
 
   void send(const Tensor& tensor, DeviceId peer) override {
@@ -224,6 +239,11 @@ class NcclCommunicator final : public Communicator {
       }
     }
     check_nccl(op, ncclGroupEnd());
+    std::vector<int> peers;
+    for (const P2POp& p : ops) {
+      if (std::find(peers.begin(), peers.end(), static_cast<int>(p.peer)) == peers.end()) peers.push_back(static_cast<int>(p.peer));
+    }
+    watchdog_->watch(op, stream(), world_, std::move(peers));
   }
 
   void barrier(const DeviceGroup& group) override {
@@ -232,6 +252,7 @@ class NcclCommunicator final : public Communicator {
     ncclComm_t comm = comm_for(op, group);
     if (!flag_.defined()) flag_ = zeros({1}, DType::f32, Device::cuda(device_));
     check_nccl(op, ncclAllReduce(flag_.raw_data(), flag_.raw_data(), 1, ncclFloat32, ncclSum, comm, stream()));
+    watch(op, comm, group);
     HT_CUDA_CHECK(cudaStreamSynchronize(stream()));
   }
 
@@ -240,6 +261,15 @@ class NcclCommunicator final : public Communicator {
   static size_t count(const Tensor& t) { return static_cast<size_t>(t.numel()); }
   static void* at(const Tensor& t, int64_t offset) {
     return static_cast<char*>(t.raw_data()) + static_cast<size_t>(offset) * dtype_size(t.dtype());
+  }
+
+  // The operation just enqueued over `group`'s communicator, under the deadline.
+  void watch(const char* op, ncclComm_t comm, const DeviceGroup& group) {
+    std::vector<int> peers;
+    for (DeviceId d : group.devices()) {
+      if (d != rank_) peers.push_back(static_cast<int>(d));
+    }
+    watchdog_->watch(op, stream(), comm, std::move(peers));
   }
 
   void check(const char* op, const Tensor& t) const {
@@ -268,11 +298,23 @@ class NcclCommunicator final : public Communicator {
     const DeviceId leader = group.devices().front();
     if (rank_ == leader) {
       check_nccl(op, ncclGetUniqueId(&id));
+      std::vector<MPI_Request> sends;
       for (DeviceId d : group.devices()) {
-        if (d != leader) MPI_Send(&id, sizeof(id), MPI_BYTE, d, kNcclIdTag, MPI_COMM_WORLD);
+        if (d == leader) continue;
+        sends.push_back(MPI_REQUEST_NULL);
+        MPI_Isend(&id, sizeof(id), MPI_BYTE, static_cast<int>(d), kNcclIdTag, MPI_COMM_WORLD, &sends.back());
       }
+      mpi_wait_all(op, sends, [&](auto) {
+        std::vector<int> members;
+        for (DeviceId d : group.devices()) {
+          if (d != leader) members.push_back(static_cast<int>(d));
+        }
+        return members;
+      });
     } else {
-      MPI_Recv(&id, sizeof(id), MPI_BYTE, leader, kNcclIdTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Request request = MPI_REQUEST_NULL;
+      MPI_Irecv(&id, sizeof(id), MPI_BYTE, static_cast<int>(leader), kNcclIdTag, MPI_COMM_WORLD, &request);
+      mpi_wait_all(op, {&request, 1}, [&](auto) { return std::vector<int>{static_cast<int>(leader)}; });
     }
     ncclComm_t comm = nullptr;
     check_nccl(op, ncclCommInitRank(&comm, static_cast<int>(group.size()), id, static_cast<int>(*group.index_of(rank_))));
@@ -284,6 +326,7 @@ class NcclCommunicator final : public Communicator {
   ncclComm_t world_ = nullptr;
   std::map<std::vector<DeviceId>, ncclComm_t> comms_;
   Tensor flag_;
+  std::unique_ptr<NcclWatchdog> watchdog_;
 };
 
 }  // namespace
