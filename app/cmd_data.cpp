@@ -25,7 +25,8 @@ int run_data_prepare(const DataPrepareOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const std::unique_ptr<io::Tokenizer> tokenizer = io::make_tokenizer(kind, options.vocab_dir);
   const io::PrepareSummary summary = io::prepare_token_shards(*tokenizer, options.inputs, options.out_dir,
-                                                              options.val_tokens, options.shard_tokens);
+                                                              options.val_tokens, options.shard_tokens,
+                                                              options.document_start);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto plural = [](int64_t n, std::string_view word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); };
   const int64_t val_shards = summary.val_tokens > 0 ? 1 : 0;

@@ -15,7 +15,8 @@ struct DataPrepareOptions {
   std::string out_dir;             // created if missing; must hold no *.bin file
   int64_t val_tokens = 0;          // the first val_tokens tokens go to val_000000.bin
   int64_t shard_tokens = 100'000'000;
-  std::vector<std::string> inputs;  // one document each; "-" is stdin
+  std::string document_start;       // a regex: each line it matches starts a document ("" : one per input)
+  std::vector<std::string> inputs;  // one document each, or split at document_start; "-" is stdin
 };
 
 int run_data_prepare(const DataPrepareOptions& options);

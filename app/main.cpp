@@ -166,6 +166,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   data_prepare_cmd->add_option("--shard-tokens", data_prepare.shard_tokens, "Tokens per train shard")
       ->capture_default_str();
+  data_prepare_cmd->add_option("--document-start", data_prepare.document_start,
+                               "A regular expression: each line it matches starts a new document (default: one "
+                               "document per input)")
+      ->type_name("REGEX");
   data_prepare_cmd->add_option("INPUT", data_prepare.inputs, "Text files, one document each ('-': stdin)")->required();
   data_prepare_cmd->callback([&] { selected = [&] { return run_data_prepare(data_prepare); }; });
 
