@@ -22,39 +22,6 @@ Tensor LanguageModel::stage_forward(const Tensor& input, std::span<const int64_t
   return x;
 }
 
-Tensor document_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
-                          std::span<const int64_t> cu_seqlens) {
-  namespace ag = autograd;
-  if (cu_seqlens.empty()) return ag::attention(q, k, v, scale);
-  // One fused call per segment until the attention op takes the offsets itself. A segment of
-  // one token attends only to itself: its output is its value (softmax of one score is 1).
-  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), Hkv = k.size(1);
-  HT_CHECK(cu_seqlens.front() == 0 && cu_seqlens.back() == B * T,
-           "attention: document offsets must run from 0 to B·T = {}, got {} .. {}", B * T, cu_seqlens.front(),
-           cu_seqlens.back());
-  std::vector<Tensor> rows;
-  size_t s = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    std::vector<Tensor> parts;
-    while (s + 1 < cu_seqlens.size() && cu_seqlens[s + 1] <= (b + 1) * T) {
-      const int64_t begin = cu_seqlens[s] - b * T, length = cu_seqlens[s + 1] - cu_seqlens[s];
-      HT_CHECK(begin >= 0 && length >= 0, "attention: document offsets {} .. {} cross row {}", cu_seqlens[s],
-               cu_seqlens[s + 1], b);
-      ++s;
-      if (length == 0) continue;
-      auto slice = [&](const Tensor& t) { return ag::narrow(ag::narrow(t, 0, b, 1), 2, begin, length); };
-      if (length == 1) {
-        const Tensor value = ag::unsqueeze(slice(v), 2);  // (1, Hkv, 1, 1, D) -> each kv head's query heads
-        parts.push_back(ag::reshape(ag::expand(value, {1, Hkv, H / Hkv, 1, D}), {1, H, 1, D}));
-      } else {
-        parts.push_back(ag::attention(slice(q), slice(k), slice(v), scale));
-      }
-    }
-    rows.push_back(parts.size() == 1 ? parts[0] : ag::concat(parts, 2));
-  }
-  return rows.size() == 1 ? rows[0] : ag::concat(rows, 0);
-}
-
 Tensor LanguageModel::head(const Tensor& x) const {
   const Tensor n = head_input(x);
   return autograd::matmul(n, head_weight(n), false, true);

@@ -108,11 +108,6 @@ class LanguageModel : public nn::Module {
 // part of it, idle under a strategy, report the same MFU figure).
 double training_flops_per_token(const ModelConfig& config, int64_t seq_len);
 
-// Causal attention of q (B, H, T, D) over k, v (B, Hkv, T, D) within each segment of
-// cu_seqlens (offsets into the B·T tokens; empty: each row is one sequence), scaled by scale.
-Tensor document_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
-                          std::span<const int64_t> cu_seqlens);
-
 // Appends this step's k, v (B, Hkv, T, D) to layer `layer` of the cache and replaces them by
 // the whole cached sequence, ready for attention.
 void append_to_cache(KVCache& cache, size_t layer, Tensor& k, Tensor& v);

@@ -122,9 +122,10 @@ Grads rotary_rule(const SavedContext& c, const Tensor& g) {
 Grads rotary_positions_rule(const SavedContext& c, const Tensor& g) {
   return {rotary(g, std::span<const int64_t>(c.ints), c.reals, /*inverse=*/true)};
 }
-// attention: tensors {q, k, v, out, lse}, reals {scale}.
+// attention: tensors {q, k, v, out, lse}, ints {cu_seqlens} (empty: one document per row), reals {scale}.
 Grads attention_rule(const SavedContext& c, const Tensor& g) {
-  AttentionGrads r = attention_backward(g, c.tensors[0], c.tensors[1], c.tensors[2], c.tensors[3], c.tensors[4], c.reals[0]);
+  AttentionGrads r = attention_backward(g, c.tensors[0], c.tensors[1], c.tensors[2], c.tensors[3], c.tensors[4],
+                                        c.reals[0], c.ints);
   return {r.dq, r.dk, r.dv};
 }
 // cross_entropy: tensors {logits, targets}, ints {ignore_index}, reals {1 / normalizer}.

@@ -147,11 +147,15 @@ Tensor rotary(const Tensor& x, std::span<const int64_t> positions, std::span<con
                 {{}, {positions.begin(), positions.end()}, {inv_freq.begin(), inv_freq.end()}, {}});
 }
 
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
-  ops::AttentionResult r = ops::attention(q, k, v, scale);
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+                 std::span<const int64_t> cu_seqlens) {
+  ops::AttentionResult r = ops::attention(q, k, v, scale, cu_seqlens);
   if (!needs_tape({&q, &k, &v})) return r.out;
   return record("attention", {&q, &k, &v}, r.out,
-                {{q.detach(), k.detach(), v.detach(), r.out.detach(), r.lse}, {}, {scale}, {}});
+                {{q.detach(), k.detach(), v.detach(), r.out.detach(), r.lse},
+                 {cu_seqlens.begin(), cu_seqlens.end()},
+                 {scale},
+                 {}});
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index, double normalizer) {

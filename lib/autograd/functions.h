@@ -43,7 +43,10 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 Tensor embedding(const Tensor& weight, const Tensor& ids);
 Tensor rotary(const Tensor& x, int64_t position_offset, std::span<const double> inv_freq);  // D/2 frequencies
 Tensor rotary(const Tensor& x, std::span<const int64_t> positions, std::span<const double> inv_freq);  // B·T positions
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale);
+// Causal attention (ops::attention), within the documents of cu_seqlens when given; the
+// node keeps its own copy of the offsets for the backward.
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+                 std::span<const int64_t> cu_seqlens = {});
 // Σ cross-entropy over non-ignored tokens divided by `normalizer` (> 0); normalizer 0
 // means "the number of non-ignored tokens here" (a plain mean).
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100, double normalizer = 0);

@@ -1,7 +1,8 @@
 // Public fused causal attention (ops.h): argument checks, output shapes, kernel dispatch.
 // q (B, H, T, D); k, v (B, Hkv, T, D) with H % Hkv == 0; out (B, H, T, D); lse (B, H, T).
 // The forward also takes k, v (B, Hkv, Tk, D) with Tk > T: the queries are then the last T
-// positions (decoding with a KV cache).
+// positions (decoding with a KV cache). cu_seqlens (documents) is checked here and becomes a
+// list of documents for the CPU kernels, or per-token document bounds on the CUDA device.
 // CUDA kernels take contiguous buffers. The CPU kernels (lib/ops/cpu/attention.cpp) take
 // strided heads, so q, k, v, grad_out and out are read where they lie (a transpose view of a
 // fused qkv projection needs no copy), and out, dq, dk, dv are written into (B, T, heads, D)
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
@@ -40,6 +42,38 @@ cpu::AttentionDims check_qkv(std::string_view op, const Tensor& q, const Tensor&
            dims.Hkv);
   HT_CHECK(std::isfinite(scale), "{}: scale must be finite, got {}", op, scale);
   return dims_out;
+}
+
+// Checks cu_seqlens (ops.h) against the dims and returns the non-empty documents; empty
+// cu_seqlens: one document per row.
+std::vector<cpu::AttentionDocument> documents_of(std::string_view op, std::span<const int64_t> cu,
+                                                 const cpu::AttentionDims& dims) {
+  const int64_t T = dims.T, tokens = dims.B * dims.T;
+  std::vector<cpu::AttentionDocument> docs;
+  if (cu.empty()) {
+    if (T > 0) {
+      for (int64_t b = 0; b < dims.B; ++b) docs.push_back({b, 0, T});
+    }
+    return docs;
+  }
+  HT_CHECK(dims.Tk == 0, "{}: cu_seqlens cannot be combined with a longer key cache (T {} queries, {} keys)", op, T,
+           dims.Tk);
+  HT_CHECK(cu.size() >= 2, "{}: cu_seqlens must hold at least [0, B·T] = [0, {}], got {} entries", op, tokens,
+           cu.size());
+  HT_CHECK(cu.front() == 0, "{}: cu_seqlens must start at 0, got {}", op, cu.front());
+  HT_CHECK(cu.back() == tokens, "{}: cu_seqlens must end at B·T = {}, got {}", op, tokens, cu.back());
+  for (size_t i = 0; i + 1 < cu.size(); ++i) {
+    const int64_t first = cu[i], end = cu[i + 1];
+    HT_CHECK(end >= first, "{}: cu_seqlens must be non-decreasing, got {} after {} at index {}", op, end, first, i + 1);
+    if (end == first) continue;
+    const int64_t row_end = (first / T + 1) * T;
+    HT_CHECK(end <= row_end,
+             "{}: cu_seqlens must contain every multiple of T = {} (a document may not cross batch rows); {} is "
+             "missing between {} and {}",
+             op, T, row_end, first, end);
+    docs.push_back({first / T, first % T, end - first});
+  }
+  return docs;
 }
 
 // Note [Attention layouts]: GPT-2 and LLaMA hand attention (B, H, T, D) views of (B, T, H, D)
@@ -70,18 +104,40 @@ Tensor empty_heads(const Shape& shape, DType dtype, Device device) {
   return empty({shape[0], shape[2], shape[1], shape[3]}, dtype, device).transpose(1, 2);
 }
 
+// The documents as per-token bounds on q's device (flash_attention.h, AttentionShape); they
+// stay alive while `bounds` does. Nothing is uploaded for one document per row.
+void upload_documents(cuda::AttentionShape& s, Tensor& bounds, std::span<const int64_t> cu,
+                      const std::vector<cpu::AttentionDocument>& docs, const Tensor& q) {
+  if (cu.empty()) return;
+  const int64_t tokens = s.B * s.T;
+  std::vector<int64_t> host(static_cast<size_t>(2 * tokens));
+  for (const cpu::AttentionDocument& doc : docs) {
+    for (int64_t t = doc.start; t < doc.start + doc.length; ++t) {
+      host[static_cast<size_t>(doc.b * s.T + t)] = doc.start;
+      host[static_cast<size_t>(tokens + doc.b * s.T + t)] = doc.start + doc.length;
+    }
+  }
+  bounds = tensor_from(host, {2 * tokens}).to(q.device());
+  s.doc_start = bounds.data<int64_t>();
+  s.doc_end = s.doc_start + tokens;
+}
+
 }  // namespace
 
-AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
+AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+                          std::span<const int64_t> cu_seqlens) {
   check_inputs("attention", {&q, &k, &v}, Backends::cpu_and_cuda);
   check_float_dtype("attention", {&q, &k, &v});
   const cpu::AttentionDims dims = check_qkv("attention", q, k, v, scale, /*longer_keys=*/true);
+  const std::vector<cpu::AttentionDocument> docs = documents_of("attention", cu_seqlens, dims);
   if constexpr (hetu::cuda::kBuilt) {
     if (q.device().is_cuda()) {
       const Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
       AttentionResult result{empty(q.shape(), q.dtype(), q.device()),
                              empty({dims.B, dims.H, dims.T}, stat_dtype(q), q.device())};
-      const cuda::AttentionShape s{dims.B, dims.H, dims.Hkv, dims.T, dims.D, dims.keys()};
+      cuda::AttentionShape s{dims.B, dims.H, dims.Hkv, dims.T, dims.D, dims.keys()};
+      Tensor bounds;
+      upload_documents(s, bounds, cu_seqlens, docs, q);
       cuda::attention_forward(s, scale, qc, kc, vc, result.out, result.lse);
       return result;
     }
@@ -92,13 +148,14 @@ AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, dou
   HT_DISPATCH_FLOAT(q.dtype(), "attention", q.device(), [&] {
     cpu::attention_forward<scalar_t>(heads_of<scalar_t>(result.out), result.lse.data<scalar_t>(),
                                      heads_of<const scalar_t>(qr), heads_of<const scalar_t>(kr),
-                                     heads_of<const scalar_t>(vr), dims, scale);
+                                     heads_of<const scalar_t>(vr), dims, docs, scale);
   });
   return result;
 }
 
 AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
-                                  const Tensor& out, const Tensor& lse, double scale) {
+                                  const Tensor& out, const Tensor& lse, double scale,
+                                  std::span<const int64_t> cu_seqlens) {
   check_inputs("attention_backward", {&grad_out, &q, &k, &v, &out, &lse}, Backends::cpu_and_cuda);
   check_float_dtype("attention_backward", {&grad_out, &q, &k, &v, &out});
   HT_CHECK(lse.dtype() == stat_dtype(q), "attention_backward: dtypes differ: lse must be {} for q of {} on {}, got {}",
@@ -111,13 +168,16 @@ AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const
   const Shape lse_shape{dims.B, dims.H, dims.T};
   HT_CHECK(lse.shape() == lse_shape, "attention_backward: lse must be {}, got {}", shape_str(lse_shape),
            shape_str(lse.shape()));
+  const std::vector<cpu::AttentionDocument> docs = documents_of("attention_backward", cu_seqlens, dims);
   if constexpr (hetu::cuda::kBuilt) {
     if (q.device().is_cuda()) {
       const Tensor gc = grad_out.contiguous(), qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
       const Tensor oc = out.contiguous(), lc = lse.contiguous();
       AttentionGrads grads{empty(q.shape(), q.dtype(), q.device()), empty(k.shape(), k.dtype(), k.device()),
                            empty(v.shape(), v.dtype(), v.device())};
-      const cuda::AttentionShape s{dims.B, dims.H, dims.Hkv, dims.T, dims.D, dims.T};
+      cuda::AttentionShape s{dims.B, dims.H, dims.Hkv, dims.T, dims.D, dims.T};
+      Tensor bounds;
+      upload_documents(s, bounds, cu_seqlens, docs, q);
       cuda::attention_backward(s, scale, gc, qc, kc, vc, oc, lc, grads.dq, grads.dk, grads.dv);
       return grads;
     }
@@ -131,7 +191,7 @@ AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const
                                       heads_of<scalar_t>(grads.dv), heads_of<const scalar_t>(gr),
                                       heads_of<const scalar_t>(qr), heads_of<const scalar_t>(kr),
                                       heads_of<const scalar_t>(vr), heads_of<const scalar_t>(outr),
-                                      lc.data<scalar_t>(), dims, scale);
+                                      lc.data<scalar_t>(), dims, docs, scale);
   });
   return grads;
 }

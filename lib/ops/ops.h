@@ -120,19 +120,28 @@ std::vector<double> rotary_frequencies(int64_t D, double theta);
 // q (B, H, T, D), k and v (B, Hkv, T, D) with H % Hkv == 0: query head h reads kv head
 // h / (H / Hkv). out = softmax(q kᵀ · scale + causal mask) v, computed blockwise with an
 // online softmax (no T×T matrix per head). lse (B, H, T) = log-sum-exp of each score row.
+// Documents (packed sequences): cu_seqlens, host int64, holds cumulative document offsets into
+// the flattened B·T token axis: cu_seqlens[0] = 0, the last is B·T, non-decreasing, and every
+// multiple of T appears (a document never crosses batch rows). Document i is tokens
+// [cu[i], cu[i+1]); attention is causal within it and never crosses documents. Empty means
+// one document per row, [0, T, 2T, …, B·T]. Example: B = 2, T = 4, cu = {0, 3, 4, 5, 8}: row 0
+// holds documents of 3 and 1 tokens, row 1 of 1 and 3. Pass the same cu_seqlens to the backward.
 // Decoding: k, v may be (B, Hkv, Tk, D) with Tk > T; the queries are then positions
-// Tk - T .. Tk - 1 (forward only; the backward needs Tk == T). On the CPU, q, k, v, grad_out
-// are read in place when their last dim has unit stride, and out, dq, dk, dv come back as
-// transpose(1, 2) views of (B, T, heads, D) memory (so moving heads back next to D is free).
+// Tk - T .. Tk - 1 (forward only, without cu_seqlens; the backward needs Tk == T). On the CPU,
+// q, k, v, grad_out are read in place when their last dim has unit stride, and out, dq, dk, dv
+// come back as transpose(1, 2) views of (B, T, heads, D) memory (so moving heads back next
+// to D is free).
 struct AttentionResult {
   Tensor out, lse;
 };
-AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale);
+AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+                          std::span<const int64_t> cu_seqlens = {});
 struct AttentionGrads {
   Tensor dq, dk, dv;
 };
 AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
-                                  const Tensor& out, const Tensor& lse, double scale);
+                                  const Tensor& out, const Tensor& lse, double scale,
+                                  std::span<const int64_t> cu_seqlens = {});
 
 // ---- loss (lib/ops/cross_entropy.cpp) ----
 // logits (N, V), targets (N) i32/i64. Returns the scalar sum of -log softmax(logits)[target]

@@ -46,7 +46,7 @@ Tensor Gpt2Block::forward(const Tensor& x, KVCache* cache, size_t layer, std::sp
   Tensor k = heads(parts[1]), v = heads(parts[2]);
   if (cache != nullptr) append_to_cache(*cache, layer, k, v);
   HT_CHECK(cache == nullptr || cu_seqlens.empty(), "gpt2: packed documents cannot decode with a KV cache");
-  const Tensor y = document_attention(heads(parts[0]), k, v, 1.0 / std::sqrt(static_cast<double>(D)), cu_seqlens);
+  const Tensor y = ag::attention(heads(parts[0]), k, v, 1.0 / std::sqrt(static_cast<double>(D)), cu_seqlens);
   const Tensor merged = ag::reshape(ag::transpose(y, 1, 2), {B, T, HD});
   const Tensor h = attn.c_proj.forward(merged, /*residual=*/x);  // x + c_proj(merged)
   // MLP: C -> 4C -> GELU -> C.

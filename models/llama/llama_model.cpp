@@ -63,8 +63,7 @@ Tensor LlamaBlock::forward(const Tensor& x, KVCache* cache, size_t layer, std::s
   const Tensor v = ag::reshape(self_attn.v_proj.forward(n), {B, T, Hkv, D});
   Tensor kh = ag::transpose(k, 1, 2), vh = ag::transpose(v, 1, 2);
   if (cache != nullptr) append_to_cache(*cache, layer, kh, vh);
-  const Tensor y =
-      document_attention(ag::transpose(q, 1, 2), kh, vh, 1.0 / std::sqrt(static_cast<double>(D)), cu_seqlens);
+  const Tensor y = ag::attention(ag::transpose(q, 1, 2), kh, vh, 1.0 / std::sqrt(static_cast<double>(D)), cu_seqlens);
   const Tensor h = self_attn.o_proj.forward(ag::reshape(ag::transpose(y, 1, 2), {B, T, H * D}), /*residual=*/x);
   // SwiGLU: down(silu(gate(x)) * up(x)).
   const Tensor m = post_attention_layernorm.forward(h);

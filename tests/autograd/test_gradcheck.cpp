@@ -99,6 +99,13 @@ std::vector<GradCase> cases() {
                }});
   c.push_back({"attention", "GQA 4/2 heads, T=7", [] { return V{leaf({1, 4, 7, 4}, 10), leaf({1, 2, 7, 4}, 11), leaf({1, 2, 7, 4}, 12)}; },
                [](const V& x) { return ag::attention(x[0], x[1], x[2], 0.5); }});
+  // The offsets die with the lambda's frame: the node must keep its own copy for the backward.
+  c.push_back({"attention", "documents of 2, 1, 3 | 1, 5 tokens in two rows of 6, GQA 2/1",
+               [] { return V{leaf({2, 2, 6, 3}, 17), leaf({2, 1, 6, 3}, 18), leaf({2, 1, 6, 3}, 19)}; },
+               [](const V& x) {
+                 const std::vector<int64_t> cu{0, 2, 3, 6, 7, 12};
+                 return ag::attention(x[0], x[1], x[2], 0.7, cu);
+               }});
   c.push_back({"cross_entropy", "mean with an ignored row", [] { return V{leaf({4, 6}, 13, -2, 2)}; },
                [](const V& x) { return ag::cross_entropy(x[0], ids({2, -100, 5, 0}, {4})); }});
   c.push_back({"linear_cross_entropy", "padding rows of the weight, an ignored row",

@@ -1,6 +1,7 @@
 // CUDA causal attention, both implementations (flash kernels and the cuBLAS gemm reference,
 // lib/ops/cuda/attention.h), against the CPU kernel on random data: forward (out, lse) and
-// backward (dq, dk, dv), MHA and GQA, f32 and bf16, sequence lengths on and off the tiles.
+// backward (dq, dk, dv), MHA and GQA, f32 and bf16, sequence lengths on and off the tiles, and
+// packed documents (cu_seqlens) whose boundaries fall on and off the tiles.
 // Tolerances, |gpu - ref| <= atol·max|ref| + rtol·|ref| (see Note [CUDA parity tolerances]):
 //   out, dq, dk, dv  f32: atol 2e-5, rtol 1e-4 (f32 sums in another order)
 //                    bf16: atol 2e-2, rtol 3e-2 (one bf16 rounding of each output; the gemm path
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "lib/ops/cuda/attention.h"
 #include "lib/ops/ops.h"
@@ -74,25 +76,27 @@ void check_near_zero(const Tensor& x, double bound, const std::string& what) {
 }
 
 // Both kernels against the CPU kernel in both dtypes; the backward only when Tk == T.
-void check_case(const Case& c, uint64_t seed) {
+// cu: documents (ops::attention's cu_seqlens), empty for one per row.
+void check_case(const Case& c, uint64_t seed, const std::vector<int64_t>& cu = {}) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(c.D));
   const Inputs in = random_inputs(c, seed);
   const bool backward = c.keys() == c.T;
   for (DType dt : kGpuDtypes) {
     const Tolerance tol = attention_tolerance(dt);
     const Tensor rq = rounded(in.q, dt), rk = rounded(in.k, dt), rv = rounded(in.v, dt), rd = rounded(in.dout, dt);
-    const ops::AttentionResult ref = ops::attention(rq, rk, rv, scale);
+    const ops::AttentionResult ref = ops::attention(rq, rk, rv, scale, cu);
     ops::AttentionGrads ref_grads;
-    if (backward) ref_grads = ops::attention_backward(rd, rq, rk, rv, ref.out, ref.lse, scale);
+    if (backward) ref_grads = ops::attention_backward(rd, rq, rk, rv, ref.out, ref.lse, scale, cu);
     const Tensor gq = gpu(in.q, dt), gk = gpu(in.k, dt), gv = gpu(in.v, dt), gd = gpu(in.dout, dt);
     for (const auto& [kernel, name] : kKernels) {
       KernelScope scope(kernel);
-      const std::string what = std::string(" ") + name + " " + dname(dt) + " " + c.str();
-      const ops::AttentionResult got = ops::attention(gq, gk, gv, scale);
+      const std::string what =
+          std::string(" ") + name + " " + dname(dt) + " " + c.str() + (cu.empty() ? "" : " documents");
+      const ops::AttentionResult got = ops::attention(gq, gk, gv, scale, cu);
       check_close(got.out, ref.out, tol, "attention out" + what);
       check_close(got.lse, ref.lse, tolerance(DType::f32), "attention lse" + what);
       if (!backward) continue;
-      const ops::AttentionGrads grads = ops::attention_backward(gd, gq, gk, gv, got.out, got.lse, scale);
+      const ops::AttentionGrads grads = ops::attention_backward(gd, gq, gk, gv, got.out, got.lse, scale, cu);
       if (c.T == 1) {
         check_near_zero(grads.dq, 1e-4, "attention dq" + what);
         check_near_zero(grads.dk, 1e-4, "attention dk" + what);
@@ -158,6 +162,20 @@ TEST_CASE("cuda attention: decoding against a longer KV cache", "[cuda]") {
   check_case({1, 8, 2, 17, 128, 200}, 610);
   check_case({1, 4, 4, 1, 16, 77}, 620);
   check_case({1, 4, 2, 70, 48, 71}, 630);
+}
+
+// Against the CPU kernel with the same cu_seqlens (which tests/ops/test_attention_documents.cpp
+// checks against each document run alone): length-1 and empty documents, boundaries on and
+// off the 32- and 64-row tiles, GQA, head dims on every padded width.
+TEST_CASE("cuda attention: packed documents (cu_seqlens)", "[cuda]") {
+  HT_REQUIRE_GPU();
+  check_case({2, 8, 2, 200, 64}, 800, {0, 1, 64, 65, 130, 200, 200, 233, 297, 400});
+  check_case({2, 4, 4, 100, 32}, 810, {0, 17, 18, 100, 101, 150, 200});
+  check_case({1, 6, 3, 129, 128}, 820, {0, 31, 32, 33, 96, 129});
+  check_case({3, 4, 1, 33, 16}, 830, {0, 33, 34, 66, 99});
+  check_case({1, 4, 2, 17, 160}, 840, {0, 5, 6, 17});  // the gemm fallback
+  // Every row one document is the plain causal case.
+  check_case({2, 8, 2, 70, 48}, 850, {0, 70, 140});
 }
 
 TEST_CASE("cuda attention: the flash kernels are deterministic", "[cuda]") {

@@ -1,13 +1,15 @@
 // CPU kernels for fused causal attention (see attention.h for layouts), tiled so the work is
 // GEMMs on small blocks (OpenBLAS; single-threaded inside our OpenMP tasks).
+// Work is cut along documents (attention.h): query and key blocks start at a document's
+// first token and never reach past its last, so keys of other documents are never touched.
 // Forward: a block of Bq query rows walks the key blocks it can see; per block the scores
 // S = Q Kᵀ (Bq×Bk) go through an online softmax (running max m, running sum l, the output
 // block rescaled by exp(m_old - m_new)), then O += P V. out = O / l, lse = m + log l. Only
 // one Bq×Bk score tile per thread exists at a time: never a T×T matrix.
 // Backward (flash-attention style): per key block and query block, P = exp(S·scale - lse),
 // dP = dO Vᵀ, dS = P ∘ (dP - delta)·scale with delta_t = Σ_d dout·out; dV += Pᵀ dO,
-// dK += dSᵀ Q, dQ += dS K. Parallel over (batch, kv head): a task owns its dk/dv and the dq
-// rows of its query heads, so nothing is shared.
+// dK += dSᵀ Q, dQ += dS K. Parallel over (document, kv head): a task owns the document's dk/dv
+// rows and their dq rows of its query heads, so nothing is shared.
 // Operands are strided Heads views (attention.h): a block of rows is a BLAS matrix with
 // leading dimension Heads::row, so q, k, v are read where the projection wrote them. The
 // softmax loops use fast_exp and run at the CPU's widest vectors (run_isa; fast_math.h).
@@ -104,25 +106,29 @@ struct BackwardArgs {
   T scale;
 };
 
+// One document's rows of one kv head: all of their dk, dv and the dq of the group's query
+// heads. Positions t0, j0 count from the document's first token.
 struct BackwardTask {
-  template <typename T> static void run(const BackwardArgs<T>* a, int64_t b, int64_t hkv, T* p, T* dp) {
+  template <typename T>
+  static void run(const BackwardArgs<T>* a, const AttentionDocument* doc, int64_t hkv, T* p, T* dp) {
     const int64_t H = a->dims.H, T_len = a->dims.T, D = a->dims.D, group = H / a->dims.Hkv;
+    const int64_t b = doc->b, first = doc->start, n = doc->length;
     const T s = a->scale;
-    for (int64_t t = 0; t < T_len; ++t) {
+    for (int64_t t = first; t < first + n; ++t) {
       std::fill(a->dk.at(b, hkv, t), a->dk.at(b, hkv, t) + D, T(0));
       std::fill(a->dv.at(b, hkv, t), a->dv.at(b, hkv, t) + D, T(0));
     }
-    for (int64_t j0 = 0; j0 < T_len; j0 += kKeyBlock) {
-      const int64_t nk = std::min(kKeyBlock, T_len - j0);
-      const T* k_blk = a->k.at(b, hkv, j0);
-      const T* v_blk = a->v.at(b, hkv, j0);
+    for (int64_t j0 = 0; j0 < n; j0 += kKeyBlock) {
+      const int64_t nk = std::min(kKeyBlock, n - j0);
+      const T* k_blk = a->k.at(b, hkv, first + j0);
+      const T* v_blk = a->v.at(b, hkv, first + j0);
       for (int64_t h = hkv * group; h < (hkv + 1) * group; ++h) {
         // Query blocks that see any key of this block: rows t >= j0.
-        for (int64_t t0 = (j0 / kQueryBlock) * kQueryBlock; t0 < T_len; t0 += kQueryBlock) {
-          const int64_t nq = std::min(kQueryBlock, T_len - t0);
-          const int64_t row0 = (b * H + h) * T_len + t0;
-          const T* q_blk = a->q.at(b, h, t0);
-          const T* dout_blk = a->dout.at(b, h, t0);
+        for (int64_t t0 = (j0 / kQueryBlock) * kQueryBlock; t0 < n; t0 += kQueryBlock) {
+          const int64_t nq = std::min(kQueryBlock, n - t0);
+          const int64_t row0 = (b * H + h) * T_len + first + t0;
+          const T* q_blk = a->q.at(b, h, first + t0);
+          const T* dout_blk = a->dout.at(b, h, first + t0);
           gemm<T>(false, true, nq, nk, D, s, q_blk, a->q.row, k_blk, a->k.row, T(0), p, nk);
           gemm<T>(false, true, nq, nk, D, T(1), dout_blk, a->dout.row, v_blk, a->v.row, T(0), dp, nk);
           for (int64_t r = 0; r < nq; ++r) {
@@ -140,39 +146,53 @@ struct BackwardTask {
             std::fill(dpr + visible, dpr + nk, T(0));
           }
           // dV += Pᵀ dO; dK += dSᵀ Q; dQ += dS K.
-          gemm<T>(true, false, nk, D, nq, T(1), p, nk, dout_blk, a->dout.row, T(1), a->dv.at(b, hkv, j0), a->dv.row);
-          gemm<T>(true, false, nk, D, nq, T(1), dp, nk, q_blk, a->q.row, T(1), a->dk.at(b, hkv, j0), a->dk.row);
-          gemm<T>(false, false, nq, D, nk, T(1), dp, nk, k_blk, a->k.row, T(1), a->dq.at(b, h, t0), a->dq.row);
+          gemm<T>(true, false, nk, D, nq, T(1), p, nk, dout_blk, a->dout.row, T(1), a->dv.at(b, hkv, first + j0),
+                  a->dv.row);
+          gemm<T>(true, false, nk, D, nq, T(1), dp, nk, q_blk, a->q.row, T(1), a->dk.at(b, hkv, first + j0),
+                  a->dk.row);
+          gemm<T>(false, false, nq, D, nk, T(1), dp, nk, k_blk, a->k.row, T(1), a->dq.at(b, h, first + t0),
+                  a->dq.row);
         }
       }
     }
   }
 };
 
+// A forward task: query rows [t0, t0 + kQueryBlock) of one document (t0 counts from its start).
+struct QueryBlock {
+  const AttentionDocument* doc;
+  int64_t t0;
+};
+
 }  // namespace
 
 template <typename scalar_t>
 void attention_forward(Heads<scalar_t> out, scalar_t* lse, Heads<const scalar_t> q, Heads<const scalar_t> k,
-                       Heads<const scalar_t> v, const AttentionDims& dims, double scale) {
-  const int64_t B = dims.B, H = dims.H, Hkv = dims.Hkv, T = dims.T, D = dims.D;
-  const int64_t group = H / Hkv;
-  const int64_t Tk = dims.keys(), past = Tk - T;  // keys before the first query (KV cache)
-  const int64_t query_blocks = (T + kQueryBlock - 1) / kQueryBlock;
-  const int64_t tasks = B * H * query_blocks;
+                       Heads<const scalar_t> v, const AttentionDims& dims, std::span<const AttentionDocument> docs,
+                       double scale) {
+  const int64_t H = dims.H, T = dims.T, D = dims.D;
+  const int64_t group = H / dims.Hkv;
+  const int64_t past = dims.keys() - T;  // keys before the first query (KV cache; then one document per row)
+  std::vector<QueryBlock> blocks;
+  for (const AttentionDocument& doc : docs) {
+    for (int64_t t0 = 0; t0 < doc.length; t0 += kQueryBlock) blocks.push_back({&doc, t0});
+  }
+  // A block's cost grows with its last position: heaviest first, then dynamic scheduling.
+  std::stable_sort(blocks.begin(), blocks.end(), [](const QueryBlock& x, const QueryBlock& y) { return x.t0 > y.t0; });
+  const int64_t tasks = static_cast<int64_t>(blocks.size()) * H;
   const scalar_t s = static_cast<scalar_t>(scale);
-  // Causal rows cost ∝ t, so later query blocks are heavier: dynamic scheduling.
 #pragma omp parallel
   {
     std::vector<scalar_t> scores(kQueryBlock * kKeyBlock), row_max(kQueryBlock), row_sum(kQueryBlock);
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t bh = task / query_blocks;  // b * H + h
-      const int64_t b = bh / H, h = bh % H, hkv = h / group;
-      const int64_t t0 = (task % query_blocks) * kQueryBlock;
-      const int64_t nq = std::min(kQueryBlock, T - t0);
-      run_isa<AttendBlock>(out.at(b, h, t0), out.row, lse + bh * T + t0, q.at(b, h, t0), q.row, k.at(b, hkv, 0),
-                           k.row, v.at(b, hkv, 0), v.row, t0, nq, past, Tk, D, s, scores.data(), row_max.data(),
-                           row_sum.data());
+      const QueryBlock& blk = blocks[static_cast<size_t>(task / H)];
+      const int64_t h = task % H, hkv = h / group;
+      const int64_t b = blk.doc->b, first = blk.doc->start, t0 = blk.t0;
+      const int64_t nq = std::min(kQueryBlock, blk.doc->length - t0);
+      run_isa<AttendBlock>(out.at(b, h, first + t0), out.row, lse + (b * H + h) * T + first + t0,
+                           q.at(b, h, first + t0), q.row, k.at(b, hkv, first), k.row, v.at(b, hkv, first), v.row, t0,
+                           nq, past, past + blk.doc->length, D, s, scores.data(), row_max.data(), row_sum.data());
     }
   }
 }
@@ -180,7 +200,8 @@ void attention_forward(Heads<scalar_t> out, scalar_t* lse, Heads<const scalar_t>
 template <typename scalar_t>
 void attention_backward(Heads<scalar_t> dq, Heads<scalar_t> dk, Heads<scalar_t> dv, Heads<const scalar_t> dout,
                         Heads<const scalar_t> q, Heads<const scalar_t> k, Heads<const scalar_t> v,
-                        Heads<const scalar_t> out, const scalar_t* lse, const AttentionDims& dims, double scale) {
+                        Heads<const scalar_t> out, const scalar_t* lse, const AttentionDims& dims,
+                        std::span<const AttentionDocument> docs, double scale) {
   const int64_t B = dims.B, H = dims.H, Hkv = dims.Hkv, T = dims.T, D = dims.D;
   const int64_t rows = B * H * T;  // query rows, numbered (b·H + h)·T + t like lse
   const scalar_t s = static_cast<scalar_t>(scale);
@@ -199,19 +220,20 @@ void attention_backward(Heads<scalar_t> dq, Heads<scalar_t> dk, Heads<scalar_t> 
 #pragma omp parallel
   {
     std::vector<scalar_t> p(kQueryBlock * kKeyBlock), dp(kQueryBlock * kKeyBlock);
+    const int64_t tasks = static_cast<int64_t>(docs.size()) * Hkv;
 #pragma omp for schedule(dynamic)
-    for (int64_t bkv = 0; bkv < B * Hkv; ++bkv) {
-      run_isa<BackwardTask>(&args, bkv / Hkv, bkv % Hkv, p.data(), dp.data());
+    for (int64_t task = 0; task < tasks; ++task) {
+      run_isa<BackwardTask>(&args, &docs[static_cast<size_t>(task / Hkv)], task % Hkv, p.data(), dp.data());
     }
   }
 }
 
 #define HT_INSTANTIATE_ATTENTION(T)                                                                          \
   template void attention_forward<T>(Heads<T>, T*, Heads<const T>, Heads<const T>, Heads<const T>,           \
-                                     const AttentionDims&, double);                                         \
+                                     const AttentionDims&, std::span<const AttentionDocument>, double);     \
   template void attention_backward<T>(Heads<T>, Heads<T>, Heads<T>, Heads<const T>, Heads<const T>,          \
                                       Heads<const T>, Heads<const T>, Heads<const T>, const T*, const AttentionDims&, \
-                                      double);
+                                      std::span<const AttentionDocument>, double);
 HT_INSTANTIATE_ATTENTION(float)
 HT_INSTANTIATE_ATTENTION(double)
 #undef HT_INSTANTIATE_ATTENTION

@@ -6,6 +6,7 @@
 //   forward:  S = scale·Q Kᵀ (f32) -> P, lse (row softmax, causal) -> out = P V
 //   backward: S again -> P -> dV = Pᵀ dO;  dP = dO Vᵀ;  Di = rowsum(dO ∘ O);
 //             dS = P ∘ (dP - Di) -> dQ = scale·dS K;  dK = scale·dSᵀ Q
+// Documents mask the scores before each row's document start as well (attention_rows.h).
 // Workspace: S and dP (B·H·T·Tk f32 each) and P (same, in the input dtype).
 #include "lib/ops/cuda/attention.h"
 
@@ -40,6 +41,7 @@ struct Layout {
 };
 
 Layout layout_of(const AttentionShape& s) { return {s.B * s.Hkv, (s.H / s.Hkv) * s.T, s.Tk, s.D}; }
+Documents documents_of(const AttentionShape& s) { return {s.doc_start, s.H}; }
 
 // S = scale · Q Kᵀ into f32 scratch.
 void scores(const Layout& l, DType dtype, float scale, const Tensor& q, const Tensor& k, float* S) {
@@ -75,7 +77,7 @@ void attention_forward(const AttentionShape& s, double scale, const Tensor& q, c
   const size_t cells = static_cast<size_t>(l.rows() * l.Tk);
   Workspace S(cells * sizeof(float)), P(cells * dtype_size(dtype));
   scores(l, dtype, static_cast<float>(scale), q, k, S.as<float>());
-  attention_softmax(dtype, P.as<void>(), lse.data<float>(), S.as<float>(), l.rows(), s.T, l.Tk);
+  attention_softmax(dtype, P.as<void>(), lse.data<float>(), S.as<float>(), l.rows(), s.T, l.Tk, documents_of(s));
   gemm(dtype, dtype, l.R, l.D, l.Tk, 1.0f, GemmOperand{P.as<void>(), l.Tk, l.R * l.Tk, false},
        GemmOperand{v.raw_data(), l.D, l.Tk * l.D, false}, 0.0f, out.raw_data(), l.D, l.R * l.D, l.batch);
 }
@@ -103,7 +105,8 @@ void attention_backward(const AttentionShape& s, double scale, const Tensor& dou
   Workspace Di(static_cast<size_t>(l.rows()) * sizeof(float));
   const float fscale = static_cast<float>(scale);
   scores(l, dtype, fscale, q, k, S.as<float>());
-  attention_probs(dtype, P.as<void>(), S.as<float>(), lse.data<float>(), nullptr, nullptr, l.rows(), s.T, l.Tk);
+  attention_probs(dtype, P.as<void>(), S.as<float>(), lse.data<float>(), nullptr, nullptr, l.rows(), s.T, l.Tk,
+                  documents_of(s));
   // dV = Pᵀ dO: (Tk, D) per group, summing the group's g heads.
   gemm(dtype, dtype, l.Tk, l.D, l.R, 1.0f, GemmOperand{P.as<void>(), l.Tk, l.R * l.Tk, true},
        GemmOperand{dout.raw_data(), l.D, l.R * l.D, false}, 0.0f, dv.raw_data(), l.D, l.Tk * l.D, l.batch);
@@ -113,7 +116,7 @@ void attention_backward(const AttentionShape& s, double scale, const Tensor& dou
   attention_row_dot(dtype, Di.as<float>(), dout.raw_data(), out.raw_data(), l.rows(), l.D);
   // dS (into P's scratch: dV has consumed P, in stream order).
   attention_probs(dtype, P.as<void>(), S.as<float>(), lse.data<float>(), dP.as<float>(), Di.as<float>(), l.rows(),
-                  s.T, l.Tk);
+                  s.T, l.Tk, documents_of(s));
   gemm(dtype, dtype, l.R, l.D, l.Tk, fscale, GemmOperand{P.as<void>(), l.Tk, l.R * l.Tk, false},
        GemmOperand{k.raw_data(), l.D, l.Tk * l.D, false}, 0.0f, dq.raw_data(), l.D, l.R * l.D, l.batch);
   gemm(dtype, dtype, l.Tk, l.D, l.R, fscale, GemmOperand{P.as<void>(), l.Tk, l.R * l.Tk, true},

@@ -10,30 +10,36 @@ namespace {
 
 // Number of unmasked keys of a row: its position + 1.
 __device__ __forceinline__ int64_t visible(int64_t row, int64_t T, int64_t Tk) { return Tk - T + row % T + 1; }
+// Its first unmasked key: its document's start (rows of batch b are rows b·H·T ..).
+__device__ __forceinline__ int64_t first_key(const Documents& docs, int64_t row, int64_t T) {
+  return docs.start != nullptr ? docs.start[row / (docs.heads * T) * T + row % T] : 0;
+}
 
 template <typename P>
-__global__ void softmax_kernel(P* probs, float* lse, const float* S, int64_t T, int64_t Tk) {
+__global__ void softmax_kernel(P* probs, float* lse, const float* S, int64_t T, int64_t Tk, Documents docs) {
   __shared__ float shared[64];
-  const int64_t row = blockIdx.x, n = visible(row, T, Tk);
+  const int64_t row = blockIdx.x, n = visible(row, T, Tk), first = first_key(docs, row, T);
   const float* s = S + row * Tk;
   P* p = probs + row * Tk;
   MaxSum ms{-INFINITY, 0.0f};
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) ms = add_element(ms, s[j]);
+  for (int64_t j = first + threadIdx.x; j < n; j += blockDim.x) ms = add_element(ms, s[j]);
   ms = block_max_sum(ms, shared);
   const float l = ms.m + logf(ms.s);
-  for (int64_t j = threadIdx.x; j < Tk; j += blockDim.x) p[j] = from_float<P>(j < n ? expf(s[j] - l) : 0.0f);
+  for (int64_t j = threadIdx.x; j < Tk; j += blockDim.x) {
+    p[j] = from_float<P>(j >= first && j < n ? expf(s[j] - l) : 0.0f);
+  }
   if (threadIdx.x == 0) lse[row] = l;
 }
 
 template <typename P>
 __global__ void probs_kernel(P* probs, const float* S, const float* lse, const float* dP, const float* Di, int64_t T,
-                             int64_t Tk) {
-  const int64_t row = blockIdx.x, n = visible(row, T, Tk);
+                             int64_t Tk, Documents docs) {
+  const int64_t row = blockIdx.x, n = visible(row, T, Tk), first = first_key(docs, row, T);
   const float l = lse[row];
   const float d = dP != nullptr ? Di[row] : 0.0f;
   for (int64_t j = threadIdx.x; j < Tk; j += blockDim.x) {
     float v = 0.0f;
-    if (j < n) {
+    if (j >= first && j < n) {
       v = expf(S[row * Tk + j] - l);
       if (dP != nullptr) v *= dP[row * Tk + j] - d;
     }
@@ -54,21 +60,23 @@ template <typename T> __global__ void row_dot_kernel(float* Di, const T* a, cons
 
 }  // namespace
 
-void attention_softmax(DType dtype, void* P, float* lse, const float* S, int64_t rows, int64_t T, int64_t Tk) {
+void attention_softmax(DType dtype, void* P, float* lse, const float* S, int64_t rows, int64_t T, int64_t Tk,
+                       Documents docs) {
   if (rows == 0) return;
   dispatch_float(dtype, "attention", [&](auto tag) {
     using E = decltype(tag);
-    softmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream()>>>(static_cast<E*>(P), lse, S, T, Tk);
+    softmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream()>>>(static_cast<E*>(P), lse, S, T, Tk, docs);
     HT_CUDA_CHECK_LAUNCH();
   });
 }
 
 void attention_probs(DType dtype, void* P, const float* S, const float* lse, const float* dP, const float* Di,
-                     int64_t rows, int64_t T, int64_t Tk) {
+                     int64_t rows, int64_t T, int64_t Tk, Documents docs) {
   if (rows == 0) return;
   dispatch_float(dtype, "attention_backward", [&](auto tag) {
     using E = decltype(tag);
-    probs_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream()>>>(static_cast<E*>(P), S, lse, dP, Di, T, Tk);
+    probs_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream()>>>(static_cast<E*>(P), S, lse, dP, Di, T, Tk,
+                                                                              docs);
     HT_CUDA_CHECK_LAUNCH();
   });
 }

@@ -28,6 +28,10 @@
 // lse) (masked), dP = dO Vᵀ, dS = P ∘ (dP - Di) · scale; dQ = dS K; dK = dSᵀ Q; dV = Pᵀ dO.
 // dQ and dK/dV come from two kernels that each recompute P (and dP): no atomics, so results are
 // deterministic; dK/dV of a kv head sum its g query heads inside one block (a loop over them).
+// Documents (AttentionShape::doc_start/doc_end): a query also masks keys before its document's
+// start; query tiles start their key walk at their first row's document start, and a key tile
+// walks query tiles only up to its last key's document end, so tiles across a boundary are
+// skipped (the cost is about Σ n_i² plus the tiles a boundary cuts).
 #include "lib/ops/cuda/flash_attention.h"
 
 #include <climits>
@@ -68,6 +72,12 @@ static_assert(Config<32>::kDkvSmem == 42496 && Config<64>::kDkvSmem == 41984 && 
 
 __host__ __device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The first key that query row t0 + r of batch row b may see: its document's start (0 without
+// documents, and for rows past the tile's nq, which see nothing).
+__device__ __forceinline__ int64_t doc_start_of(const AttentionShape& s, int64_t b, int64_t t0, int r, int nq) {
+  return s.doc_start != nullptr && r < nq ? s.doc_start[b * s.T + t0 + r] : 0;
+}
 
 // Max / sum over the 16 lanes of a half-warp (the threads of one tile row). All 32 lanes call.
 __device__ __forceinline__ float half_warp_max(float v) {
@@ -160,16 +170,19 @@ __global__ void __launch_bounds__(kBlockThreads)
   load_tile<kM, kMaxD>(Qs, q + row0 * s.D, nq, D);
 
   float m[kRM], l[kRM], acc[kRM][kRD];
+  int64_t first_key[kRM];  // the first key of each row's document
 #pragma unroll
   for (int i = 0; i < kRM; ++i) {
+    first_key[i] = doc_start_of(s, b, t0, ty + kGrid * i, nq);
     m[i] = -INFINITY;
     l[i] = 0.0f;
 #pragma unroll
     for (int kd = 0; kd < kRD; ++kd) acc[i][kd] = 0.0f;
   }
-  // Keys the block's last query sees: 0 .. past + t0 + nq - 1 (≤ Tk - 1).
+  // Keys the block's queries see: from its first row's document start (the earliest) to
+  // past + t0 + nq - 1 (≤ Tk - 1).
   const int64_t key_end = min64(s.Tk, past + t0 + nq);
-  for (int64_t j0 = 0; j0 < key_end; j0 += kN) {
+  for (int64_t j0 = doc_start_of(s, b, t0, 0, nq); j0 < key_end; j0 += kN) {
     const int nk = static_cast<int>(min64(kN, key_end - j0));
     __syncthreads();  // every thread is done reading KVs (values) and Ps of the last step
     load_tile<kN, kMaxD>(KVs, kh + j0 * s.D, nk, D);
@@ -184,7 +197,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 #pragma unroll
       for (int j = 0; j < kRN; ++j) {
         const int c = tx + kGrid * j;
-        const bool valid = r < nq && c < nk && j0 + c <= pos;
+        const bool valid = r < nq && c < nk && j0 + c <= pos && j0 + c >= first_key[i];
         sc[i][j] = valid ? sc[i][j] * scale : -INFINITY;
         mx = fmaxf(mx, sc[i][j]);
       }
@@ -253,16 +266,18 @@ __global__ void __launch_bounds__(kBlockThreads)
   load_tile<kM, kMaxD>(Qs, q + row0 * s.D, nq, D);
   load_tile<kM, kMaxD>(dOs, dout + row0 * s.D, nq, D);
   float row_lse[kRM], row_di[kRM], acc[kRM][kRD];
+  int64_t first_key[kRM];
 #pragma unroll
   for (int i = 0; i < kRM; ++i) {
     const int r = ty + kGrid * i;
+    first_key[i] = doc_start_of(s, b, t0, r, nq);
     row_lse[i] = r < nq ? lse[row0 + r] : 0.0f;
     row_di[i] = r < nq ? Di[row0 + r] : 0.0f;
 #pragma unroll
     for (int kd = 0; kd < kRD; ++kd) acc[i][kd] = 0.0f;
   }
   const int64_t key_end = min64(s.Tk, past + t0 + nq);
-  for (int64_t j0 = 0; j0 < key_end; j0 += kN) {
+  for (int64_t j0 = doc_start_of(s, b, t0, 0, nq); j0 < key_end; j0 += kN) {
     const int nk = static_cast<int>(min64(kN, key_end - j0));
     __syncthreads();  // every thread is done reading Ks and dSs of the last step
     load_tile<kN, kMaxD>(Ks, kh + j0 * s.D, nk, D);
@@ -277,7 +292,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 #pragma unroll
       for (int j = 0; j < kRN; ++j) {
         const int c = tx + kGrid * j;
-        const bool valid = r < nq && c < nk && j0 + c <= past + t0 + r;
+        const bool valid = r < nq && c < nk && j0 + c <= past + t0 + r && j0 + c >= first_key[i];
         const float p = valid ? expf(sc[i][j] * scale - row_lse[i]) : 0.0f;
         dSs[r * kLdS + c] = p * (dp[i][j] - row_di[i]) * scale;
       }
@@ -334,10 +349,12 @@ __global__ void __launch_bounds__(kBlockThreads)
     for (int kd = 0; kd < kRD; ++kd) dk_acc[i][kd] = dv_acc[i][kd] = 0.0f;
   }
   // Query t sees key j0 iff past + t >= j0: the first tile that can see this block's keys.
+  // Queries past the document of the block's last key see none of its keys.
   const int64_t first_t0 = (j0 > past ? j0 - past : 0) / kM * kM;
+  const int64_t query_end = s.doc_end != nullptr ? s.doc_end[b * s.T + j0 + nk - 1] : s.T;
   for (int64_t h = hkv * group; h < (hkv + 1) * group; ++h) {
     const int64_t bh = b * s.H + h;
-    for (int64_t t0 = first_t0; t0 < s.T; t0 += kM) {
+    for (int64_t t0 = first_t0; t0 < query_end; t0 += kM) {
       const int nq = static_cast<int>(min64(kM, s.T - t0));
       const int64_t row0 = bh * s.T + t0;
       __syncthreads();  // every thread is done reading Qs, dOs, Ps, dSs, lse_s, di_s of the last step
@@ -348,6 +365,9 @@ __global__ void __launch_bounds__(kBlockThreads)
         di_s[i] = i < nq ? Di[row0 + i] : 0.0f;
       }
       __syncthreads();  // Q, dO, lse, Di (and, first time, K, V) visible
+      int64_t first_key[kRM];  // of each query column's document
+#pragma unroll
+      for (int j = 0; j < kRM; ++j) first_key[j] = doc_start_of(s, b, t0, tx + kGrid * j, nq);
       float sc[kRN][kRM], dp[kRN][kRM];
       tile_dot<kRN, kRM, kMaxD>(sc, Ks + ty * kLd, Qs + tx * kLd);
       tile_dot<kRN, kRM, kMaxD>(dp, Vs + ty * kLd, dOs + tx * kLd);
@@ -357,7 +377,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 #pragma unroll
         for (int j = 0; j < kRM; ++j) {
           const int r = tx + kGrid * j;
-          const bool valid = c < nk && r < nq && j0 + c <= past + t0 + r;
+          const bool valid = c < nk && r < nq && j0 + c <= past + t0 + r && j0 + c >= first_key[j];
           const float p = valid ? expf(sc[i][j] * scale - lse_s[r]) : 0.0f;
           Ps[c * kLdT + r] = p;
           dSs[c * kLdT + r] = p * (dp[i][j] - di_s[r]) * scale;

@@ -14,6 +14,11 @@ namespace hetu::ops::cuda {
 
 struct AttentionShape {
   int64_t B, H, Hkv, T, D, Tk;  // Tk >= T: query t sits at position Tk - T + t
+  // Documents (ops::attention's cu_seqlens; then Tk == T), or null for one per batch row:
+  // device arrays of B·T entries, token t of row b belongs to the document of row positions
+  // [doc_start[b·T + t], doc_end[b·T + t]) and sees only its keys.
+  const int64_t* doc_start = nullptr;
+  const int64_t* doc_end = nullptr;
 };
 
 // Whether the flash kernels take head dim D on the current device: 1 <= D <= 128 and the
