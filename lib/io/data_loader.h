@@ -106,6 +106,7 @@ class DataLoader {
   int64_t batches_per_epoch() const { return windows_per_epoch() / options_.global_batch; }
   const std::vector<TokenShard>& shards() const { return shards_; }
   int64_t total_tokens() const { return total_tokens_; }
+  const DocumentBatcher* documents() const { return documents_.get(); }  // packing = documents; else null
 
  private:
   DataLoaderOptions options_;

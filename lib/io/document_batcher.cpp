@@ -51,6 +51,12 @@ DocumentBatcher::DocumentBatcher(const std::vector<TokenShard>& shards, const Do
                  documents_.size(), shards.size(), shards[0].path(), rows, o.seq_len);
 }
 
+std::vector<int64_t> DocumentBatcher::document_lengths() const {
+  std::vector<int64_t> out;
+  for (const Document& d : documents_) out.push_back(d.length);
+  return out;
+}
+
 const DocumentBatcher::Document& DocumentBatcher::document_at(int64_t epoch, int64_t p) const {
   const int64_t n = documents();
   HT_CHECK(p >= 0 && p < n, "data: document position {} is outside [0, {})", p, n);

@@ -62,6 +62,7 @@ class DocumentBatcher {
   void restore(const DocumentCursor& cursor);
 
   int64_t documents() const { return static_cast<int64_t>(documents_.size()); }
+  std::vector<int64_t> document_lengths() const;  // in shard order, separators included
   int32_t separator() const { return separator_; }
 
   struct Piece {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "lib/core/rng.h"
 #include "lib/util/error.h"
 
 namespace hetu::io {
@@ -220,6 +221,18 @@ BalanceReport packing_balance(std::span<const int64_t> document_lengths, std::sp
     out.balanced_attention /= n;
     out.in_order_total /= n;
     out.balanced_total /= n;
+  }
+  return out;
+}
+
+std::vector<int64_t> long_tailed_lengths(int64_t n, int64_t lo, int64_t hi, uint64_t seed) {
+  HT_CHECK(n >= 0 && lo >= 1 && hi >= lo, "long_tailed_lengths: {} lengths in [{}, {}]", n, lo, hi);
+  const CounterRng rng(seed, "data.lengths.long_tailed");
+  std::vector<int64_t> out;
+  const double a = 1.0 / static_cast<double>(lo), b = 1.0 / static_cast<double>(hi);
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = static_cast<double>(rng.bits(i)[0]) / 4294967296.0;  // [0, 1)
+    out.push_back(std::clamp(static_cast<int64_t>(1.0 / (a - u * (a - b))), lo, hi));
   }
   return out;
 }

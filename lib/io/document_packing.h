@@ -73,6 +73,10 @@ struct BalanceReport {
   double in_order_attention = 0, balanced_attention = 0;
   double in_order_total = 0, balanced_total = 0;
 };
+// n document lengths in [lo, hi], long-tailed: P(L > x) ∝ 1/x - 1/hi (a truncated Pareto of
+// index 1: most documents short, a few near hi), from the counter-based RNG keyed by seed.
+std::vector<int64_t> long_tailed_lengths(int64_t n, int64_t lo, int64_t hi, uint64_t seed);
+
 BalanceReport packing_balance(std::span<const int64_t> document_lengths, std::span<const int64_t> shares,
                               int64_t seq_len, const PackingCost& cost);
 

@@ -10,24 +10,11 @@
 #include <algorithm>
 #include <numeric>
 
-#include "lib/core/rng.h"
 
 using namespace hetu;
 using namespace hetu::io;
 
 namespace {
-
-// n lengths in [lo, hi] with P(L > x) ∝ 1/x - 1/hi (a truncated Pareto of index 1), from u in [0, 1).
-std::vector<int64_t> long_tailed(int64_t n, int64_t lo, int64_t hi, uint64_t seed) {
-  const CounterRng rng(seed, "test.lengths");
-  std::vector<int64_t> out;
-  for (int64_t i = 0; i < n; ++i) {
-    const double u = static_cast<double>(rng.bits(i)[0]) / 4294967296.0;
-    const double inv = 1.0 / static_cast<double>(lo) - u * (1.0 / static_cast<double>(lo) - 1.0 / static_cast<double>(hi));
-    out.push_back(std::clamp(static_cast<int64_t>(1.0 / inv), lo, hi));
-  }
-  return out;
-}
 
 // Each piece once, and no row over seq_len.
 void check_holds_each_once(const PackedBatch& b, size_t pieces, const std::vector<int64_t>& lengths, int64_t T) {
@@ -61,7 +48,7 @@ TEST_CASE("in-order and balanced packings hold every piece once within row capac
   const int64_t T = 64;
   std::vector<int64_t> lengths;
   NextFitRows fill(4, T);
-  for (int64_t l : long_tailed(200, 2, T, 5)) {
+  for (int64_t l : long_tailed_lengths(200, 2, T, 5)) {
     if (!fill.add(l)) break;
     lengths.push_back(l);
   }
@@ -85,7 +72,7 @@ TEST_CASE("in-order and balanced packings hold every piece once within row capac
 }
 
 TEST_CASE("balanced packing evens the attention cost per replica share on long-tailed documents", "[packing]") {
-  const std::vector<int64_t> lengths = long_tailed(6000, 32, 2048, 11);
+  const std::vector<int64_t> lengths = long_tailed_lengths(6000, 32, 2048, 11);
   const PackingCost cost{12.0 * 64};  // a model of hidden 64: 12·hidden per token
   for (const std::vector<int64_t>& shares : {std::vector<int64_t>{4, 4, 4, 4}, std::vector<int64_t>{2, 4, 4, 6}}) {
     const BalanceReport r = packing_balance(lengths, shares, 2048, cost);
