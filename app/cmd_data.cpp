@@ -69,7 +69,7 @@ int run_data_balance(const DataBalanceOptions& options) {
     int64_t rows = 0;
     for (int64_t s : shares) rows += s;
     const io::DataLoader loader({.pattern = options.data, .seq_len = options.seq_len, .global_batch = rows,
-                                 .packing = io::Packing::documents, .shares = shares});
+                                 .share_count = shares[0], .packing = io::Packing::documents, .shares = shares});
     lengths = loader.documents()->document_lengths();
     source = fmt::format("{} documents of {}", lengths.size(), options.data);
   }
