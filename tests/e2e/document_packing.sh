@@ -8,6 +8,8 @@
 #     target count);
 #   - a run stopped after step 3 and resumed gives the uninterrupted run's losses bit for bit
 #     (the document position is in the checkpoint), for GPT-2 and LLaMA;
+#   - the loss is divided by the global target count (padding has none): the first step of a
+#     fresh model gives ln 256 per target on data of one short document per line;
 #   - data prepared without boundaries is refused, naming data.packing.
 # usage: document_packing.sh HETU SOURCE_DIR
 set -euo pipefail
@@ -47,6 +49,20 @@ for arch in gpt2 llama; do
   diff <(losses "$work/$arch-full/metrics.jsonl") <(losses "$work/$arch-split/metrics.jsonl") \
     || fail "$arch: resumed losses differ from the uninterrupted run"
 done
+
+# The loss is the sum over the step's targets divided by their count, not by the row slots:
+# with one document per line most slots are padding (no target), and the first step's loss
+# of a fresh model (logits near 0) is still ln 256 = 5.545 per target.
+"$hetu" data prepare --tokenizer byte --out "$work/lines" --document-start '^' "$work/text.txt" > /dev/null
+"$hetu" train "$work/single.toml" "${common[@]}" --set "data.train=\"$work/lines/train_*.bin\"" --set training.steps=1 \
+  --set checkpoint.every=0 --set job.out_dir=\"$work/lines-run\" > "$work/lines.log" 2>&1 \
+  || { cat "$work/lines.log"; fail "one document per line: run"; }
+python3 -c '
+import json, math, sys
+loss = json.loads(open(sys.argv[1]).readline())["loss"]
+print(f"first-step loss with padded rows {loss:.4f} (ln 256 = {math.log(256):.4f})")
+sys.exit(0 if abs(loss - math.log(256)) < 0.1 else 1)' "$work/lines-run/metrics.jsonl" \
+  || fail "the loss is not normalised by the global target count"
 
 # Shards without recorded boundaries (written before this change, or by llm.c): exit 2, naming the key.
 python3 - "$work/plain.bin" <<'EOF'
