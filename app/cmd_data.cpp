@@ -1,16 +1,22 @@
 // `hetu data prepare`: tokenizer choice, timing and the summary line around
-// io::prepare_token_shards() (see lib/io/token_shard.h for the split and file rules).
+// io::prepare_token_shards() (see lib/io/token_shard.h for the split and file rules), and
+// `hetu data balance`: the packing balance table (lib/io/document_packing.h).
 #include "app/cmd_data.h"
 
 #include <chrono>
 #include <cstdio>
 #include <fmt/core.h>
 #include <memory>
+#include <optional>
+#include <fmt/ranges.h>
 #include <string_view>
 
+#include "lib/io/data_loader.h"
+#include "lib/io/document_packing.h"
 #include "lib/io/token_shard.h"
 #include "lib/io/tokenizer.h"
 #include "lib/util/error.h"
+#include "lib/util/strings.h"
 
 namespace hetu::app {
 
@@ -25,7 +31,8 @@ int run_data_prepare(const DataPrepareOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const std::unique_ptr<io::Tokenizer> tokenizer = io::make_tokenizer(kind, options.vocab_dir);
   const io::PrepareSummary summary = io::prepare_token_shards(*tokenizer, options.inputs, options.out_dir,
-                                                              options.val_tokens, options.shard_tokens);
+                                                              options.val_tokens, options.shard_tokens,
+                                                              options.document_start);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto plural = [](int64_t n, std::string_view word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); };
   const int64_t val_shards = summary.val_tokens > 0 ? 1 : 0;
@@ -36,6 +43,46 @@ int run_data_prepare(const DataPrepareOptions& options) {
                                        plural(summary.tokens, "token"), plural(summary.documents, "document"),
                                        options.tokenizer, options.out_dir, plural(summary.train_tokens, "token"),
                                        plural(train_shards, "shard"), val, seconds);
+  std::fputs(line.c_str(), stdout);
+  return 0;
+}
+
+int run_data_balance(const DataBalanceOptions& options) {
+  std::vector<int64_t> shares;
+  for (std::string_view field : split(options.shares, ',')) {
+    const std::optional<int64_t> v = parse_int64(trim(field));
+    HT_USAGE_CHECK(v && *v >= 1, "data balance: --shares '{}': expected rows per replica, integers >= 1 split by commas",
+                   options.shares);
+    shares.push_back(*v);
+  }
+  HT_USAGE_CHECK(options.seq_len >= 1, "data balance: --seq-len must be >= 1, got {}", options.seq_len);
+  std::vector<int64_t> lengths;
+  std::string source;
+  if (options.data.empty()) {
+    HT_USAGE_CHECK(options.min_len >= 1 && options.max_len >= options.min_len && options.documents >= 1,
+                   "data balance: --documents {} of --min-len {} to --max-len {} tokens", options.documents,
+                   options.min_len, options.max_len);
+    lengths = io::long_tailed_lengths(options.documents, options.min_len, options.max_len, options.seed);
+    source = fmt::format("{} documents of {}-{} tokens (long-tailed, seed {})", options.documents, options.min_len,
+                         options.max_len, options.seed);
+  } else {
+    int64_t rows = 0;
+    for (int64_t s : shares) rows += s;
+    const io::DataLoader loader({.pattern = options.data, .seq_len = options.seq_len, .global_batch = rows,
+                                 .share_count = shares[0], .packing = io::Packing::documents, .shares = shares});
+    lengths = loader.documents()->document_lengths();
+    source = fmt::format("{} documents of {}", lengths.size(), options.data);
+  }
+  const io::BalanceReport r = io::packing_balance(lengths, shares, options.seq_len, {options.linear_per_token});
+  HT_USAGE_CHECK(r.batches > 0, "data balance: {} do not fill one global batch", source);
+  std::string line = fmt::format("data balance: {}, seq_len {}, shares {}, {} global batches\n", source,
+                                 options.seq_len, fmt::join(shares, ":"), r.batches);
+  line += fmt::format("{:<10} {:>20} {:>20}\n", "packing", "attention max/mean", "cost max/mean");
+  line += fmt::format("{:<10} {:>20.3f} {:>20.3f}\n", "in order", r.in_order_attention, r.in_order_total);
+  line += fmt::format("{:<10} {:>20.3f} {:>20.3f}\n", "balanced", r.balanced_attention, r.balanced_total);
+  line += fmt::format("(per replica, per share row, averaged over the global batches; cost = L² per document + {} per "
+                      "token slot)\n",
+                      options.linear_per_token);
   std::fputs(line.c_str(), stdout);
   return 0;
 }

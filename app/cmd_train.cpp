@@ -62,7 +62,7 @@ class LoaderSource final : public runtime::BatchSource {
   runtime::Batch next() override {
     timing::Scope scope(timing::Phase::data, "data");
     io::Batch b = loader_.next();
-    return {b.x.to(device_), b.y.to(device_)};
+    return {b.x.to(device_), b.y.to(device_), std::move(b.cu_seqlens), b.global_targets};
   }
   std::string save_position() const override { return loader_.position().to_string(); }
   void restore_position(const std::string& position) override { loader_.restore(io::DataPosition::parse(position)); }
@@ -129,7 +129,15 @@ runtime::TrainerOptions trainer_options(const config::JobConfig& c, int64_t stop
   return o;
 }
 
-io::DataLoaderOptions train_data(const config::JobConfig& c, const pipeline::ReplicaLayout& replica) {
+// data.packing = "documents": whole documents per row, balanced over the replicas by attention cost.
+void set_packing(const config::JobConfig& c, io::DataLoaderOptions& d) {
+  if (c.data.packing == config::Packing::documents) d.packing = io::Packing::documents;
+}
+
+// shares: every replica's batch share (packed documents balance over them; an idle rank's
+// one-sequence reader passes none: its data position still moves a global batch per step).
+io::DataLoaderOptions train_data(const config::JobConfig& c, const pipeline::ReplicaLayout& replica,
+                                 std::vector<int64_t> shares = {}) {
   io::DataLoaderOptions d;
   d.pattern = c.data.train;
   d.seq_len = c.training.seq_len;
@@ -139,6 +147,8 @@ io::DataLoaderOptions train_data(const config::JobConfig& c, const pipeline::Rep
   d.micro_batch = replica.micro_batch;
   d.sampling = c.data.sampling == config::Sampling::shuffled ? io::Sampling::shuffled : io::Sampling::sequential;
   d.seed = c.job.seed;
+  set_packing(c, d);
+  d.shares = std::move(shares);
   return d;
 }
 
@@ -150,6 +160,7 @@ std::unique_ptr<LoaderSource> val_source(const config::JobConfig& c, Device devi
   d.pattern = c.data.val;
   d.seq_len = c.training.seq_len;
   d.global_batch = c.training.micro_batch;
+  set_packing(c, d);
   return std::make_unique<LoaderSource>(d, device);
 }
 
@@ -235,7 +246,9 @@ runtime::StrategyRun build_run(std::string name, const config::JobConfig& c, con
   run->engine = std::make_unique<runtime::ParallelEngine>(
       run->strategy, position, comm, part.stage(), part.model().named_parameters(), c.training.seq_len, c.model.hidden,
       c.training.micro_batch, activations, compute_dtype(c.training.grad_reduce_dtype));
-  run->train = std::make_unique<LoaderSource>(train_data(c, replica), compute);
+  std::vector<int64_t> shares;
+  for (const pipeline::ReplicaLayout& r : layout.replicas) shares.push_back(r.batch);
+  run->train = std::make_unique<LoaderSource>(train_data(c, replica, std::move(shares)), compute);
   run->store = checkpoint_store(c, local, host_comm, state_dir);
   return {&run->strategy, run->engine.get(), run->train.get(), run->store.get(), &comm, run};
 }

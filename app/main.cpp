@@ -186,8 +186,28 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   data_prepare_cmd->add_option("--shard-tokens", data_prepare.shard_tokens, "Tokens per train shard")
       ->capture_default_str();
+  data_prepare_cmd->add_option("--document-start", data_prepare.document_start,
+                               "A regular expression: each line it matches starts a new document (default: one "
+                               "document per input)")
+      ->type_name("REGEX");
   data_prepare_cmd->add_option("INPUT", data_prepare.inputs, "Text files, one document each ('-': stdin)")->required();
   data_prepare_cmd->callback([&] { selected = [&] { return run_data_prepare(data_prepare); }; });
+  DataBalanceOptions data_balance;
+  CLI::App* data_balance_cmd = data_cmd->add_subcommand(
+      "balance", "Per-replica attention cost of packed documents (max/mean), in-order next to balanced packing");
+  data_balance_cmd->add_option("--data", data_balance.data, "Prepared shards (a glob); default: synthetic lengths")
+      ->type_name("GLOB");
+  data_balance_cmd->add_option("--seq-len", data_balance.seq_len, "Tokens per row")->capture_default_str();
+  data_balance_cmd->add_option("--shares", data_balance.shares, "Rows per replica per global batch")
+      ->capture_default_str();
+  data_balance_cmd->add_option("--documents", data_balance.documents, "Synthetic documents")->capture_default_str();
+  data_balance_cmd->add_option("--min-len", data_balance.min_len, "Shortest synthetic document")->capture_default_str();
+  data_balance_cmd->add_option("--max-len", data_balance.max_len, "Longest synthetic document")->capture_default_str();
+  data_balance_cmd->add_option("--seed", data_balance.seed, "Synthetic lengths' seed")->capture_default_str();
+  data_balance_cmd->add_option("--linear-per-token", data_balance.linear_per_token,
+                               "Linear cost per token slot, in L² units (12·hidden)")
+      ->capture_default_str();
+  data_balance_cmd->callback([&] { selected = [&] { return run_data_balance(data_balance); }; });
 
   TokenizeOptions tokenize;
   CLI::App* tokenize_cmd = app.add_subcommand(

@@ -16,9 +16,9 @@ bool ModelPart::is_whole(const ModelConfig& config) const {
   return embed && head && first_layer == 0 && last(config) == config.layers - 1;
 }
 
-Tensor LanguageModel::stage_forward(const Tensor& input) const {
-  Tensor x = part().embed ? embed(input, 0) : input;
-  for (int64_t i = part().first_layer; i <= part().last(config_); ++i) x = block(i, x, nullptr);
+Tensor LanguageModel::stage_forward(const Tensor& input, std::span<const int64_t> cu_seqlens) const {
+  Tensor x = part().embed ? embed(input, 0, cu_seqlens) : input;
+  for (int64_t i = part().first_layer; i <= part().last(config_); ++i) x = block(i, x, nullptr, cu_seqlens);
   return x;
 }
 
@@ -61,9 +61,10 @@ Tensor LanguageModel::forward(const Tensor& ids, KVCache* cache) const {
   return logits.size(-1) == vocab ? logits : autograd::narrow(logits, -1, 0, vocab);
 }
 
-Tensor LanguageModel::loss(const Tensor& ids, const Tensor& targets, double normalizer) const {
+Tensor LanguageModel::loss(const Tensor& ids, const Tensor& targets, double normalizer,
+                           std::span<const int64_t> cu_seqlens) const {
   HT_CHECK(part().is_whole(config_), "loss: needs every part of the model (use stage_forward and head_loss)");
-  return head_loss(stage_forward(ids), targets, normalizer);
+  return head_loss(stage_forward(ids, cu_seqlens), targets, normalizer);
 }
 
 double training_flops_per_token(const ModelConfig& m, int64_t seq_len) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "lib/nn/module.h"
@@ -63,19 +64,23 @@ class LanguageModel : public nn::Module {
   // The pieces a pipeline stage composes. embed: ids (B, T) -> hidden (B, T, C), positions
   // from position_offset. block: one transformer layer (a global layer index this part
   // holds); with a cache it attends to the cached positions too and appends to them.
+  // cu_seqlens (packed documents, lib/runtime/training_io.h): segment offsets into the B·T
+  // tokens; attention stays within a segment and positions restart at each (empty: one
+  // causal sequence per row).
   // head: final norm and LM head -> logits (B, T, V_local): this rank's columns of the
   // padded vocabulary, starting at vocab_offset(); it is head_input(x) head_weightᵀ, where
   // head_input is the final norm and head_weight the (V_local, C) LM head weight (the tied
   // embedding's rows, or lm_head's) in like's compute dtype.
-  virtual Tensor embed(const Tensor& ids, int64_t position_offset) const = 0;
-  virtual Tensor block(int64_t layer, const Tensor& x, KVCache* cache) const = 0;
+  virtual Tensor embed(const Tensor& ids, int64_t position_offset, std::span<const int64_t> cu_seqlens = {}) const = 0;
+  virtual Tensor block(int64_t layer, const Tensor& x, KVCache* cache,
+                       std::span<const int64_t> cu_seqlens = {}) const = 0;
   virtual Tensor head_input(const Tensor& x) const = 0;
   virtual Tensor head_weight(const Tensor& like) const = 0;
   virtual int64_t vocab_offset() const = 0;
   Tensor head(const Tensor& x) const;
 
   // This part's layers over `input`: ids when the part holds the embedding, else hidden.
-  Tensor stage_forward(const Tensor& input) const;
+  Tensor stage_forward(const Tensor& input, std::span<const int64_t> cu_seqlens = {}) const;
   // Σ cross-entropy of head(hidden) against targets (B, T) / normalizer (0: the number of
   // targets); vocab parallel under tensor parallelism. The loss is the same on every rank of
   // the group: seed its backward on one of them (parallel_cross_entropy.h). The LM head is
@@ -87,7 +92,8 @@ class LanguageModel : public nn::Module {
   // positions continue after cache->length and the cache grows by T (use under NoGradGuard).
   Tensor forward(const Tensor& ids, KVCache* cache = nullptr) const;
   // head_loss(stage_forward(ids)) for a model holding every part.
-  Tensor loss(const Tensor& ids, const Tensor& targets, double normalizer = 0) const;
+  Tensor loss(const Tensor& ids, const Tensor& targets, double normalizer = 0,
+              std::span<const int64_t> cu_seqlens = {}) const;
 
   // Training FLOPs per token of the whole model: 6 · (non-embedding-lookup parameters) +
   // 12 · layers · hidden · T for attention (forward + backward), the PaLM/nanoGPT MFU estimate.

@@ -10,7 +10,9 @@ namespace {
 class ModelStage final : public pipeline::StageCompute {
  public:
   explicit ModelStage(const LanguageModel& model) : model_(model) {}
-  Tensor forward(const Tensor& input) override { return model_.stage_forward(input); }
+  Tensor forward(const Tensor& input, std::span<const int64_t> cu_seqlens) override {
+    return model_.stage_forward(input, cu_seqlens);
+  }
   Tensor loss(const Tensor& output, const Tensor& targets, double normalizer) override {
     return model_.head_loss(output, targets, normalizer);
   }

@@ -16,7 +16,10 @@ if [ ! -f data/kjv/train_000000.bin ]; then
   echo "== preparing data/kjv from the bible-kjv package"
   mkdir -p data
   bible "Genesis1:1-Revelation22:21" > data/kjv.txt
-  "$hetu" data prepare --tokenizer byte --out data/kjv --val-tokens 200000 data/kjv.txt
+  # One document per chapter (a line like "Genesis 1" starts one): data.packing = "documents"
+  # then packs whole chapters; the default windows read the same shards as one stream.
+  "$hetu" data prepare --tokenizer byte --out data/kjv --val-tokens 200000 \
+    --document-start '^([1-3] )?[A-Z][a-z]+( [a-z]+)*( [A-Z][a-z]+)* [0-9]+$' data/kjv.txt
 fi
 
 echo "== hetu config check $job"

@@ -133,6 +133,7 @@ std::string to_toml(const JobConfig& c) {
   line("tokenizer", str(to_string(c.data.tokenizer)));
   if (!c.data.vocab.empty()) line("vocab", str(c.data.vocab));
   line("sampling", str(to_string(c.data.sampling)));
+  if (c.data.packing != Packing::windows) line("packing", str(to_string(c.data.packing)));
 
   const TrainingSection& t = c.training;
   out += "\n[training]\n";

@@ -96,6 +96,7 @@ std::string_view to_string(LrDecay value) {
   return "cosine";
 }
 std::string_view to_string(Sampling value) { return value == Sampling::shuffled ? "shuffled" : "sequential"; }
+std::string_view to_string(Packing value) { return value == Packing::documents ? "documents" : "windows"; }
 
 std::string_view to_string(PipelineSchedule value) {
   return value == PipelineSchedule::gpipe ? "gpipe" : "1f1b";

@@ -47,6 +47,9 @@ struct JobSection {
 };
 
 enum class Sampling { shuffled, sequential };
+// How sequences are cut from the token stream: fixed windows across documents, or whole
+// documents packed per micro-batch (lib/io/document_packing.h).
+enum class Packing { windows, documents };
 
 struct DataSection {
   std::string train;                  // glob of llm.c token shards
@@ -54,6 +57,7 @@ struct DataSection {
   Tokenizer tokenizer = Tokenizer::gpt2;
   std::string vocab;                  // gpt2: folder with encoder.json, vocab.bpe ("" = $HETU_GPT2_VOCAB)
   Sampling sampling = Sampling::shuffled;
+  Packing packing = Packing::windows;
   bool operator==(const DataSection&) const = default;
 };
 
@@ -228,5 +232,6 @@ std::string_view to_string(Precision value);
 std::string_view to_string(LrDecay value);
 std::string_view to_string(PipelineSchedule value);
 std::string_view to_string(Sampling value);
+std::string_view to_string(Packing value);
 
 }  // namespace hetu::config

@@ -122,6 +122,10 @@ void embedding_accumulate(const SavedContext& c, const Tensor& g, const Tensor& 
 Grads rotary_rule(const SavedContext& c, const Tensor& g) {
   return {rotary(g, c.ints[0], c.reals, /*inverse=*/true)};
 }
+// rotary_positions: ints = the B·T positions, reals = the D/2 frequencies.
+Grads rotary_positions_rule(const SavedContext& c, const Tensor& g) {
+  return {rotary(g, std::span<const int64_t>(c.ints), c.reals, /*inverse=*/true)};
+}
 // attention: tensors {q, k, v, out, lse}, ints {cu_seqlens} (empty: one document per row), reals {scale}.
 Grads attention_rule(const SavedContext& c, const Tensor& g) {
   AttentionGrads r = attention_backward(g, c.tensors[0], c.tensors[1], c.tensors[2], c.tensors[3], c.tensors[4],
@@ -205,6 +209,7 @@ constexpr auto kRules = std::to_array<BackwardRule>({
     {"rms_norm", rms_norm_rule},
     {"embedding", embedding_rule, /*slice_view=*/false, embedding_accumulate},
     {"rotary", rotary_rule},
+    {"rotary_positions", rotary_positions_rule},
     {"attention", attention_rule},
     {"cross_entropy", cross_entropy_rule},
     {"linear_cross_entropy", linear_cross_entropy_rule},

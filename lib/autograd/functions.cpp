@@ -140,6 +140,13 @@ Tensor rotary(const Tensor& x, int64_t position_offset, std::span<const double> 
   return record("rotary", {&x}, out, {{}, {position_offset}, {inv_freq.begin(), inv_freq.end()}, {}});
 }
 
+Tensor rotary(const Tensor& x, std::span<const int64_t> positions, std::span<const double> inv_freq) {
+  Tensor out = ops::rotary(x, positions, inv_freq);
+  if (!needs_tape({&x})) return out;
+  return record("rotary_positions", {&x}, out,
+                {{}, {positions.begin(), positions.end()}, {inv_freq.begin(), inv_freq.end()}, {}});
+}
+
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
                  std::span<const int64_t> cu_seqlens) {
   ops::AttentionResult r = ops::attention(q, k, v, scale, cu_seqlens);

@@ -42,6 +42,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 Tensor embedding(const Tensor& weight, const Tensor& ids);
 Tensor rotary(const Tensor& x, int64_t position_offset, std::span<const double> inv_freq);  // D/2 frequencies
+Tensor rotary(const Tensor& x, std::span<const int64_t> positions, std::span<const double> inv_freq);  // B·T positions
 // Causal attention (ops::attention), within the documents of cu_seqlens when given; the
 // node keeps its own copy of the offsets for the backward.
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale,

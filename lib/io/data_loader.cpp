@@ -6,46 +6,14 @@
 
 #include <algorithm>
 
-#include "lib/core/rng.h"
+#include <fmt/ranges.h>
+
+#include "lib/io/stateless_shuffle.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 
 namespace hetu::io {
 namespace {
-
-// Note [Stateless shuffle]
-// A shuffled epoch must be a permutation of the N windows that depends only on (seed, epoch),
-// so that a position {epoch, batch, sequence} is all a loader needs to resume, every replica
-// computes the same order without talking, and nothing O(N) is stored. We use a Feistel
-// network over [0, 2^bits) (bits even, 2^bits >= N): 6 rounds whose round function is the
-// counter-based Philox RNG (lib/core/rng.h) keyed by the seed, in the stream
-// "data.shuffle.epoch.<epoch>", at index (round << 32 | right half). A Feistel network is a
-// bijection of [0, 2^bits) whatever its round function; "cycle walking" (apply it again while
-// the result is >= N) restricts it to a bijection of [0, N). Since 2^bits < 4N, a position
-// takes fewer than 4 walks on average.
-constexpr int kFeistelRounds = 6;
-
-int64_t shuffled_position(uint64_t seed, int64_t epoch, int64_t n, int64_t p) {
-  HT_CHECK(n > 0 && n < (int64_t{1} << 62), "shuffle: {} windows is out of range", n);
-  int bits = 2;
-  while ((int64_t{1} << bits) < n) bits += 2;
-  const int half = bits / 2;
-  const uint64_t mask = (uint64_t{1} << half) - 1;
-  const CounterRng rng(seed, "data.shuffle.epoch." + std::to_string(epoch));
-  auto x = static_cast<uint64_t>(p);
-  do {
-    uint64_t left = x >> half, right = x & mask;
-    for (int round = 0; round < kFeistelRounds; ++round) {
-      const auto out = rng.bits(static_cast<int64_t>((static_cast<uint64_t>(round) << 32) | right));
-      const uint64_t f = (out[0] | (static_cast<uint64_t>(out[1]) << 32)) & mask;
-      const uint64_t next = left ^ f;
-      left = right;
-      right = next;
-    }
-    x = (left << half) | right;
-  } while (x >= static_cast<uint64_t>(n));
-  return static_cast<int64_t>(x);
-}
 
 // The files matching pattern, sorted by name; none is a UsageError.
 std::vector<std::string> glob_files(const std::string& pattern) {
@@ -65,24 +33,32 @@ std::vector<std::string> glob_files(const std::string& pattern) {
 // ---- DataPosition ----
 
 std::string DataPosition::to_string() const {
-  return fmt::format("epoch={} batch={} sequence={} shards={} tokens={}", epoch, batch, sequence, num_shards,
-                     total_tokens);
+  const std::string text = fmt::format("epoch={} batch={} sequence={} shards={} tokens={}", epoch, batch, sequence,
+                                       num_shards, total_tokens);
+  return documents ? fmt::format("{} document={} piece={}", text, document, piece) : text;
 }
 
 DataPosition DataPosition::parse(std::string_view text) {
-  constexpr std::array<std::string_view, 5> kKeys = {"epoch", "batch", "sequence", "shards", "tokens"};
+  constexpr std::array<std::string_view, 7> kKeys = {"epoch",  "batch",    "sequence", "shards",
+                                                     "tokens", "document", "piece"};
   const std::vector<std::string_view> fields = split(trim(text), ' ');
-  std::array<int64_t, 5> values{};
-  bool ok = fields.size() == kKeys.size();
-  for (size_t i = 0; ok && i < kKeys.size(); ++i) {
+  std::array<int64_t, 7> values{};
+  bool ok = fields.size() == 5 || fields.size() == 7;
+  for (size_t i = 0; ok && i < fields.size(); ++i) {
     const std::vector<std::string_view> kv = split(fields[i], '=');
     const auto value = kv.size() == 2 ? parse_int64(kv[1]) : std::nullopt;
     ok = kv.size() == 2 && kv[0] == kKeys[i] && value.has_value() && *value >= 0;
     if (ok) values[i] = *value;
   }
-  HT_USAGE_CHECK(ok, "data position '{}': expected 'epoch=E batch=B sequence=S shards=N tokens=T' (integers >= 0)",
+  HT_USAGE_CHECK(ok,
+                 "data position '{}': expected 'epoch=E batch=B sequence=S shards=N tokens=T' (integers >= 0), "
+                 "packed documents followed by 'document=D piece=K'",
                  text);
-  return from_array(values);
+  DataPosition p = from_array({values[0], values[1], values[2], values[3], values[4]});
+  p.documents = fields.size() == 7;
+  p.document = values[5];
+  p.piece = values[6];
+  return p;
 }
 
 DataPosition DataPosition::from_array(const std::array<int64_t, 5>& values) {
@@ -105,14 +81,33 @@ DataLoader::DataLoader(const DataLoaderOptions& options) : options_(options) {
                  "data: micro_batch {} does not divide the share of {} sequences", o.micro_batch, o.share_count);
 
   window_begin_.push_back(0);
+  const bool documents = o.packing == Packing::documents;
   for (const std::string& file : glob_files(o.pattern)) {
     TokenShard shard(file);
-    HT_USAGE_CHECK(shard.size() >= o.seq_len + 1,
+    HT_USAGE_CHECK(documents || shard.size() >= o.seq_len + 1,
                    "{} holds {} tokens, fewer than seq_len + 1 = {}: too short for one sequence", file, shard.size(),
                    o.seq_len + 1);
     total_tokens_ += shard.size();
     window_begin_.push_back(window_begin_.back() + (shard.size() - 1) / o.seq_len);
     shards_.push_back(std::move(shard));
+  }
+  if (documents) {
+    DocumentBatcherOptions d{o.seq_len, o.shares, 0, o.micro_batch, o.sampling == Sampling::shuffled, o.seed};
+    if (d.shares.empty()) {  // this share between the rows before and after it
+      if (o.share_offset > 0) d.shares.push_back(o.share_offset);
+      d.shares.push_back(o.share_count);
+      if (o.share_offset + o.share_count < o.global_batch) d.shares.push_back(o.global_batch - o.share_offset - o.share_count);
+    }
+    int64_t offset = 0;
+    d.replica = -1;
+    for (size_t k = 0; k < d.shares.size(); offset += d.shares[k], ++k) {
+      if (offset == o.share_offset && d.shares[k] == o.share_count) d.replica = static_cast<int64_t>(k);
+    }
+    HT_USAGE_CHECK(d.replica >= 0 && offset == o.global_batch,
+                   "data: the shares {} do not hold [{}, {}) of a global batch of {}", fmt::join(d.shares, ","),
+                   o.share_offset, o.share_offset + o.share_count, o.global_batch);
+    documents_ = std::make_unique<DocumentBatcher>(shards_, d);
+    return;
   }
   HT_USAGE_CHECK(windows_per_epoch() >= o.global_batch,
                  "data: '{}' holds {} windows of seq_len + 1 = {} tokens, fewer than one global batch of {}",
@@ -131,7 +126,14 @@ DataLoader::Window DataLoader::window_at(int64_t epoch, int64_t p) const {
 
 Batch DataLoader::next() {
   const int64_t b = options_.micro_batch, t = options_.seq_len;
-  Batch out{empty({b, t}, DType::i32), empty({b, t}, DType::i32)};
+  if (documents_) {
+    DocumentBatch d = documents_->next();
+    Batch out{empty({b, t}, DType::i32), empty({b, t}, DType::i32), std::move(d.cu_seqlens), d.global_targets};
+    std::copy(d.x.begin(), d.x.end(), out.x.data<int32_t>());
+    std::copy(d.y.begin(), d.y.end(), out.y.data<int32_t>());
+    return out;
+  }
+  Batch out{empty({b, t}, DType::i32), empty({b, t}, DType::i32), {}, 0};
   int32_t* x = out.x.data<int32_t>();
   int32_t* y = out.y.data<int32_t>();
   for (int64_t i = 0; i < b; ++i) {
@@ -153,7 +155,12 @@ Batch DataLoader::next() {
 }
 
 DataPosition DataLoader::position() const {
-  return DataPosition{epoch_, batch_, sequence_, static_cast<int64_t>(shards_.size()), total_tokens_};
+  const auto shards = static_cast<int64_t>(shards_.size());
+  if (documents_) {
+    const DocumentCursor c = documents_->cursor();
+    return DataPosition{c.epoch, c.batch, c.row, shards, total_tokens_, true, c.document, c.piece};
+  }
+  return DataPosition{epoch_, batch_, sequence_, shards, total_tokens_};
 }
 
 void DataLoader::restore(const DataPosition& position) {
@@ -163,6 +170,13 @@ void DataLoader::restore(const DataPosition& position) {
                  "tokens",
                  position.to_string(), position.num_shards, position.total_tokens, options_.pattern, num_shards,
                  total_tokens_);
+  HT_USAGE_CHECK(position.documents == (documents_ != nullptr),
+                 "data position ({}) was saved with data.packing = \"{}\", but this run packs {}", position.to_string(),
+                 position.documents ? "documents" : "windows", documents_ ? "documents" : "windows");
+  if (documents_) {
+    documents_->restore({position.epoch, position.batch, position.document, position.piece, position.sequence});
+    return;
+  }
   HT_USAGE_CHECK(
       position.epoch >= 0 && position.batch >= 0 && position.batch < batches_per_epoch(),
       "data position ({}): epoch must be >= 0 and batch in [0, {}) for this data, seq_len {} and global_batch {}",

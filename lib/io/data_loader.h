@@ -13,20 +13,27 @@
 //   DataLoader b({... .share_offset = 2, .share_count = 3, .micro_batch = 3});
 //   a's next() calls read positions {0}, {1}, {5}, {6}, {10}, ...; b's read {2,3,4}, {7,8,9}, ...
 //   Batch x, y are (micro_batch, 1024) i32 tensors; y[i][t] == x[i][t+1] for t < 1023.
+//
+// packing = documents: whole documents packed per global batch instead (document_batcher.h),
+// cost-balanced over the replicas' batch shares (`shares`: every replica's, in order); a
+// Batch then carries the segment offsets and the global count of targets.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "lib/core/tensor.h"
+#include "lib/io/document_batcher.h"
 #include "lib/io/token_shard.h"
 
 namespace hetu::io {
 
 enum class Sampling { sequential, shuffled };
+enum class Packing { windows, documents };
 
 struct DataLoaderOptions {
   std::string pattern;       // a path or a glob of token shards
@@ -37,20 +44,29 @@ struct DataLoaderOptions {
   int64_t micro_batch = 0;   // sequences per next(); divides share_count; 0: share_count
   Sampling sampling = Sampling::sequential;
   uint64_t seed = 0;  // shuffled only
+  Packing packing = Packing::windows;
+  // documents only: every replica's share (rows per global batch, in order, summing to
+  // global_batch; empty: this share and the rows around it).
+  std::vector<int64_t> shares = {};
 };
 
 // Where a loader is: the next global batch of an epoch, and how many sequences of this
 // replica's share of it were already read (0 between optimizer steps). num_shards and
 // total_tokens fingerprint the data so a position is never restored against other data.
+// Packed documents add where that global batch starts: the document at epoch position
+// `document`, its piece `piece`.
 struct DataPosition {
   int64_t epoch = 0;
   int64_t batch = 0;
   int64_t sequence = 0;
   int64_t num_shards = 0;
   int64_t total_tokens = 0;
+  bool documents = false;
+  int64_t document = 0;
+  int64_t piece = 0;
 
-  // "epoch=1 batch=37 sequence=0 shards=4 tokens=400000000"; parse() is its inverse and
-  // rejects anything else with a UsageError.
+  // "epoch=1 batch=37 sequence=0 shards=4 tokens=400000000" (documents: then " document=D
+  // piece=K"); parse() is its inverse and rejects anything else with a UsageError.
   std::string to_string() const;
   static DataPosition parse(std::string_view text);
   std::array<int64_t, 5> to_array() const { return {epoch, batch, sequence, num_shards, total_tokens}; }
@@ -60,7 +76,9 @@ struct DataPosition {
 
 struct Batch {
   Tensor x;  // (micro_batch, T) i32
-  Tensor y;  // (micro_batch, T) i32, x shifted left by one token
+  Tensor y;  // (micro_batch, T) i32, x shifted left by one token (documents: kIgnoreTarget where none)
+  std::vector<int64_t> cu_seqlens = {};  // documents only: segment offsets into the micro_batch · T tokens
+  int64_t global_targets = 0;       // documents only: targets of the whole global batch
 };
 
 class DataLoader {
@@ -84,16 +102,18 @@ class DataLoader {
   // The window at epoch-order position p in [0, windows_per_epoch()).
   Window window_at(int64_t epoch, int64_t p) const;
 
-  int64_t windows_per_epoch() const { return window_begin_.back(); }
+  int64_t windows_per_epoch() const { return window_begin_.back(); }  // windows only
   int64_t batches_per_epoch() const { return windows_per_epoch() / options_.global_batch; }
   const std::vector<TokenShard>& shards() const { return shards_; }
   int64_t total_tokens() const { return total_tokens_; }
+  const DocumentBatcher* documents() const { return documents_.get(); }  // packing = documents; else null
 
  private:
   DataLoaderOptions options_;
   std::vector<TokenShard> shards_;
   std::vector<int64_t> window_begin_;  // shard s holds global windows [window_begin_[s], window_begin_[s+1])
   int64_t total_tokens_ = 0;
+  std::unique_ptr<DocumentBatcher> documents_;  // packing = documents
   int64_t epoch_ = 0;
   int64_t batch_ = 0;
   int64_t sequence_ = 0;

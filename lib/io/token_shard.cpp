@@ -17,6 +17,9 @@
 #include <iostream>
 #include <iterator>
 #include <limits>
+#include <optional>
+#include <regex>
+#include <string_view>
 #include <utility>
 
 #include "lib/util/atomic_file.h"
@@ -43,11 +46,12 @@ class ShardBuffer {
     bytes_.push_back(static_cast<char>(id & 0xff));
     bytes_.push_back(static_cast<char>(id >> 8));
   }
-  // Writes the shard to path and empties the buffer.
-  void write(const std::string& path) {
+  // Writes the shard to path and empties the buffer; separator >= 0 is recorded in the header.
+  void write(const std::string& path, int32_t separator) {
     HT_USAGE_CHECK(size() <= kMaxShardTokens, "{}: {} tokens do not fit one shard (at most {})", path, size(),
                    kMaxShardTokens);
-    const std::array<int32_t, 3> head = {kShardMagic, kShardVersion, static_cast<int32_t>(size())};
+    const std::array<int32_t, 5> head = {kShardMagic, kShardVersion, static_cast<int32_t>(size()),
+                                         separator >= 0 ? kShardDocumentsMagic : 0, separator >= 0 ? separator : 0};
     std::memcpy(bytes_.data(), head.data(), sizeof(head));
     write_file_atomic(path, bytes_);
     bytes_.assign(kShardHeaderBytes, '\0');
@@ -71,11 +75,33 @@ std::string read_input(const std::string& input) {
   return text;
 }
 
+// The documents of one input: the whole text, or with start_line, pieces that each begin at a
+// line it matches (the text before the first such line is a document of its own if not empty).
+std::vector<std::string_view> split_documents(const std::string& text, const std::optional<std::regex>& start_line) {
+  if (!start_line) return {text};
+  std::vector<std::string_view> documents;
+  const std::string_view all(text);
+  size_t begin = 0;  // of the current document
+  for (size_t line = 0; line < all.size();) {
+    const size_t end = std::min(all.find('\n', line), all.size());
+    if (line > begin && std::regex_search(text.begin() + static_cast<std::ptrdiff_t>(line),
+                                          text.begin() + static_cast<std::ptrdiff_t>(end), *start_line)) {
+      documents.push_back(all.substr(begin, line - begin));
+      begin = line;
+    }
+    line = end + 1;
+  }
+  if (begin < all.size()) documents.push_back(all.substr(begin));
+  return documents;
+}
+
 // Routes a token stream: the first val_tokens to val_000000.bin, the rest to train shards.
 class SplitWriter {
  public:
-  SplitWriter(fs::path out_dir, int64_t val_tokens, int64_t shard_tokens)
-      : out_dir_(std::move(out_dir)), val_target_(val_tokens), shard_tokens_(shard_tokens) {}
+  SplitWriter(fs::path out_dir, int64_t val_tokens, int64_t shard_tokens, int32_t separator)
+      : out_dir_(std::move(out_dir)), val_target_(val_tokens), shard_tokens_(shard_tokens) {
+    summary_.separator = separator;
+  }
 
   void push(int32_t id, const std::string& input) {
     HT_USAGE_CHECK(buffer_.fits(id),
@@ -93,6 +119,7 @@ class SplitWriter {
   }
 
   void add_document() { ++summary_.documents; }
+  int64_t documents() const { return summary_.documents; }
 
   PrepareSummary finish() {
     HT_USAGE_CHECK(summary_.train_tokens > 0,
@@ -117,7 +144,7 @@ class SplitWriter {
   }
   void write(const std::string& name) {
     const std::string path = (out_dir_ / name).string();
-    buffer_.write(path);
+    buffer_.write(path, summary_.separator);
     summary_.files.push_back(path);
   }
 
@@ -130,7 +157,7 @@ class SplitWriter {
 
 }  // namespace
 
-void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens) {
+void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens, int32_t separator) {
   ShardBuffer buffer;
   for (size_t i = 0; i < tokens.size(); ++i) {
     HT_USAGE_CHECK(buffer.fits(tokens[i]),
@@ -138,7 +165,7 @@ void write_token_shard(const std::string& path, const std::vector<int32_t>& toke
                    path, tokens[i], i);
     buffer.push(tokens[i]);
   }
-  buffer.write(path);
+  buffer.write(path, separator);
 }
 
 // ---- TokenShard ----
@@ -159,7 +186,7 @@ TokenShard::TokenShard(const std::string& path) : path_(path) {
   HT_USAGE_CHECK(file_bytes >= static_cast<int64_t>(kShardHeaderBytes),
                  "{}: {} bytes, shorter than the 1024-byte header: not an llm.c token shard", path, file_bytes);
 
-  std::array<int32_t, 3> head{};
+  std::array<int32_t, 5> head{};
   HT_USAGE_CHECK(::pread(fd, head.data(), sizeof(head), 0) == static_cast<ssize_t>(sizeof(head)),
                  "cannot read the header of {}: {}", path, std::strerror(errno));
   HT_USAGE_CHECK(head[0] == kShardMagic, "{}: bad magic {} (expected {}): not an llm.c token shard", path, head[0],
@@ -183,6 +210,11 @@ TokenShard::TokenShard(const std::string& path) : path_(path) {
   map_bytes_ = static_cast<size_t>(file_bytes);
   tokens_ = reinterpret_cast<const uint16_t*>(static_cast<const char*>(map) + kShardHeaderBytes);
   size_ = count;
+  if (head[3] == kShardDocumentsMagic) {
+    HT_USAGE_CHECK(head[4] >= 0 && head[4] <= kMaxTokenId, "{}: the header's document separator {} is not a token id",
+                   path, head[4]);
+    separator_ = head[4];
+  }
 }
 
 TokenShard::~TokenShard() { unmap(); }
@@ -192,7 +224,8 @@ TokenShard::TokenShard(TokenShard&& other) noexcept
       map_(std::exchange(other.map_, nullptr)),
       map_bytes_(std::exchange(other.map_bytes_, 0)),
       tokens_(std::exchange(other.tokens_, nullptr)),
-      size_(std::exchange(other.size_, 0)) {}
+      size_(std::exchange(other.size_, 0)),
+      separator_(std::exchange(other.separator_, -1)) {}
 
 TokenShard& TokenShard::operator=(TokenShard&& other) noexcept {
   if (this != &other) {
@@ -202,6 +235,7 @@ TokenShard& TokenShard::operator=(TokenShard&& other) noexcept {
     map_bytes_ = std::exchange(other.map_bytes_, 0);
     tokens_ = std::exchange(other.tokens_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    separator_ = std::exchange(other.separator_, -1);
   }
   return *this;
 }
@@ -222,7 +256,8 @@ uint16_t TokenShard::token(int64_t i) const {
 // ---- prepare_token_shards ----
 
 PrepareSummary prepare_token_shards(const Tokenizer& tokenizer, const std::vector<std::string>& inputs,
-                                    const std::string& out_dir, int64_t val_tokens, int64_t shard_tokens) {
+                                    const std::string& out_dir, int64_t val_tokens, int64_t shard_tokens,
+                                    const std::string& document_start) {
   HT_USAGE_CHECK(!inputs.empty(), "data prepare: no input files");
   HT_USAGE_CHECK(!out_dir.empty(), "data prepare: no output folder");
   HT_USAGE_CHECK(val_tokens >= 0, "data prepare: --val-tokens must be >= 0, got {}", val_tokens);
@@ -256,14 +291,30 @@ PrepareSummary prepare_token_shards(const Tokenizer& tokenizer, const std::vecto
                    existing.size() > 1 ? ", ..." : "");
   }
 
-  SplitWriter writer(out, val_tokens, shard_tokens);
+  std::optional<std::regex> start_line;
   try {
-    const int32_t eot = tokenizer.eot_id();
+    if (!document_start.empty()) start_line.emplace(document_start, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    HT_USAGE_ERROR("data prepare: --document-start '{}' is not a regular expression: {}", document_start, e.what());
+  }
+  const int32_t eot = tokenizer.eot_id();
+  SplitWriter writer(out, val_tokens, shard_tokens, eot);
+  try {
     for (const std::string& input : inputs) {
-      const std::vector<int32_t> ids = tokenizer.encode(read_input(input));
-      writer.add_document();
-      if (eot >= 0) writer.push(eot, input);
-      for (int32_t id : ids) writer.push(id, input);
+      const std::string whole = read_input(input);  // the documents are views into it
+      for (const std::string_view text : split_documents(whole, start_line)) {
+        const std::vector<int32_t> ids = tokenizer.encode(text);
+        writer.add_document();
+        if (eot >= 0) {
+          const auto at = std::find(ids.begin(), ids.end(), eot);
+          HT_USAGE_CHECK(at == ids.end(),
+                         "data prepare: {}: document {} encodes to the document separator id {} (token {}); the "
+                         "byte tokenizer's separator is the NUL byte, which text must not hold",
+                         input, writer.documents(), eot, at - ids.begin());
+          writer.push(eot, input);
+        }
+        for (int32_t id : ids) writer.push(id, input);
+      }
     }
     return writer.finish();
   } catch (...) {

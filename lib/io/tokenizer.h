@@ -23,7 +23,7 @@ class Tokenizer {
   // Ids outside [0, vocab_size) are an error naming the id.
   virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
   virtual int64_t vocab_size() const = 0;
-  // The id that separates documents (GPT-2: <|endoftext|> = 50256; byte: none, -1).
+  // The id that separates documents (GPT-2: <|endoftext|> = 50256; byte: 0, the NUL byte; -1: none).
   virtual int32_t eot_id() const = 0;
 };
 

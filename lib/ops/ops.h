@@ -110,6 +110,13 @@ Tensor index_select_backward(const Tensor& grad, int64_t dim, const Tensor& inde
 // the model's: rotary_frequencies() or a scaled table such as Llama 3's). inverse = true
 // rotates by -angle (the backward of the forward rotation). CUDA: D <= 512.
 Tensor rotary(const Tensor& x, int64_t position_offset, std::span<const double> inv_freq, bool inverse = false);
+// The positions form: row (b, t) is at positions[b·T + t] (B·T values >= 0), e.g. positions
+// that restart at every packed document (segment_positions).
+Tensor rotary(const Tensor& x, std::span<const int64_t> positions, std::span<const double> inv_freq,
+              bool inverse = false);
+// The position of every token within its segment: cu_seqlens (0 = c_0 <= c_1 <= ... <= c_n)
+// -> c_n values, token i of [c_s, c_{s+1}) at i - c_s. {0, 3, 5} -> {0, 1, 2, 0, 1}.
+std::vector<int64_t> segment_positions(std::span<const int64_t> cu_seqlens);
 // The unscaled RoPE frequencies theta^(-2i/D), i < D/2 (D even, theta > 0).
 std::vector<double> rotary_frequencies(int64_t D, double theta);
 

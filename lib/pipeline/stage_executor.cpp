@@ -85,7 +85,7 @@ double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& 
                           {{"mb", a.micro_batch}, {"stage", position_.stage}});
       Tensor input = first_stage() ? micro_batches[i].inputs : inputs[i];
       if (training && !first_stage()) input.set_requires_grad(true);
-      Tensor out = compute.forward(input);
+      Tensor out = compute.forward(input, micro_batches[i].cu_seqlens);
       if (last_stage()) {
         out = compute.loss(out, micro_batches[i].targets, normalizer);
         if (seeds_loss()) loss_sum += out.item();

@@ -17,7 +17,9 @@
 //   double partial = exec.train(compute, micro_batches, global_tokens);  // grads accumulated
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "lib/core/tensor.h"
@@ -34,14 +36,18 @@ class StageCompute {
  public:
   virtual ~StageCompute() = default;
   // First stage: `input` is token ids (mb, T); other stages: the hidden state received.
-  virtual Tensor forward(const Tensor& input) = 0;
+  // cu_seqlens: the micro-batch's document offsets (MicroBatch), empty for windows.
+  virtual Tensor forward(const Tensor& input, std::span<const int64_t> cu_seqlens) = 0;
   // Last stage only: Σ loss over the micro-batch's targets / normalizer, a scalar.
   virtual Tensor loss(const Tensor& output, const Tensor& targets, double normalizer) = 0;
 };
 
+// Every stage of a replica reads the same micro-batches, offsets included, so each stage
+// knows the documents of the activations it receives.
 struct MicroBatch {
   Tensor inputs;   // (mb, T) token ids
-  Tensor targets;  // (mb, T)
+  Tensor targets;  // (mb, T); -100: ignored
+  std::vector<int64_t> cu_seqlens = {};  // packed documents: offsets into the mb·T tokens; empty: windows
 };
 
 class StageExecutor {

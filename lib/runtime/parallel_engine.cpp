@@ -189,11 +189,14 @@ double ParallelEngine::forward_backward(BatchSource& train) {
   for (const nn::NamedParameter& p : params_) p.tensor.set_grad(Tensor());
   const pipeline::ReplicaLayout& replica = layout_.replicas[static_cast<size_t>(position_.replica)];
   std::vector<pipeline::MicroBatch> micro;
+  int64_t global_targets = 0;  // packed documents: the step's targets, the same in every micro-batch
   for (int64_t i = 0; i < replica.micro_batches(); ++i) {
     Batch b = train.next();
-    micro.push_back({b.inputs, b.targets});
+    global_targets = b.global_targets;
+    micro.push_back({b.inputs, b.targets, std::move(b.cu_seqlens)});
   }
-  const double partial = executor_.train(compute_, micro, tokens_per_step());
+  const double normalizer = global_targets > 0 ? static_cast<double>(global_targets) : tokens_per_step();
+  const double partial = executor_.train(compute_, micro, normalizer);
   sync_grads();
   return sum_over_world(partial);
 }
@@ -247,7 +250,8 @@ double ParallelEngine::evaluate(BatchSource& val, int64_t batches) {
   if (position_.replica == 0) {
     for (int64_t i = 0; i < batches; ++i) {
       Batch b = val.next();
-      total += eval_executor_.evaluate(compute_, {{b.inputs, b.targets}}, static_cast<double>(b.targets.numel()));
+      const double normalizer = static_cast<double>(b.global_targets > 0 ? b.global_targets : b.targets.numel());
+      total += eval_executor_.evaluate(compute_, {{b.inputs, b.targets, std::move(b.cu_seqlens)}}, normalizer);
     }
   }
   return sum_over_world(total) / static_cast<double>(batches);

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lib/core/tensor.h"
 
@@ -14,7 +15,13 @@ namespace hetu::runtime {
 
 struct Batch {
   Tensor inputs;   // (B, T) token ids
-  Tensor targets;  // (B, T) next tokens
+  Tensor targets;  // (B, T) next tokens (-100: none, e.g. a document's last token)
+  // Packed documents (data.packing = "documents"): segment offsets into the B·T tokens, from
+  // 0 to B·T with every multiple of T (attention stays within a segment, positions restart
+  // at each), and the targets of the whole step's global batch (the loss normalizer).
+  // Empty and 0 for windows.
+  std::vector<int64_t> cu_seqlens = {};
+  int64_t global_targets = 0;
 };
 
 class BatchSource {

@@ -2,9 +2,11 @@
 // parallelism, read from the c_attn shard), D = C / heads, V vocab.
 #include "models/gpt2/gpt2_model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "lib/autograd/functions.h"
+#include "lib/ops/ops.h"
 
 namespace hetu {
 namespace ag = autograd;
@@ -34,7 +36,7 @@ Gpt2Block::Gpt2Block(const nn::ParamInit& init, const ModelConfig& c)
   register_module("mlp", mlp);
 }
 
-Tensor Gpt2Block::forward(const Tensor& x, KVCache* cache, size_t layer) const {
+Tensor Gpt2Block::forward(const Tensor& x, KVCache* cache, size_t layer, std::span<const int64_t> cu_seqlens) const {
   const int64_t B = x.size(0), T = x.size(1), D = config_.head_dim();
   const int64_t H = attn.c_attn.weight.size(0) / (3 * D), HD = H * D;
   // Attention: qkv (B, T, 3HD) -> q, k, v (B, H, T, D) -> fused causal attention -> (B, T, HD).
@@ -43,7 +45,8 @@ Tensor Gpt2Block::forward(const Tensor& x, KVCache* cache, size_t layer) const {
   auto heads = [&](const Tensor& t) { return ag::transpose(ag::reshape(t, {B, T, H, D}), 1, 2); };
   Tensor k = heads(parts[1]), v = heads(parts[2]);
   if (cache != nullptr) append_to_cache(*cache, layer, k, v);
-  const Tensor y = ag::attention(heads(parts[0]), k, v, 1.0 / std::sqrt(static_cast<double>(D)));
+  HT_CHECK(cache == nullptr || cu_seqlens.empty(), "gpt2: packed documents cannot decode with a KV cache");
+  const Tensor y = ag::attention(heads(parts[0]), k, v, 1.0 / std::sqrt(static_cast<double>(D)), cu_seqlens);
   const Tensor merged = ag::reshape(ag::transpose(y, 1, 2), {B, T, HD});
   const Tensor h = attn.c_proj.forward(merged, /*residual=*/x);  // x + c_proj(merged)
   // MLP: C -> 4C -> GELU -> C.
@@ -73,20 +76,29 @@ Gpt2Model::Gpt2Model(const ModelConfig& c, ModelBuild build) : LanguageModel(c, 
   }
 }
 
-Tensor Gpt2Model::embed(const Tensor& ids, int64_t position_offset) const {
+Tensor Gpt2Model::embed(const Tensor& ids, int64_t position_offset, std::span<const int64_t> cu_seqlens) const {
   HT_CHECK(wpe, "gpt2: this part has no embedding");
   const int64_t T = ids.size(1);
+  const DType dtype = compute_dtype();
+  if (!cu_seqlens.empty()) {  // packed documents: each one's positions start at 0
+    HT_CHECK(position_offset == 0, "gpt2: packed documents start at position 0, not {}", position_offset);
+    const std::vector<int64_t> p = ops::segment_positions(cu_seqlens);
+    HT_CHECK(static_cast<int64_t>(p.size()) == ids.numel(), "gpt2: document offsets cover {} tokens, the batch has {}",
+             p.size(), ids.numel());
+    Tensor positions = empty(ids.shape(), DType::i64);
+    std::copy(p.begin(), p.end(), positions.data<int64_t>());
+    return ag::add(wte->forward(ids, dtype), wpe->forward(positions.to(wpe->weight.device()), dtype));
+  }
   HT_CHECK(position_offset + T <= config_.max_seq_len, "gpt2: positions {}..{} exceed max_seq_len {}",
            position_offset, position_offset + T - 1, config_.max_seq_len);
   const Tensor positions = arange(static_cast<double>(position_offset), static_cast<double>(position_offset + T), 1,
                                   DType::i64, wpe->weight.device());
-  const DType dtype = compute_dtype();
   return ag::add(wte->forward(ids, dtype), wpe->forward(positions, dtype));  // (B, T, C) + (T, C)
 }
 
-Tensor Gpt2Model::block(int64_t layer, const Tensor& x, KVCache* cache) const {
+Tensor Gpt2Model::block(int64_t layer, const Tensor& x, KVCache* cache, std::span<const int64_t> cu_seqlens) const {
   HT_CHECK(layer >= 0 && layer < config_.layers && h[static_cast<size_t>(layer)], "gpt2: this part has no layer {}", layer);
-  return h[static_cast<size_t>(layer)]->forward(x, cache, static_cast<size_t>(layer));
+  return h[static_cast<size_t>(layer)]->forward(x, cache, static_cast<size_t>(layer), cu_seqlens);
 }
 
 Tensor Gpt2Model::head_input(const Tensor& x) const {

@@ -19,7 +19,8 @@ class Gpt2Block : public nn::Module {
  public:
   Gpt2Block(const nn::ParamInit& init, const ModelConfig& config);
   // x (B, T, C); with a cache, attends to the cached positions too and appends to them.
-  Tensor forward(const Tensor& x, KVCache* cache, size_t layer) const;
+  // cu_seqlens: packed documents (LanguageModel::block).
+  Tensor forward(const Tensor& x, KVCache* cache, size_t layer, std::span<const int64_t> cu_seqlens) const;
 
  private:
   struct Attention : nn::Module {
@@ -40,8 +41,8 @@ class Gpt2Block : public nn::Module {
 class Gpt2Model final : public LanguageModel {
  public:
   Gpt2Model(const ModelConfig& config, ModelBuild build);
-  Tensor embed(const Tensor& ids, int64_t position_offset) const override;
-  Tensor block(int64_t layer, const Tensor& x, KVCache* cache) const override;
+  Tensor embed(const Tensor& ids, int64_t position_offset, std::span<const int64_t> cu_seqlens = {}) const override;
+  Tensor block(int64_t layer, const Tensor& x, KVCache* cache, std::span<const int64_t> cu_seqlens = {}) const override;
   Tensor head_input(const Tensor& x) const override;
   Tensor head_weight(const Tensor& like) const override;
   int64_t vocab_offset() const override { return wte ? wte->row_offset() : 0; }

@@ -8,6 +8,7 @@
 
 #include "lib/autograd/functions.h"
 #include "lib/nn/tensor_parallel.h"
+#include "lib/ops/ops.h"
 
 namespace hetu {
 namespace ag = autograd;
@@ -44,20 +45,25 @@ LlamaBlock::LlamaBlock(const nn::ParamInit& init, const ModelConfig& c, const st
   register_module("mlp", mlp);
 }
 
-Tensor LlamaBlock::forward(const Tensor& x, KVCache* cache, size_t layer) const {
+Tensor LlamaBlock::forward(const Tensor& x, KVCache* cache, size_t layer, std::span<const int64_t> cu_seqlens) const {
   const ModelConfig& c = config_;
   const int64_t position_offset = cache != nullptr ? cache->length : 0;
   const int64_t B = x.size(0), T = x.size(1), D = c.head_dim();
   const int64_t H = self_attn.q_proj.weight.size(0) / D, Hkv = self_attn.k_proj.weight.size(0) / D;
   const Tensor n = input_layernorm.forward(x);
   // q (B, T, H, D) and k (B, T, Hkv, D) rotate in place of time; all go to (B, heads, T, D).
-  auto rope = [&](const Tensor& t) { return ag::rotary(t, position_offset, rope_frequencies_); };
+  HT_CHECK(cache == nullptr || cu_seqlens.empty(), "llama: packed documents cannot decode with a KV cache");
+  const std::vector<int64_t> positions = cu_seqlens.empty() ? std::vector<int64_t>{} : ops::segment_positions(cu_seqlens);
+  auto rope = [&](const Tensor& t) {
+    return positions.empty() ? ag::rotary(t, position_offset, rope_frequencies_)
+                             : ag::rotary(t, std::span<const int64_t>(positions), rope_frequencies_);
+  };
   const Tensor q = rope(ag::reshape(self_attn.q_proj.forward(n), {B, T, H, D}));
   const Tensor k = rope(ag::reshape(self_attn.k_proj.forward(n), {B, T, Hkv, D}));
   const Tensor v = ag::reshape(self_attn.v_proj.forward(n), {B, T, Hkv, D});
   Tensor kh = ag::transpose(k, 1, 2), vh = ag::transpose(v, 1, 2);
   if (cache != nullptr) append_to_cache(*cache, layer, kh, vh);
-  const Tensor y = ag::attention(ag::transpose(q, 1, 2), kh, vh, 1.0 / std::sqrt(static_cast<double>(D)));
+  const Tensor y = ag::attention(ag::transpose(q, 1, 2), kh, vh, 1.0 / std::sqrt(static_cast<double>(D)), cu_seqlens);
   const Tensor h = self_attn.o_proj.forward(ag::reshape(ag::transpose(y, 1, 2), {B, T, H * D}), /*residual=*/x);
   // SwiGLU: down(silu(gate(x)) * up(x)).
   const Tensor m = post_attention_layernorm.forward(h);
@@ -95,15 +101,16 @@ LlamaModel::LlamaModel(const ModelConfig& c, ModelBuild build)
   }
 }
 
-Tensor LlamaModel::embed(const Tensor& ids, int64_t /*position_offset: rotary, in the blocks*/) const {
+Tensor LlamaModel::embed(const Tensor& ids, int64_t /*position_offset: rotary, in the blocks*/,
+                         std::span<const int64_t> /*cu_seqlens: rotary, in the blocks*/) const {
   HT_CHECK(part().embed, "llama: this part has no embedding");
   return model.embed_tokens->forward(ids, compute_dtype());
 }
 
-Tensor LlamaModel::block(int64_t layer, const Tensor& x, KVCache* cache) const {
+Tensor LlamaModel::block(int64_t layer, const Tensor& x, KVCache* cache, std::span<const int64_t> cu_seqlens) const {
   HT_CHECK(layer >= 0 && layer < config_.layers && model.layers[static_cast<size_t>(layer)],
            "llama: this part has no layer {}", layer);
-  return model.layers[static_cast<size_t>(layer)]->forward(x, cache, static_cast<size_t>(layer));
+  return model.layers[static_cast<size_t>(layer)]->forward(x, cache, static_cast<size_t>(layer), cu_seqlens);
 }
 
 Tensor LlamaModel::head_input(const Tensor& x) const {

@@ -22,7 +22,8 @@ class LlamaBlock : public nn::Module {
   // rope_frequencies: the model's D/2 rotary frequencies (llama_rope.h), outliving the block.
   LlamaBlock(const nn::ParamInit& init, const ModelConfig& config, const std::vector<double>& rope_frequencies);
   // x (B, T, C); with a cache, attends to the cached positions too and appends to them.
-  Tensor forward(const Tensor& x, KVCache* cache, size_t layer) const;
+  // cu_seqlens: packed documents (LanguageModel::block): rotary positions restart at each.
+  Tensor forward(const Tensor& x, KVCache* cache, size_t layer, std::span<const int64_t> cu_seqlens) const;
 
  private:
   struct Attention : nn::Module {
@@ -44,8 +45,8 @@ class LlamaBlock : public nn::Module {
 class LlamaModel final : public LanguageModel {
  public:
   LlamaModel(const ModelConfig& config, ModelBuild build);
-  Tensor embed(const Tensor& ids, int64_t position_offset) const override;
-  Tensor block(int64_t layer, const Tensor& x, KVCache* cache) const override;
+  Tensor embed(const Tensor& ids, int64_t position_offset, std::span<const int64_t> cu_seqlens = {}) const override;
+  Tensor block(int64_t layer, const Tensor& x, KVCache* cache, std::span<const int64_t> cu_seqlens = {}) const override;
   Tensor head_input(const Tensor& x) const override;
   Tensor head_weight(const Tensor& like) const override;
   int64_t vocab_offset() const override;

@@ -218,6 +218,8 @@ std::vector<BadCase> bad_cases() {
        "job.toml:33: parallel.replica[0].schedule: unknown value \"zb\" (expected one of: gpipe, 1f1b)"},
       {"bad tokenizer", edit(B, 11, "tokenizer = \"sentencepiece\""), {},
        "job.toml:11: data.tokenizer: unknown value \"sentencepiece\" (expected one of: byte, gpt2, none)"},
+      {"bad packing", edit(B, 11, "tokenizer = \"byte\"\npacking = \"sequences\""), {},
+       "job.toml:12: data.packing: unknown value \"sequences\" (expected one of: windows, documents)"},
       {"bad optimizer name", edit(B, 22, "name = \"sgd\""), {},
        "job.toml:22: optimizer.name: unknown value \"sgd\" (expected one of: adamw)"},
 

@@ -63,17 +63,18 @@ TEST_CASE("run_data_prepare writes val and train shards and prints a summary", "
   options.inputs = {dir.file("a.txt"), dir.file("b.txt")};
 
   const std::string printed = run_captured(options, dir.file("stdout.txt"));
-  CHECK_THAT(printed, Catch::StartsWith("data prepare: 12 tokens from 2 documents (byte tokenizer) -> " +
+  // Each document starts with the byte tokenizer's separator 0: "\0hello\0 world!".
+  CHECK_THAT(printed, Catch::StartsWith("data prepare: 14 tokens from 2 documents (byte tokenizer) -> " +
                                         options.out_dir +
-                                        ": train 8 tokens in 2 shards, val 4 tokens in 1 shard, "));
+                                        ": train 10 tokens in 2 shards, val 4 tokens in 1 shard, "));
   CHECK_THAT(printed, Catch::EndsWith(" s\n"));
   CHECK(std::count(printed.begin(), printed.end(), '\n') == 1);
   CHECK(hetu::io::TokenShard(dir.file("out/val_000000.bin")).size() == 4);
   CHECK(hetu::io::TokenShard(dir.file("out/train_000000.bin")).size() == 5);
   const hetu::io::TokenShard last(dir.file("out/train_000001.bin"));
-  REQUIRE(last.size() == 3);
-  CHECK(last.token(0) == 'l');
-  CHECK(last.token(2) == '!');
+  REQUIRE(last.size() == 5);
+  CHECK(last.token(0) == 'o');
+  CHECK(last.token(4) == '!');
 
   // A second run into the same folder is refused and changes nothing.
   CHECK_THROWS_AS(run_captured(options, dir.file("stdout2.txt")), hetu::UsageError);

@@ -92,6 +92,11 @@ std::vector<GradCase> cases() {
                [](const V& x) { return ag::embedding(x[0], ids({1, 5, 1, 0, 3}, {5})); }});
   c.push_back({"rotary", "offset 3", [] { return V{leaf({2, 5, 2, 8}, 9)}; },
                [](const V& x) { return ag::rotary(x[0], 3, hetu::ops::rotary_frequencies(8, 10000.0)); }});
+  c.push_back({"rotary", "positions restarting per document", [] { return V{leaf({2, 5, 2, 8}, 10)}; },
+               [](const V& x) {
+                 const std::vector<int64_t> positions = hetu::ops::segment_positions(std::vector<int64_t>{0, 2, 5, 6, 10});
+                 return ag::rotary(x[0], positions, hetu::ops::rotary_frequencies(8, 10000.0));
+               }});
   c.push_back({"attention", "GQA 4/2 heads, T=7", [] { return V{leaf({1, 4, 7, 4}, 10), leaf({1, 2, 7, 4}, 11), leaf({1, 2, 7, 4}, 12)}; },
                [](const V& x) { return ag::attention(x[0], x[1], x[2], 0.5); }});
   // The offsets die with the lambda's frame: the node must keep its own copy for the backward.

@@ -72,6 +72,20 @@ TEST_CASE("cuda ops: rotary forward and inverse", "[cuda]") {
   }
 }
 
+TEST_CASE("cuda ops: rotary with per-token positions (packed documents)", "[cuda]") {
+  HT_REQUIRE_GPU();
+  const Tensor x = random_cpu({2, 17, 3, 16}, 81);
+  const std::vector<double> freq = ops::rotary_frequencies(16, 10000.0);
+  // Documents of 5, 12 | 1, 16 tokens: positions restart at each.
+  const std::vector<int64_t> positions = ops::segment_positions(std::vector<int64_t>{0, 5, 17, 18, 34});
+  for (DType dt : kGpuDtypes) {
+    for (bool inverse : {false, true}) {
+      check_close(ops::rotary(gpu(x, dt), positions, freq, inverse), ops::rotary(rounded(x, dt), positions, freq, inverse),
+                  tolerance(dt), "rotary positions inverse=" + std::to_string(inverse) + " " + dname(dt));
+    }
+  }
+}
+
 TEST_CASE("cuda ops: cross-entropy sum and backward with ignored rows", "[cuda]") {
   HT_REQUIRE_GPU();
   const int64_t N = 67, V = 1000;

@@ -199,25 +199,47 @@ TEST_CASE("prepare_token_shards splits the token stream into val and train shard
 
   const PrepareSummary summary = prepare_token_shards(*tokenizer, {a, b}, out, 4, 3);
   CHECK(summary.documents == 2);
-  CHECK(summary.tokens == 12);
+  CHECK(summary.tokens == 14);
   CHECK(summary.val_tokens == 4);
-  CHECK(summary.train_tokens == 8);
+  CHECK(summary.train_tokens == 10);
   const std::vector<std::string> names = {"val_000000.bin", "train_000000.bin", "train_000001.bin",
-                                          "train_000002.bin"};
+                                          "train_000002.bin", "train_000003.bin"};
   REQUIRE(summary.files.size() == names.size());
   for (size_t i = 0; i < names.size(); ++i) CHECK(summary.files[i] == (fs::path(out) / names[i]).string());
-  // The byte tokenizer has no eot: the stream is the files' bytes, concatenated.
-  CHECK(file_tokens(summary.files[0]) == bytes_of("hell"));
-  CHECK(file_tokens(summary.files[1]) == bytes_of("o w"));
-  CHECK(file_tokens(summary.files[2]) == bytes_of("orl"));
-  CHECK(file_tokens(summary.files[3]) == bytes_of("d!"));
-  CHECK(std::distance(fs::directory_iterator(out), fs::directory_iterator{}) == 4);
+  // The byte tokenizer's separator is 0 (NUL): the stream is each file's bytes after a 0.
+  const std::string nul(1, '\0');
+  CHECK(file_tokens(summary.files[0]) == bytes_of(nul + "hel"));
+  CHECK(file_tokens(summary.files[1]) == bytes_of("lo" + nul));
+  CHECK(file_tokens(summary.files[2]) == bytes_of(" wo"));
+  CHECK(file_tokens(summary.files[3]) == bytes_of("rld"));
+  CHECK(file_tokens(summary.files[4]) == bytes_of("!"));
+  for (const std::string& file : summary.files) CHECK(TokenShard(file).separator() == 0);  // recorded in the header
+  CHECK(std::distance(fs::directory_iterator(out), fs::directory_iterator{}) == 5);
 
   // No val split: everything is training data.
   const PrepareSummary all = prepare_token_shards(*tokenizer, {a}, dir.file("out_all"), 0, 100);
   REQUIRE(all.files.size() == 1);
   CHECK(fs::path(all.files[0]).filename() == "train_000000.bin");
-  CHECK(file_tokens(all.files[0]) == bytes_of("hello"));
+  CHECK(file_tokens(all.files[0]) == bytes_of(nul + "hello"));
+}
+
+TEST_CASE("prepare_token_shards starts a document at every line --document-start matches", "[token_shard]") {
+  TempDir dir("prepare_documents");
+  const std::string a = dir.file("a.txt"), nul_file = dir.file("nul.txt");
+  std::ofstream(a) << "intro\nGenesis 1\nverse\nmore\nExodus 1\nlast";
+  const auto tokenizer = make_tokenizer(TokenizerKind::byte);
+  const PrepareSummary summary =
+      prepare_token_shards(*tokenizer, {a}, dir.file("out"), 0, 1000, "^[A-Z][a-z]+ [0-9]+$");
+  CHECK(summary.documents == 3);
+  CHECK(summary.separator == 0);
+  const std::string nul(1, '\0');
+  CHECK(file_tokens(summary.files[0]) == bytes_of(nul + "intro\n" + nul + "Genesis 1\nverse\nmore\n" + nul + "Exodus 1\nlast"));
+  // Text holding the separator itself would fake a boundary: refused, naming the input.
+  std::ofstream(nul_file) << "a" << nul << "b";
+  CHECK_THROWS_WITH(prepare_token_shards(*tokenizer, {nul_file}, dir.file("out_nul"), 0, 1000),
+                    Catch::Contains(nul_file + ": document 1 encodes to the document separator id 0 (token 1)"));
+  CHECK_THROWS_WITH(prepare_token_shards(*tokenizer, {a}, dir.file("out_bad"), 0, 1000, "(["),
+                    Catch::Contains("--document-start '([' is not a regular expression"));
 }
 
 TEST_CASE("prepare_token_shards prefixes every document with the eot id", "[token_shard]") {
@@ -268,15 +290,15 @@ TEST_CASE("prepare_token_shards leaves no shard behind when it fails", "[token_s
   std::ofstream(a) << "0123456789";
   const auto tokenizer = make_tokenizer(TokenizerKind::byte);
 
-  // Every token is taken by val: nothing is left for training.
-  CHECK_THROWS_WITH(prepare_token_shards(*tokenizer, {a}, out, 10, 4),
-                    "data prepare: the inputs hold 10 tokens and --val-tokens takes 10: none are left for training");
+  // Every token (the separator and 10 bytes) is taken by val: nothing is left for training.
+  CHECK_THROWS_WITH(prepare_token_shards(*tokenizer, {a}, out, 11, 4),
+                    "data prepare: the inputs hold 11 tokens and --val-tokens takes 11: none are left for training");
   CHECK_FALSE(fs::exists(out));  // the folder it made is removed too; one that existed stays
   fs::create_directories(out);
-  CHECK_THROWS(prepare_token_shards(*tokenizer, {a}, out, 10, 4));
+  CHECK_THROWS(prepare_token_shards(*tokenizer, {a}, out, 11, 4));
   CHECK(fs::is_empty(out));
   CHECK_THROWS_WITH(prepare_token_shards(*tokenizer, {a}, out, 50, 4),
-                    Catch::Contains("the inputs hold 10 tokens and --val-tokens takes 50"));
+                    Catch::Contains("the inputs hold 11 tokens and --val-tokens takes 50"));
 
   // A missing input is found before anything is written.
   CHECK_THROWS_WITH(prepare_token_shards(*tokenizer, {a, dir.file("missing.txt")}, out, 0, 4),

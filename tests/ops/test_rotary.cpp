@@ -2,7 +2,8 @@
 // for i < D/2, angle = (offset + t) · f_i (negated when inverse), with f_i = theta^(-2i/D)
 // (ops::rotary_frequencies) or any table the caller gives (Llama 3's scaled frequencies),
 // out_i = x_i cos − x_{i+D/2} sin, out_{i+D/2} = x_{i+D/2} cos + x_i sin. Also: the inverse
-// undoes the forward, and an offset p equals rows p.. of a longer sequence.
+// undoes the forward, an offset p equals rows p.. of a longer sequence, and the positions form
+// turns every (b, t) row by its own position (restarting per packed document).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -119,6 +120,32 @@ TEST_CASE("rotary with offset p equals rows p.. of a longer sequence", "[rotary]
             hetu::test::tolerance(dtype));
     }
   }
+}
+
+TEST_CASE("rotary with positions turns each row by its own position", "[rotary]") {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    for (bool inverse : {false, true}) {
+      INFO(hetu::to_string(dtype) << " inverse " << inverse);
+      const Shape shape = {2, 6, 3, 8};
+      const Tensor x = hetu::test::random_tensor(shape, dtype, 21);
+      const std::vector<double> f = hetu::ops::rotary_frequencies(8, 10000.0);
+      // Documents of 2, 4 | 1, 3, 2 tokens over the two rows of 6.
+      const std::vector<int64_t> positions = hetu::ops::segment_positions(std::vector<int64_t>{0, 2, 6, 7, 10, 12});
+      REQUIRE(positions == std::vector<int64_t>{0, 1, 0, 1, 2, 3, 0, 0, 1, 2, 0, 1});
+      const Tensor out = hetu::ops::rotary(x, positions, f, inverse);
+      // Each token against the naive loop on that token alone at offset = its position.
+      const std::vector<double> xs = hetu::to_vector(x);
+      std::vector<double> expected;
+      for (int64_t row = 0; row < 12; ++row) {
+        const std::vector<double> one(xs.begin() + row * 24, xs.begin() + (row + 1) * 24);
+        const std::vector<double> turned = naive_rotary(one, {1, 1, 3, 8}, positions[static_cast<size_t>(row)], f, inverse);
+        expected.insert(expected.end(), turned.begin(), turned.end());
+      }
+      CHECK(hetu::test::max_abs_diff(out, expected) <= hetu::test::tolerance(dtype));
+    }
+  }
+  CHECK_THROWS_WITH(hetu::ops::rotary(hetu::zeros({1, 2, 3, 4}), std::vector<int64_t>{0, 1, 2}, std::vector<double>{1.0, 0.01}),
+                    "rotary: 3 positions for x of shape (1, 2, 3, 4) (expected B·T = 2)");
 }
 
 TEST_CASE("rotary rejects bad arguments with specific messages", "[rotary]") {

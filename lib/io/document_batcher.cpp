@@ -1,0 +1,153 @@
+// DocumentBatcher: document index over the shards, pieces in epoch order, next-fit global
+// batches, balanced placement and this replica's micro-batches.
+#include "lib/io/document_batcher.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "lib/io/stateless_shuffle.h"
+#include "lib/util/error.h"
+
+namespace hetu::io {
+
+DocumentBatcher::DocumentBatcher(const std::vector<TokenShard>& shards, const DocumentBatcherOptions& options)
+    : shards_(shards), options_(options) {
+  const DocumentBatcherOptions& o = options_;
+  HT_USAGE_CHECK(o.seq_len >= 1, "data: seq_len must be >= 1, got {}", o.seq_len);
+  HT_USAGE_CHECK(o.replica >= 0 && o.replica < static_cast<int64_t>(o.shares.size()),
+                 "data: replica {} of {} batch shares", o.replica, o.shares.size());
+  for (int64_t s : o.shares) HT_USAGE_CHECK(s >= 1, "data: a batch share of {} rows", s);
+  const int64_t mine = o.shares[static_cast<size_t>(o.replica)];
+  HT_USAGE_CHECK(o.micro_batch >= 1 && mine % o.micro_batch == 0,
+                 "data: micro_batch {} does not divide the share of {} sequences", o.micro_batch, mine);
+  HT_USAGE_CHECK(!shards.empty(), "data: no shards");
+  for (const TokenShard& shard : shards) {
+    HT_USAGE_CHECK(shard.separator() >= 0,
+                   "data.packing = \"documents\": {} records no document boundaries (prepare the data with `hetu "
+                   "data prepare`, which starts every document with the tokenizer's end-of-text id and records it)",
+                   shard.path());
+    HT_USAGE_CHECK(separator_ < 0 || shard.separator() == separator_,
+                   "data.packing = \"documents\": {} separates documents with id {}, {} with id {}", shards[0].path(),
+                   separator_, shard.path(), shard.separator());
+    separator_ = shard.separator();
+  }
+  for (size_t s = 0; s < shards.size(); ++s) {
+    const uint16_t* t = shards[s].tokens();
+    const int64_t n = shards[s].size();
+    int64_t begin = 0;
+    for (int64_t i = 1; i <= n; ++i) {
+      if (i < n && t[i] != separator_) continue;
+      if (i - begin >= 2) documents_.push_back({static_cast<int64_t>(s), begin, i - begin});  // one target at least
+      begin = i;
+    }
+  }
+  HT_USAGE_CHECK(!documents_.empty(), "data.packing = \"documents\": {} holds no document of 2 tokens or more",
+                 shards[0].path());
+  const GlobalBatch first = global_batch(0, 0, 0);
+  const int64_t rows = std::accumulate(o.shares.begin(), o.shares.end(), int64_t{0});
+  HT_USAGE_CHECK(!first.pieces.empty(),
+                 "data.packing = \"documents\": {} documents ({} shards from {}) do not fill one global batch of {} "
+                 "rows of seq_len {}",
+                 documents_.size(), shards.size(), shards[0].path(), rows, o.seq_len);
+}
+
+std::vector<int64_t> DocumentBatcher::document_lengths() const {
+  std::vector<int64_t> out;
+  for (const Document& d : documents_) out.push_back(d.length);
+  return out;
+}
+
+const DocumentBatcher::Document& DocumentBatcher::document_at(int64_t epoch, int64_t p) const {
+  const int64_t n = documents();
+  HT_CHECK(p >= 0 && p < n, "data: document position {} is outside [0, {})", p, n);
+  return documents_[static_cast<size_t>(options_.shuffled ? shuffled_position(options_.seed, epoch, n, p) : p)];
+}
+
+DocumentBatcher::GlobalBatch DocumentBatcher::global_batch(int64_t epoch, int64_t document, int64_t piece) const {
+  const int64_t T = options_.seq_len;
+  const int64_t rows = std::accumulate(options_.shares.begin(), options_.shares.end(), int64_t{0});
+  NextFitRows fill(rows, T);
+  GlobalBatch out;
+  std::vector<int64_t> lengths;
+  int64_t d = document, k = piece;
+  for (;;) {
+    if (d == documents()) return GlobalBatch{};  // the epoch ends before the batch is full
+    const Document& doc = document_at(epoch, d);
+    const int64_t start = k * T, length = std::min(T, doc.length - start);
+    if (!fill.add(length)) break;
+    const bool continues = start + length < doc.length;
+    out.pieces.push_back({doc.shard, doc.start + start, length, continues});
+    out.targets += length - 1 + (continues ? 1 : 0);
+    lengths.push_back(length);
+    if (continues) {
+      ++k;
+    } else {
+      ++d;
+      k = 0;
+    }
+  }
+  out.next_document = d;
+  out.next_piece = k;
+  std::vector<int64_t> micro(options_.shares.size(), 0);
+  micro[static_cast<size_t>(options_.replica)] = options_.micro_batch;
+  out.packed = pack_balanced(lengths, options_.shares, T, micro);
+  return out;
+}
+
+void DocumentBatcher::load_batch() {
+  current_ = global_batch(cursor_.epoch, cursor_.document, cursor_.piece);
+  if (current_.pieces.empty()) {  // the rest of this epoch cannot fill a batch: skip it
+    cursor_ = DocumentCursor{cursor_.epoch + 1, 0, 0, 0, cursor_.row};
+    current_ = global_batch(cursor_.epoch, 0, 0);
+    HT_CHECK(!current_.pieces.empty(), "data: epoch {} has no full global batch", cursor_.epoch);
+  }
+  loaded_ = true;
+}
+
+DocumentBatch DocumentBatcher::next() {
+  if (!loaded_) load_batch();
+  const int64_t T = options_.seq_len, mb = options_.micro_batch;
+  int64_t first_row = 0;
+  for (int64_t k = 0; k < options_.replica; ++k) first_row += options_.shares[static_cast<size_t>(k)];
+  DocumentBatch out;
+  out.x.assign(static_cast<size_t>(mb * T), separator_);
+  out.y.assign(static_cast<size_t>(mb * T), kIgnoreTarget);
+  out.cu_seqlens.push_back(0);
+  out.global_targets = current_.targets;
+  for (int64_t i = 0; i < mb; ++i) {
+    const std::vector<int64_t>& row = current_.packed.rows[static_cast<size_t>(first_row + cursor_.row + i)];
+    int64_t at = i * T;
+    for (int64_t p : row) {
+      const Piece& piece = current_.pieces[static_cast<size_t>(p)];
+      const uint16_t* tokens = shards_[static_cast<size_t>(piece.shard)].tokens() + piece.start;
+      const int64_t targets = piece.length - 1 + (piece.continues ? 1 : 0);
+      std::copy(tokens, tokens + piece.length, out.x.begin() + at);
+      std::copy(tokens + 1, tokens + 1 + targets, out.y.begin() + at);
+      at += piece.length;
+      out.cu_seqlens.push_back(at);
+    }
+    for (; at < (i + 1) * T; ++at) out.cu_seqlens.push_back(at + 1);  // padding: one segment per token
+  }
+  cursor_.row += mb;
+  if (cursor_.row == options_.shares[static_cast<size_t>(options_.replica)]) {
+    cursor_ = DocumentCursor{cursor_.epoch, cursor_.batch + 1, current_.next_document, current_.next_piece, 0};
+    loaded_ = false;
+  }
+  return out;
+}
+
+void DocumentBatcher::restore(const DocumentCursor& cursor) {
+  HT_USAGE_CHECK(cursor.epoch >= 0 && cursor.batch >= 0 && cursor.document >= 0 && cursor.document < documents() &&
+                     cursor.piece >= 0 &&
+                     cursor.piece * options_.seq_len < document_at(cursor.epoch, cursor.document).length,
+                 "data position: document {} piece {} is not in this data ({} documents, seq_len {})", cursor.document,
+                 cursor.piece, documents(), options_.seq_len);
+  const int64_t mine = options_.shares[static_cast<size_t>(options_.replica)];
+  HT_USAGE_CHECK(cursor.row >= 0 && cursor.row < mine && cursor.row % options_.micro_batch == 0,
+                 "data position: sequence {} is not a micro-batch boundary of this share of {} (micro_batch {})",
+                 cursor.row, mine, options_.micro_batch);
+  cursor_ = cursor;
+  loaded_ = false;
+}
+
+}  // namespace hetu::io

@@ -1,0 +1,247 @@
+// Document packing: next-fit rows, the naive in-order packing and the cost-balanced one.
+#include "lib/io/document_packing.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "lib/core/rng.h"
+#include "lib/util/error.h"
+
+namespace hetu::io {
+namespace {
+
+// Row r's owner, for rows laid out replica by replica.
+std::vector<int64_t> owners(std::span<const int64_t> shares) {
+  std::vector<int64_t> owner;
+  for (size_t k = 0; k < shares.size(); ++k) {
+    HT_CHECK(shares[k] >= 1, "packing: replica {} has a share of {} rows", k, shares[k]);
+    owner.insert(owner.end(), static_cast<size_t>(shares[k]), static_cast<int64_t>(k));
+  }
+  return owner;
+}
+
+void check_lengths(std::span<const int64_t> lengths, int64_t seq_len) {
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    HT_CHECK(lengths[i] >= 1 && lengths[i] <= seq_len, "packing: piece {} has {} tokens, outside [1, {}]", i,
+             lengths[i], seq_len);
+  }
+}
+
+// First-fit decreasing over all rows; empty when some piece finds no room.
+std::vector<std::vector<int64_t>> first_fit_decreasing(std::span<const int64_t> lengths, const std::vector<int64_t>& order,
+                                                       int64_t rows, int64_t seq_len) {
+  std::vector<std::vector<int64_t>> out(static_cast<size_t>(rows));
+  std::vector<int64_t> room(static_cast<size_t>(rows), seq_len);
+  for (int64_t i : order) {
+    const auto it = std::find_if(room.begin(), room.end(), [&](int64_t r) { return r >= lengths[static_cast<size_t>(i)]; });
+    if (it == room.end()) return {};
+    *it -= lengths[static_cast<size_t>(i)];
+    out[static_cast<size_t>(it - room.begin())].push_back(i);
+  }
+  return out;
+}
+
+// Reorders one replica's rows so that its micro-batches (micro_batch rows each) cost alike:
+// the costliest row first into the cheapest micro-batch with room (LPT).
+void order_micro_batches(std::vector<std::vector<int64_t>>& rows, int64_t micro_batch, std::span<const int64_t> lengths) {
+  const auto n = static_cast<int64_t>(rows.size());
+  if (micro_batch <= 0 || micro_batch >= n || n % micro_batch != 0) return;
+  std::vector<double> row_cost(rows.size(), 0.0);
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int64_t i : rows[r]) row_cost[r] += PackingCost::attention(lengths[static_cast<size_t>(i)]);
+  std::vector<size_t> by_cost(rows.size());
+  std::iota(by_cost.begin(), by_cost.end(), size_t{0});
+  std::stable_sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) { return row_cost[a] > row_cost[b]; });
+  const int64_t groups = n / micro_batch;
+  std::vector<double> group_cost(static_cast<size_t>(groups), 0.0);
+  std::vector<std::vector<size_t>> group_rows(static_cast<size_t>(groups));
+  for (size_t r : by_cost) {
+    size_t best = 0;
+    bool found = false;
+    for (size_t g = 0; g < group_rows.size(); ++g) {
+      if (static_cast<int64_t>(group_rows[g].size()) == micro_batch) continue;
+      if (!found || group_cost[g] < group_cost[best]) best = g;
+      found = true;
+    }
+    group_rows[best].push_back(r);
+    group_cost[best] += row_cost[r];
+  }
+  std::vector<std::vector<int64_t>> ordered;
+  for (const std::vector<size_t>& g : group_rows)
+    for (size_t r : g) ordered.push_back(std::move(rows[r]));
+  rows = std::move(ordered);
+}
+
+}  // namespace
+
+NextFitRows::NextFitRows(int64_t rows, int64_t seq_len) : rows_(rows), seq_len_(seq_len) {
+  HT_CHECK(rows >= 1 && seq_len >= 1, "packing: {} rows of {} tokens", rows, seq_len);
+}
+
+bool NextFitRows::add(int64_t length) {
+  HT_CHECK(length >= 1 && length <= seq_len_, "packing: a piece of {} tokens does not fit rows of {}", length, seq_len_);
+  if (used_ + length > seq_len_) {
+    if (row_ + 1 == rows_) return false;
+    ++row_;
+    used_ = 0;
+  }
+  used_ += length;
+  ++pieces_;
+  row_of_.push_back(row_);
+  return true;
+}
+
+PackedBatch pack_in_order(std::span<const int64_t> lengths, std::span<const int64_t> shares, int64_t seq_len) {
+  check_lengths(lengths, seq_len);
+  const auto rows = static_cast<int64_t>(owners(shares).size());
+  NextFitRows fill(rows, seq_len);
+  PackedBatch out;
+  out.rows.resize(static_cast<size_t>(rows));
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    HT_CHECK(fill.add(lengths[i]), "packing: {} pieces do not fit {} rows of {} in order", lengths.size(), rows, seq_len);
+    out.rows[static_cast<size_t>(fill.row_of().back())].push_back(static_cast<int64_t>(i));
+  }
+  return out;
+}
+
+// Note [Balanced packing]
+// A rank's step time is its linear work (every token slot of its rows through the
+// projections and the MLP: padding is computed too, so this is the same per row and even
+// per share by construction) plus its attention, which grows with the square of each
+// document's length. Rows of equal token count can differ 64-fold in attention (one
+// 2,048-token document against 64 of 32), so in-order packing leaves some replicas waiting
+// on others. We place the pieces longest first, each into the replica whose attention per
+// share row, (Σ L² + this piece's) / share,
+// would be the least among those with a row that has room (best fit within that replica:
+// the fullest row that takes it), so long documents spread over replicas in proportion to
+// their shares and short ones fill the gaps. Should the greedy strand a piece (no row has
+// room), first-fit decreasing places them all, and failing that the in-order rows, which
+// always fit, go to replicas in order. Within a replica the rows are then ordered so that
+// its micro-batches cost alike (the pipeline's stages wait least on each other). Every
+// loader computes the same packing from the same lengths: nothing is communicated.
+PackedBatch pack_balanced(std::span<const int64_t> lengths, std::span<const int64_t> shares, int64_t seq_len,
+                          std::span<const int64_t> micro_batch) {
+  check_lengths(lengths, seq_len);
+  const std::vector<int64_t> owner = owners(shares);
+  const auto rows = static_cast<int64_t>(owner.size());
+  std::vector<int64_t> order(lengths.size());
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return lengths[static_cast<size_t>(a)] > lengths[static_cast<size_t>(b)];
+  });
+
+  PackedBatch out;
+  out.rows.resize(static_cast<size_t>(rows));
+  std::vector<int64_t> room(static_cast<size_t>(rows), seq_len);
+  std::vector<double> load(shares.size(), 0.0);
+  bool stranded = false;
+  for (int64_t i : order) {
+    const int64_t length = lengths[static_cast<size_t>(i)];
+    const double c = PackingCost::attention(length);
+    int64_t best_row = -1;
+    double best_score = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      if (room[static_cast<size_t>(r)] < length) continue;
+      const auto k = static_cast<size_t>(owner[static_cast<size_t>(r)]);
+      const double score = (load[k] + c) / static_cast<double>(shares[k]);
+      const bool better = best_row < 0 || score < best_score ||
+                          (score == best_score && room[static_cast<size_t>(r)] < room[static_cast<size_t>(best_row)]);
+      if (better) {
+        best_row = r;
+        best_score = score;
+      }
+    }
+    if (best_row < 0) {
+      stranded = true;
+      break;
+    }
+    room[static_cast<size_t>(best_row)] -= length;
+    load[static_cast<size_t>(owner[static_cast<size_t>(best_row)])] += c;
+    out.rows[static_cast<size_t>(best_row)].push_back(i);
+  }
+  if (stranded) {
+    out.rows = first_fit_decreasing(lengths, order, rows, seq_len);
+    if (out.rows.empty()) out = pack_in_order(lengths, shares, seq_len);
+  }
+  for (std::vector<int64_t>& row : out.rows) std::sort(row.begin(), row.end());  // stream order within a row
+  int64_t first = 0;
+  for (size_t k = 0; k < shares.size(); ++k) {
+    std::vector<std::vector<int64_t>> mine(out.rows.begin() + first, out.rows.begin() + first + shares[k]);
+    order_micro_batches(mine, k < micro_batch.size() ? micro_batch[k] : 0, lengths);
+    std::move(mine.begin(), mine.end(), out.rows.begin() + first);
+    first += shares[k];
+  }
+  return out;
+}
+
+ReplicaLoads replica_loads(const PackedBatch& batch, std::span<const int64_t> lengths, std::span<const int64_t> shares,
+                           int64_t seq_len, const PackingCost& cost) {
+  const std::vector<int64_t> owner = owners(shares);
+  HT_CHECK(owner.size() == batch.rows.size(), "packing: {} rows for shares of {} rows", batch.rows.size(), owner.size());
+  ReplicaLoads out{std::vector<double>(shares.size(), 0.0), std::vector<double>(shares.size(), 0.0)};
+  for (size_t r = 0; r < batch.rows.size(); ++r) {
+    const auto k = static_cast<size_t>(owner[r]);
+    const auto share = static_cast<double>(shares[k]);
+    out.total[k] += cost.linear_per_token * static_cast<double>(seq_len) / share;
+    for (int64_t i : batch.rows[r]) {
+      const double attention = PackingCost::attention(lengths[static_cast<size_t>(i)]) / share;
+      out.attention[k] += attention;
+      out.total[k] += attention;
+    }
+  }
+  return out;
+}
+
+BalanceReport packing_balance(std::span<const int64_t> document_lengths, std::span<const int64_t> shares,
+                              int64_t seq_len, const PackingCost& cost) {
+  std::vector<int64_t> pieces;
+  for (int64_t length : document_lengths) {
+    for (int64_t at = 0; at < length; at += seq_len) pieces.push_back(std::min(seq_len, length - at));
+  }
+  const auto rows = static_cast<int64_t>(owners(shares).size());
+  BalanceReport out;
+  for (size_t first = 0; first < pieces.size();) {
+    NextFitRows fill(rows, seq_len);
+    size_t end = first;
+    while (end < pieces.size() && fill.add(pieces[end])) ++end;
+    if (end == pieces.size()) break;  // the last, partial batch
+    const std::span<const int64_t> batch(pieces.data() + first, end - first);
+    const ReplicaLoads in_order = replica_loads(pack_in_order(batch, shares, seq_len), batch, shares, seq_len, cost);
+    const ReplicaLoads balanced = replica_loads(pack_balanced(batch, shares, seq_len), batch, shares, seq_len, cost);
+    out.in_order_attention += max_over_mean(in_order.attention);
+    out.balanced_attention += max_over_mean(balanced.attention);
+    out.in_order_total += max_over_mean(in_order.total);
+    out.balanced_total += max_over_mean(balanced.total);
+    ++out.batches;
+    first = end;
+  }
+  if (out.batches > 0) {
+    const auto n = static_cast<double>(out.batches);
+    out.in_order_attention /= n;
+    out.balanced_attention /= n;
+    out.in_order_total /= n;
+    out.balanced_total /= n;
+  }
+  return out;
+}
+
+std::vector<int64_t> long_tailed_lengths(int64_t n, int64_t lo, int64_t hi, uint64_t seed) {
+  HT_CHECK(n >= 0 && lo >= 1 && hi >= lo, "long_tailed_lengths: {} lengths in [{}, {}]", n, lo, hi);
+  const CounterRng rng(seed, "data.lengths.long_tailed");
+  std::vector<int64_t> out;
+  const double a = 1.0 / static_cast<double>(lo), b = 1.0 / static_cast<double>(hi);
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = static_cast<double>(rng.bits(i)[0]) / 4294967296.0;  // [0, 1)
+    out.push_back(std::clamp(static_cast<int64_t>(1.0 / (a - u * (a - b))), lo, hi));
+  }
+  return out;
+}
+
+double max_over_mean(std::span<const double> values) {
+  HT_CHECK(!values.empty(), "max_over_mean: no values");
+  const double sum = std::accumulate(values.begin(), values.end(), 0.0);
+  HT_CHECK(sum > 0, "max_over_mean: the values sum to {}", sum);
+  return *std::max_element(values.begin(), values.end()) / (sum / static_cast<double>(values.size()));
+}
+
+}  // namespace hetu::io

@@ -1,0 +1,174 @@
+// Tests for data.packing = "documents" (lib/io/document_batcher via DataLoader): shards written
+// here hold documents whose tokens name them (document d's tokens are 1000·d + i after the
+// separator 0), so every row can be checked against the documents cut here: each epoch
+// visits every document once, whole or in seq_len pieces, targets stop at each document's
+// end, the offsets mark every document and padding token; replicas read disjoint rows that
+// together hold the global batch; a restored position gives the same batches as the
+// uninterrupted run; data without recorded boundaries is an error naming data.packing.
+#include "lib/io/data_loader.h"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+
+#include "lib/io/token_shard.h"
+#include "lib/util/error.h"
+#include "tests/temp_dir.h"
+
+using namespace hetu;
+using namespace hetu::io;
+
+namespace {
+
+using hetu::test::TempDir;
+
+// Documents of the given lengths (separator included) over shards of `per_shard` documents.
+std::vector<std::vector<int32_t>> write_documents(const TempDir& dir, const std::vector<int64_t>& lengths,
+                                                  size_t per_shard, int32_t separator = 0) {
+  std::vector<std::vector<int32_t>> docs;
+  std::vector<int32_t> shard;
+  int index = 0;
+  for (size_t d = 0; d < lengths.size(); ++d) {
+    std::vector<int32_t> doc = {separator};
+    for (int64_t i = 1; i < lengths[d]; ++i) doc.push_back(static_cast<int32_t>(1000 * (d + 1) + i));  // < 65536 for 60 documents
+    docs.push_back(doc);
+    shard.insert(shard.end(), doc.begin(), doc.end());
+    if ((d + 1) % per_shard == 0 || d + 1 == lengths.size()) {
+      write_token_shard(dir.file("train_" + std::to_string(index++) + ".bin"), shard, separator);
+      shard.clear();
+    }
+  }
+  return docs;
+}
+
+std::vector<int64_t> lengths_for_test() {
+  std::vector<int64_t> out;
+  for (int64_t d = 0; d < 60; ++d) out.push_back(2 + (d * 7919) % 23);  // 2..24 tokens
+  out[5] = 40;                                                           // longer than seq_len 16
+  return out;
+}
+
+DataLoaderOptions options(const TempDir& dir, int64_t offset, int64_t count, int64_t micro, bool shuffled) {
+  DataLoaderOptions o;
+  o.pattern = dir.file("train_*.bin");
+  o.seq_len = 16;
+  o.global_batch = 6;
+  o.share_offset = offset;
+  o.share_count = count;
+  o.micro_batch = micro;
+  o.sampling = shuffled ? Sampling::shuffled : Sampling::sequential;
+  o.seed = 3;
+  o.packing = Packing::documents;
+  o.shares = {2, 4};
+  return o;
+}
+
+struct Segment {
+  std::vector<int32_t> x, y;
+};
+
+// The segments of one micro-batch, from its offsets; checks the offsets' invariants.
+std::vector<Segment> segments(const Batch& b, int64_t T) {
+  const std::vector<int32_t> x(b.x.data<int32_t>(), b.x.data<int32_t>() + b.x.numel());
+  const std::vector<int32_t> y(b.y.data<int32_t>(), b.y.data<int32_t>() + b.y.numel());
+  const std::vector<int64_t>& c = b.cu_seqlens;
+  REQUIRE(c.front() == 0);
+  REQUIRE(c.back() == b.x.numel());
+  for (int64_t m = 0; m <= b.x.numel(); m += T) CHECK(std::count(c.begin(), c.end(), m) == 1);
+  std::vector<Segment> out;
+  for (size_t s = 0; s + 1 < c.size(); ++s) {
+    REQUIRE(c[s] < c[s + 1]);
+    out.push_back({std::vector<int32_t>(x.begin() + c[s], x.begin() + c[s + 1]),
+                   std::vector<int32_t>(y.begin() + c[s], y.begin() + c[s + 1])});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("packed documents: whole documents or seq_len pieces, targets within each, once per epoch", "[documents]") {
+  TempDir dir("documents-epoch");
+  const std::vector<std::vector<int32_t>> docs = write_documents(dir, lengths_for_test(), 7);
+  for (bool shuffled : {false, true}) {
+    INFO("shuffled " << shuffled);
+    DataLoader a(options(dir, 0, 2, 1, shuffled)), b(options(dir, 2, 4, 2, shuffled));
+    std::map<int32_t, std::map<int32_t, std::vector<int32_t>>> seen;  // document -> its pieces by first index
+    int64_t targets = 0, global = 0;
+    // Read the first epoch's batches only (a second would revisit documents).
+    for (int step = 0; step < 4; ++step) {
+      std::vector<Batch> batches = {a.next(), a.next(), b.next(), b.next()};
+      for (const Batch& m : batches) {
+        global = m.global_targets;
+        for (const Segment& s : segments(m, 16)) {
+          if (s.x.size() == 1 && s.y[0] == kIgnoreTarget && s.x[0] == 0) continue;  // padding
+          // Targets are the next tokens of the same document.
+          for (size_t i = 0; i + 1 < s.x.size(); ++i) CHECK(s.y[i] == s.x[i + 1]);
+          for (int32_t t : s.y) targets += t != kIgnoreTarget ? 1 : 0;
+          const int32_t first = s.x[0] == 0 ? 0 : s.x[0] % 1000;  // the piece's index in its document
+          const int32_t doc = (s.x[0] == 0 ? s.x[1] : s.x[0]) / 1000 - 1;
+          REQUIRE(doc >= 0);
+          const std::vector<int32_t>& whole = docs[static_cast<size_t>(doc)];
+          const size_t end = static_cast<size_t>(first) + s.x.size();
+          REQUIRE(end <= whole.size());
+          if (end == whole.size()) CHECK(s.y.back() == kIgnoreTarget);  // the document ends: no target
+          else CHECK(s.y.back() == whole[end]);                          // a piece: its document goes on
+          CHECK(seen[doc].count(first) == 0);
+          seen[doc][first] = s.x;
+        }
+      }
+      CHECK(targets == global);  // the global count is the sum over every replica's rows
+      targets = 0;
+    }
+    int cut = 0;  // documents whose later pieces fall in a batch not read (the last one read may cut one)
+    for (const auto& [doc, pieces] : seen) {
+      INFO("document " << doc);
+      std::vector<int32_t> joined;
+      for (const auto& [first, piece] : pieces) joined.insert(joined.end(), piece.begin(), piece.end());
+      const std::vector<int32_t>& whole = docs[static_cast<size_t>(doc)];
+      REQUIRE(joined.size() <= whole.size());
+      CHECK(std::equal(joined.begin(), joined.end(), whole.begin()));  // every piece once, none missing before
+      cut += joined.size() < whole.size() ? 1 : 0;
+    }
+    CHECK(cut <= 1);
+    CHECK(seen.size() >= 20);
+  }
+}
+
+TEST_CASE("packed documents: a restored position continues with the same batches", "[documents]") {
+  TempDir dir("documents-resume");
+  write_documents(dir, lengths_for_test(), 9);
+  for (bool shuffled : {false, true}) {
+    INFO("shuffled " << shuffled);
+    DataLoader run(options(dir, 2, 4, 2, shuffled));
+    std::vector<DataPosition> positions;
+    std::vector<std::vector<int32_t>> rows;
+    for (int i = 0; i < 40; ++i) {  // past the end of an epoch
+      positions.push_back(run.position());
+      const Batch b = run.next();
+      rows.emplace_back(b.x.data<int32_t>(), b.x.data<int32_t>() + b.x.numel());
+    }
+    CHECK(positions.back().epoch >= 1);
+    for (size_t from : {size_t{1}, size_t{6}, size_t{23}, size_t{37}}) {
+      INFO("from " << from << ": " << positions[from].to_string());
+      DataLoader resumed(options(dir, 2, 4, 2, shuffled));
+      resumed.restore(DataPosition::parse(positions[from].to_string()));
+      for (size_t i = from; i < rows.size(); ++i) {
+        const Batch b = resumed.next();
+        CHECK(std::vector<int32_t>(b.x.data<int32_t>(), b.x.data<int32_t>() + b.x.numel()) == rows[i]);
+      }
+    }
+    DataLoader windows(DataLoaderOptions{.pattern = dir.file("train_*.bin"), .seq_len = 4, .global_batch = 2});
+    CHECK_THROWS_WITH(windows.restore(positions[3]), Catch::Contains("data.packing = \"documents\""));
+  }
+}
+
+TEST_CASE("packed documents need shards that record their boundaries", "[documents]") {
+  TempDir dir("documents-unmarked");
+  std::vector<int32_t> tokens(200, 7);
+  write_token_shard(dir.file("train_0.bin"), tokens);  // no separator recorded (llm.c's own shards)
+  CHECK_THROWS_AS(DataLoader(options(dir, 0, 2, 1, false)), UsageError);
+  CHECK_THROWS_WITH(DataLoader(options(dir, 0, 2, 1, false)),
+                    Catch::Contains("data.packing = \"documents\": " + dir.file("train_0.bin") +
+                                    " records no document boundaries"));
+}
