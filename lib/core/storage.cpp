@@ -26,7 +26,7 @@ namespace {
 // at least kCacheMin bytes therefore come from a BlockPool (storage_pool.h), which keeps freed
 // blocks and hands them out again, split or merged, for requests of any size: a strategy
 // switch frees the old layout's tensors while it allocates the new layout's, of other sizes,
-// and on a virtual machine a fresh page costs ~10x writing it (GPT-2 124M dp=4 -> tp=2 x
+// and on a virtual machine a fresh page costs over 10x writing it again (GPT-2 124M dp=4 -> tp=2 x
 // pp=2 spent most of its switch in first-touch faults). The pool keeps at most
 // kCacheMaxBytes free (beyond that, a segment freed whole goes back to the system).
 class CpuAllocator final : public Allocator {

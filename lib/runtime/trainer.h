@@ -90,6 +90,9 @@ class Trainer {
 
  private:
   double evaluate(BatchSource& val);
+  // Drops the gradients of this rank's parameters (and ZeRO-1 shards): after the last step
+  // under a strategy, before a switch.
+  void release_gradients() const;
   // Logs this rank's optimizer-state bytes: AdamW moments and the f32 tensors AdamW updates.
   void log_optimizer_state() const;
   Snapshot snapshot(int64_t step, const BatchSource& train) const;
