@@ -181,24 +181,45 @@ class StepRunner {
 
   // One batch: sends and receives of this rank; local transfers and arrivals are applied
   // afterwards in transfer order (the simulator's order, which matters when accumulating).
+  // A box that is contiguous in its buffer is sent from it, and received straight into it
+  // when the arrivals neither add up nor overlap (a switch's moves: no copy of their own).
   void send_recv_op(const SendRecvOp& o) {
     std::vector<P2POp> batch;
     std::vector<Tensor> arrivals(o.transfers.size());
+    std::vector<bool> landed(o.transfers.size(), false);  // received in place
+    const bool direct = !o.accumulate && incoming_disjoint(o);
     for (size_t i = 0; i < o.transfers.size(); ++i) {
       const Transfer& t = o.transfers[i];
       if (t.box.empty() || t.src == t.dst) continue;
-      if (t.src == rank_) batch.push_back(P2POp::send(pack({t.box}), t.dst));
+      if (t.src == rank_) {
+        const Tensor from = region(old_, t.box, *op_);
+        batch.push_back(P2POp::send(from.is_contiguous() ? from.view({t.box.numel()}) : pack({t.box}), t.dst));
+      }
       if (t.dst == rank_) {
-        arrivals[i] = empty({t.box.numel()}, dtype_, device_);
+        const Tensor target = region(new_, t.box, *op_);
+        landed[i] = direct && target.is_contiguous();
+        arrivals[i] = landed[i] ? target.view({t.box.numel()}) : empty({t.box.numel()}, dtype_, device_);
         batch.push_back(P2POp::recv(arrivals[i], t.src));
       }
     }
     if (!batch.empty()) comm_.batch_send_recv(batch);
     for (size_t i = 0; i < o.transfers.size(); ++i) {
       const Transfer& t = o.transfers[i];
-      if (t.box.empty() || t.dst != rank_) continue;
+      if (t.box.empty() || t.dst != rank_ || landed[i]) continue;
       unpack(t.src == rank_ ? pack({t.box}) : arrivals[i], {t.box}, o.accumulate);
     }
+  }
+
+  // True when no two non-empty boxes this rank receives in `o` (local copies included) overlap.
+  bool incoming_disjoint(const SendRecvOp& o) const {
+    std::vector<const Box*> incoming;
+    for (const Transfer& t : o.transfers) {
+      if (t.dst != rank_ || t.box.empty()) continue;
+      for (const Box* b : incoming)
+        if (overlaps(*b, t.box)) return false;
+      incoming.push_back(&t.box);
+    }
+    return true;
   }
 
   Communicator& comm_;
