@@ -8,10 +8,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
-#include <unordered_map>
-#include <vector>
 
 #include "lib/core/cuda_runtime.h"
+#include "lib/core/storage_pool.h"
 #include "lib/util/error.h"
 
 namespace hetu::cuda {
@@ -24,8 +23,12 @@ namespace {
 // Note [CPU caching allocator]: a training step allocates the same tensor sizes every step.
 // Returning large blocks to glibc unmaps them, and the next step faults every page back in
 // (the kernel zeroes each one): 16% of a small GPT-2's step went to page faults. Blocks of
-// at least kCacheMin bytes are therefore kept in exact-size free lists and reused; the cache
-// holds at most kCacheMaxBytes (beyond that, blocks go back to the system).
+// at least kCacheMin bytes therefore come from a BlockPool (storage_pool.h), which keeps freed
+// blocks and hands them out again, split or merged, for requests of any size: a strategy
+// switch frees the old layout's tensors while it allocates the new layout's, of other sizes,
+// and on a virtual machine a fresh page costs over 10x writing it again (GPT-2 124M dp=4 -> tp=2 x
+// pp=2 spent most of its switch in first-touch faults). The pool keeps at most
+// kCacheMaxBytes free (beyond that, a segment freed whole goes back to the system).
 class CpuAllocator final : public Allocator {
  public:
   static constexpr size_t kCacheMin = size_t{64} << 10;
@@ -34,17 +37,13 @@ class CpuAllocator final : public Allocator {
   void* allocate(size_t nbytes, Device) override {
     const size_t rounded = round_up(nbytes);
     reserve(nbytes, rounded);
+    void* ptr = nullptr;
     if (rounded >= kCacheMin) {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto it = free_.find(rounded);
-      if (it != free_.end() && !it->second.empty()) {
-        void* ptr = it->second.back();
-        it->second.pop_back();
-        cached_bytes_ -= rounded;
-        return ptr;
-      }
+      ptr = pool_.allocate(rounded);
+    } else {
+      ptr = std::aligned_alloc(kCpuAlignment, rounded);
     }
-    void* ptr = std::aligned_alloc(kCpuAlignment, rounded);
     if (ptr == nullptr) {
       in_use_ -= rounded;
       HT_THROW("out of host memory allocating {} bytes", nbytes);
@@ -57,11 +56,8 @@ class CpuAllocator final : public Allocator {
     in_use_ -= rounded;
     if (rounded >= kCacheMin) {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (cached_bytes_ + rounded <= kCacheMaxBytes) {
-        free_[rounded].push_back(ptr);
-        cached_bytes_ += rounded;
-        return;
-      }
+      pool_.deallocate(ptr);
+      return;
     }
     std::free(ptr);
   }
@@ -74,12 +70,6 @@ class CpuAllocator final : public Allocator {
   }
 
   CpuMemoryUsage usage() const { return {in_use_.load(), peak_.load(), limit_.load()}; }
-
-  ~CpuAllocator() override {
-    for (auto& [size, blocks] : free_) {
-      for (void* ptr : blocks) std::free(ptr);
-    }
-  }
 
   void reset_peak() { peak_ = in_use_.load(); }
 
@@ -108,8 +98,7 @@ class CpuAllocator final : public Allocator {
   static std::string gib(size_t bytes) { return fmt::format("{:.3f} GiB", static_cast<double>(bytes) / (1 << 30)); }
 
   std::mutex mutex_;
-  std::unordered_map<size_t, std::vector<void*>> free_;
-  size_t cached_bytes_ = 0;
+  BlockPool pool_{kCpuAlignment, kCacheMin, kCacheMaxBytes};  // guarded by mutex_
   std::atomic<size_t> in_use_{0};
   std::atomic<size_t> peak_{0};
   std::atomic<size_t> limit_{0};

@@ -42,6 +42,45 @@ std::vector<int64_t> numels(const std::vector<Box>& boxes) {
   return out;
 }
 
+// True when the ops of `step` write every element of `rank`'s new buffer `box` once, none of
+// them by accumulation: the buffer needs no zeros first (most of a switch's moves).
+bool overwrites_whole(const CommStep& step, DeviceId rank, const Box& box) {
+  std::vector<Box> written;
+  auto index = [&](const std::vector<DeviceId>& devices) {
+    auto it = std::find(devices.begin(), devices.end(), rank);
+    return it == devices.end() ? -1 : static_cast<int64_t>(it - devices.begin());
+  };
+  for (const CommOp& op : step.ops) {
+    bool accumulates = false;
+    std::visit(Overloaded{[&](const CopyOp& o) { if (o.device == rank) written.push_back(o.box); },
+                          [&](const AllReduceOp& o) { if (index(o.devices) >= 0) written.push_back(o.box); },
+                          [&](const AllGatherOp& o) {
+                            if (index(o.devices) >= 0) written.insert(written.end(), o.boxes.begin(), o.boxes.end());
+                          },
+                          [&](const ReduceScatterOp& o) {
+                            const int64_t me = index(o.devices);
+                            if (me >= 0 && me < static_cast<int64_t>(o.boxes.size()))
+                              written.push_back(o.boxes[static_cast<size_t>(me)]);
+                          },
+                          [&](const AllToAllOp& o) {
+                            const int64_t me = index(o.devices);
+                            if (me < 0) return;
+                            for (const auto& row : o.blocks)
+                              if (me < static_cast<int64_t>(row.size())) written.push_back(row[static_cast<size_t>(me)]);
+                          },
+                          [&](const SendRecvOp& o) {
+                            for (const Transfer& t : o.transfers) {
+                              if (t.dst != rank || t.box.empty()) continue;
+                              written.push_back(t.box);
+                              accumulates = accumulates || o.accumulate;
+                            }
+                          }},
+               op);
+    if (accumulates) return false;
+  }
+  return tiles(written, box);
+}
+
 class StepRunner {
  public:
   StepRunner(Communicator& comm, DType dtype, const LocalBuffer& old, LocalBuffer& fresh)
@@ -142,24 +181,45 @@ class StepRunner {
 
   // One batch: sends and receives of this rank; local transfers and arrivals are applied
   // afterwards in transfer order (the simulator's order, which matters when accumulating).
+  // A box that is contiguous in its buffer is sent from it, and received straight into it
+  // when the arrivals neither add up nor overlap (a switch's moves: no copy of their own).
   void send_recv_op(const SendRecvOp& o) {
     std::vector<P2POp> batch;
     std::vector<Tensor> arrivals(o.transfers.size());
+    std::vector<bool> landed(o.transfers.size(), false);  // received in place
+    const bool direct = !o.accumulate && incoming_disjoint(o);
     for (size_t i = 0; i < o.transfers.size(); ++i) {
       const Transfer& t = o.transfers[i];
       if (t.box.empty() || t.src == t.dst) continue;
-      if (t.src == rank_) batch.push_back(P2POp::send(pack({t.box}), t.dst));
+      if (t.src == rank_) {
+        const Tensor from = region(old_, t.box, *op_);
+        batch.push_back(P2POp::send(from.is_contiguous() ? from.view({t.box.numel()}) : pack({t.box}), t.dst));
+      }
       if (t.dst == rank_) {
-        arrivals[i] = empty({t.box.numel()}, dtype_, device_);
+        const Tensor target = region(new_, t.box, *op_);
+        landed[i] = direct && target.is_contiguous();
+        arrivals[i] = landed[i] ? target.view({t.box.numel()}) : empty({t.box.numel()}, dtype_, device_);
         batch.push_back(P2POp::recv(arrivals[i], t.src));
       }
     }
     if (!batch.empty()) comm_.batch_send_recv(batch);
     for (size_t i = 0; i < o.transfers.size(); ++i) {
       const Transfer& t = o.transfers[i];
-      if (t.box.empty() || t.dst != rank_) continue;
+      if (t.box.empty() || t.dst != rank_ || landed[i]) continue;
       unpack(t.src == rank_ ? pack({t.box}) : arrivals[i], {t.box}, o.accumulate);
     }
+  }
+
+  // True when no two non-empty boxes this rank receives in `o` (local copies included) overlap.
+  bool incoming_disjoint(const SendRecvOp& o) const {
+    std::vector<const Box*> incoming;
+    for (const Transfer& t : o.transfers) {
+      if (t.dst != rank_ || t.box.empty()) continue;
+      for (const Box* b : incoming)
+        if (overlaps(*b, t.box)) return false;
+      incoming.push_back(&t.box);
+    }
+    return true;
   }
 
   Communicator& comm_;
@@ -191,14 +251,14 @@ Tensor execute(const CommPlan& plan, const Union& src, const Tensor& local_src, 
   }
   HT_CHECK(!local_src.defined() || local_src.dtype() == *dtype, "execute: source dtype {} but dtype {} requested",
            to_string(local_src.dtype()), to_string(*dtype));
-  // The last layout's shard of this rank written into `into`, zeroed first (new buffers start
-  // at zero): the shard's box viewed over its storage.
-  auto into_box = [&](const Box& box) {
+  // The last layout's shard of this rank written into `into`, zeroed first unless the step
+  // overwrites all of it (new buffers start at zero): the shard's box viewed over its storage.
+  auto into_box = [&](const Box& box, bool overwritten) {
     HT_CHECK(into.is_contiguous() && into.numel() == box.numel() && into.dtype() == *dtype,
              "execute: `into` has {} elements of {} (contiguous: {}), the result {} of {}", into.numel(),
              to_string(into.dtype()), into.is_contiguous(), box.numel(), to_string(*dtype));
     Tensor view = into.view(box.size);
-    view.copy_from(zeros({}, *dtype, into.device()));
+    if (!overwritten) view.copy_from(zeros({}, *dtype, into.device()));
     return view;
   };
   for (size_t k = 0; k < plan.steps.size(); ++k) {
@@ -207,7 +267,9 @@ Tensor execute(const CommPlan& plan, const Union& src, const Tensor& local_src, 
     LocalBuffer fresh;
     for (const DeviceShard& s : step.after) {
       if (s.device != rank) continue;
-      fresh = LocalBuffer{s.shard.box, last && into.defined() ? into_box(s.shard.box)
+      const bool overwritten = overwrites_whole(step, rank, s.shard.box);
+      fresh = LocalBuffer{s.shard.box, last && into.defined() ? into_box(s.shard.box, overwritten)
+                                       : overwritten            ? empty(s.shard.box.size, *dtype, comm.device())
                                                                 : zeros(s.shard.box.size, *dtype, comm.device())};
     }
     StepRunner runner(comm, *dtype, current, fresh);

@@ -39,14 +39,22 @@ struct RedistributeSaved {
   Shape global_shape;
   DType dtype;
   Communicator* comm;
+  PlanCache* plans;  // may be null
 };
 
 std::vector<Tensor> redistribute_rule(const autograd::SavedContext& ctx, const Tensor& grad_out) {
   const auto& saved = *static_cast<const RedistributeSaved*>(ctx.payload.get());
-  return {redistribute_backward(grad_out, saved.src, saved.dst, saved.global_shape, *saved.comm, saved.dtype)};
+  return {redistribute_backward(grad_out, saved.src, saved.dst, saved.global_shape, *saved.comm, saved.dtype,
+                                saved.plans)};
 }
 
 const autograd::BackwardRule kRedistributeRule{"redistribute", redistribute_rule};
+
+// The plan from `plans` when given, else planned into `own`.
+const CommPlan& plan_for(const Union& src, const Union& dst, const Shape& shape, PlanCache* plans,
+                         std::optional<CommPlan>& own) {
+  return plans != nullptr ? plans->get(src, dst, shape) : own.emplace(plan_comm(src, dst, shape));
+}
 
 }  // namespace
 
@@ -61,25 +69,27 @@ Union dual_annotation(const Union& annotation) {
 }
 
 Tensor redistribute(const Tensor& local, const Union& src, const Union& dst, const Shape& global_shape,
-                    Communicator& comm, std::optional<DType> dtype) {
+                    Communicator& comm, std::optional<DType> dtype, PlanCache* plans) {
   HT_CHECK(dtype || local.defined(), "redistribute: rank {} holds no shard of {}; pass the dtype", comm.rank(),
            src.to_string());
   const DType type = dtype ? *dtype : local.dtype();
   Tensor out;
   {
     autograd::NoGradGuard no_grad;
-    out = execute(plan_comm(src, dst, global_shape), src, local.defined() ? local.detach() : local, comm, type);
+    std::optional<CommPlan> own;
+    out = execute(plan_for(src, dst, global_shape, plans, own), src, local.defined() ? local.detach() : local, comm,
+                  type);
   }
   if (!out.defined() || !autograd::grad_enabled() || !local.defined() || !local.requires_grad()) return out;
   if (out.same(local)) out = out.clone();
   autograd::SavedContext ctx;
-  ctx.payload = std::make_shared<const RedistributeSaved>(RedistributeSaved{src, dst, global_shape, type, &comm});
+  ctx.payload = std::make_shared<const RedistributeSaved>(RedistributeSaved{src, dst, global_shape, type, &comm, plans});
   autograd::record_node(out, &kRedistributeRule, std::move(ctx), local);
   return out;
 }
 
 Tensor redistribute_backward(const Tensor& grad_local, const Union& src, const Union& dst, const Shape& global_shape,
-                             Communicator& comm, std::optional<DType> dtype) {
+                             Communicator& comm, std::optional<DType> dtype, PlanCache* plans) {
   const Union grad_src = dual_annotation(dst);
   const Union grad_dst = dual_annotation(src);
   HT_CHECK(dtype || grad_local.defined(), "redistribute backward: rank {} holds no gradient of {}; pass the dtype",
@@ -87,7 +97,8 @@ Tensor redistribute_backward(const Tensor& grad_local, const Union& src, const U
   const DType type = dtype ? *dtype : grad_local.dtype();
   const Tensor grad = grad_local.defined() && grad_local.dtype() != type ? grad_local.to(type) : grad_local;
   autograd::NoGradGuard no_grad;
-  return execute(plan_comm(grad_src, grad_dst, global_shape), grad_src, grad, comm, type);
+  std::optional<CommPlan> own;
+  return execute(plan_for(grad_src, grad_dst, global_shape, plans, own), grad_src, grad, comm, type);
 }
 
 }  // namespace hetu

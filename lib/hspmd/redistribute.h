@@ -23,6 +23,7 @@
 #include "lib/core/tensor.h"
 #include "lib/hspmd/communicator.h"
 #include "lib/hspmd/dist_union.h"
+#include "lib/hspmd/plan_cache.h"
 
 namespace hetu {
 
@@ -31,12 +32,15 @@ Union dual_annotation(const Union& annotation);
 
 // `local` is this rank's shard of src (undefined when it holds none; then `dtype` is needed).
 // Returns this rank's shard of dst, or undefined. The communicator must outlive the backward.
+// `plans` (optional; then it too must outlive the backward): the plans of the transition and
+// its dual come from it instead of the planner on every call (a layer's per-forward reduction).
 Tensor redistribute(const Tensor& local, const Union& src, const Union& dst, const Shape& global_shape,
-                    Communicator& comm, std::optional<DType> dtype = std::nullopt);
+                    Communicator& comm, std::optional<DType> dtype = std::nullopt, PlanCache* plans = nullptr);
 
 // The dual transition alone: `grad_local` is this rank's gradient of the dst shard
 // (undefined when it holds none); returns its gradient of the src shard, or undefined.
 Tensor redistribute_backward(const Tensor& grad_local, const Union& src, const Union& dst, const Shape& global_shape,
-                             Communicator& comm, std::optional<DType> dtype = std::nullopt);
+                             Communicator& comm, std::optional<DType> dtype = std::nullopt,
+                             PlanCache* plans = nullptr);
 
 }  // namespace hetu

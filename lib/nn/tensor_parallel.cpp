@@ -75,7 +75,7 @@ Tensor TensorParallel::reduce_partial(const Tensor& partial) const {
   if (size() == 1) return partial;
   const Union src = Union::single(group_, DistState::partial(size()));
   const Union dst = Union::single(group_, DistState::duplicate(size()));
-  return redistribute(autograd::contiguous(partial), src, dst, partial.shape(), comm());
+  return redistribute(autograd::contiguous(partial), src, dst, partial.shape(), comm(), std::nullopt, plans_.get());
 }
 
 }  // namespace hetu::nn

@@ -37,6 +37,7 @@
 #include "lib/hspmd/communicator.h"
 #include "lib/hspmd/dist_state.h"
 #include "lib/hspmd/geometry.h"
+#include "lib/hspmd/plan_cache.h"
 #include "lib/hspmd/tensor_placement.h"
 
 namespace hetu::nn {
@@ -88,6 +89,7 @@ class TensorParallel {
   int64_t index_;
   PlacementFn placement_;
   std::map<std::string, TensorPlacement> placements_;
+  std::shared_ptr<PlanCache> plans_ = std::make_shared<PlanCache>();  // reduce_partial's plans and their duals
 };
 
 }  // namespace hetu::nn

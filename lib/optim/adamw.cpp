@@ -17,6 +17,28 @@ AdamW::AdamW(std::vector<nn::NamedParameter> params, AdamWConfig config) : confi
   }
 }
 
+AdamW::AdamW(std::vector<nn::NamedParameter> params, AdamWConfig config, const std::vector<nn::NamedParameter>& state)
+    : config_(config) {
+  HT_CHECK(state.size() == 2 * params.size(), "adamw: {} moments for {} parameters", state.size(), params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    nn::NamedParameter& p = params[i];
+    const std::vector<std::string> names = state_names(p.name);
+    Tensor moments[2];
+    for (size_t k = 0; k < 2; ++k) {
+      const nn::NamedParameter& s = state[2 * i + k];
+      HT_CHECK(s.name == names[k], "adamw: moment {} of parameter {} is {}, expected {}", k, p.name, s.name, names[k]);
+      HT_CHECK(s.tensor.shape() == p.tensor.shape() && s.tensor.dtype() == p.tensor.dtype() &&
+                   s.tensor.device() == p.tensor.device(),
+               "adamw: {} is {} {} on {}, its parameter {} {} on {}", s.name, shape_str(s.tensor.shape()),
+               to_string(s.tensor.dtype()), s.tensor.device().str(), shape_str(p.tensor.shape()),
+               to_string(p.tensor.dtype()), p.tensor.device().str());
+      moments[k] = s.tensor;
+    }
+    const bool decay = p.tensor.dim() >= 2;
+    slots_.push_back({std::move(p), std::move(moments[0]), std::move(moments[1]), decay});
+  }
+}
+
 void AdamW::step(double lr, double grad_scale) {
   ++step_;
   for (Slot& slot : slots_) {

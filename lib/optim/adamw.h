@@ -4,6 +4,7 @@
 //
 //   AdamW opt(model.named_parameters(), {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1});
 //   opt.step(lr);   // after backward; parameters without a gradient are skipped
+//   AdamW moved(params, config, moments);  // adopts moments (a strategy switch's, in state() order)
 #pragma once
 
 #include <string>
@@ -23,6 +24,9 @@ struct AdamWConfig {
 class AdamW {
  public:
   AdamW(std::vector<nn::NamedParameter> params, AdamWConfig config);
+  // Takes `state` (as state() lists it for `params`: names, order, each moment shaped like its
+  // parameter) as the moments instead of zeros, without copying them.
+  AdamW(std::vector<nn::NamedParameter> params, AdamWConfig config, const std::vector<nn::NamedParameter>& state);
 
   // grad_scale: the update uses grad_scale · grad (the clipping factor, folded into the
   // update instead of a pass over every gradient).

@@ -66,50 +66,100 @@ Trainer::Trainer(StrategyRun initial, TrainerOptions options)
   log_optimizer_state();
 }
 
+void Trainer::release_gradients() const {
+  for (const nn::NamedParameter& p : params_) p.tensor.set_grad(Tensor());
+  for (const nn::NamedParameter& p : engine_->optimizer_parameters()) p.tensor.set_grad(Tensor());
+}
+
+// Note [Switch memory]: on a virtual machine a page touched for the first time costs over ten
+// times writing it again, and the pages of the state are most of a switch's bytes. So the
+// switch touches as few fresh pages as it can: the gradients go back to the allocator's pool
+// (storage_pool.h) before the next run is built, so that its parameters are allocated on
+// their pages; the previous run is released before the moves, so that each old tensor is
+// freed as soon as it has been moved and its pages serve the next ones; the moments are
+// resharded into tensors of their own that AdamW adopts (a piece that is the same under both
+// layouts keeps its storage), instead of AdamW allocating zeros to be overwritten.
 void Trainer::switch_to(StrategyRun next, const BatchSource& data) {
   HT_CHECK(current_.strategy != nullptr && next.strategy != nullptr && next.engine != nullptr && next.train != nullptr,
            "trainer: a switch needs the current and the next strategy's run");
-  const Strategy& from = *current_.strategy;
-  const Strategy& to = *next.strategy;
-  Communicator& comm = *next.comm;
-  std::map<std::string, Tensor> old;  // this rank's tensors under `from`, by name
+  const auto start = Clock::now();
+  // What the moves need of the current run, kept before it is released.
+  const Strategy from{current_.strategy->name, current_.strategy->layout, current_.strategy->placements, nullptr};
+  const std::string position = data.save_position();
+  const int64_t steps_taken = optimizer_.steps_taken();
+  release_gradients();
+  std::map<std::string, Tensor> old;  // this rank's tensors under `from`, by name: their only handles
   for (const nn::NamedParameter& p : params_) old[p.name] = p.tensor;
   for (const nn::NamedParameter& s : optimizer_.state()) old[s.name] = s.tensor;
+  const size_t held_before = old.size();
+  params_.clear();
+  optimizer_ = optim::AdamW({}, options_.adamw);
+  current_ = StrategyRun{};  // releases the previous run's objects
+  engine_ = nullptr;
+  const Strategy& to = *next.strategy;
+  Communicator& comm = *next.comm;
   std::vector<nn::NamedParameter> params = next.engine->parameters();
-  optim::AdamW optimizer(next.engine->optimizer_parameters(), options_.adamw);
-  std::map<std::string, Tensor> fresh;  // the same names under `to`
+  std::map<std::string, Tensor> fresh;  // the next run's parameters, by name
   for (const nn::NamedParameter& p : params) fresh[p.name] = p.tensor;
-  for (const nn::NamedParameter& s : optimizer.state()) fresh[s.name] = s.tensor;
-  auto move = [&](const std::string& tensor, const Union& src, const Union& dst, const TensorPlacement& p) {
+  std::map<std::string, Tensor> moments;  // the moved AdamW moments, by name
+  double param_s = 0, moment_s = 0;
+  const auto release_s = seconds_since(start);
+  auto move = [&](const optim::TrainedTensor& t, const TensorPlacement& q, const TensorPlacement& p) {
+    const auto move_start = Clock::now();
+    Tensor was;  // the last handle: freed once moved
+    if (auto it = old.find(t.name); it != old.end()) {
+      was = std::move(it->second);
+      old.erase(it);
+    }
+    const Union& dst = t.annotation(p);
     // A rank holds a tensor under an annotation exactly when it is in it (checked by reshard).
-    auto was = old.find(tensor);
-    auto now = fresh.find(tensor);
-    HT_CHECK(dst.member_of(comm.rank()).has_value() == (now != fresh.end()), "switch {} -> {}: rank {} {} {} but {} "
-             "in its annotation", from.name, to.name, comm.rank(), now != fresh.end() ? "holds" : "does not hold",
-             tensor, dst.member_of(comm.rank()) ? "is" : "is not");
-    const DType dtype = was != old.end() ? was->second.dtype() : now != fresh.end() ? now->second.dtype() : DType::f32;
-    // Straight into the next run's tensor (reshard's `into`), which is contiguous.
-    const Tensor into = now != fresh.end() ? now->second : Tensor();
-    HT_CHECK(!into.defined() || into.is_contiguous(), "switch {} -> {}: {} is not contiguous", from.name, to.name,
-             tensor);
-    reshard(was != old.end() ? was->second : Tensor(), src, dst, p, dtype, comm, *to.plans, into);
+    const bool holds = dst.member_of(comm.rank()).has_value();
+    Tensor into;  // a parameter goes straight into the next run's tensor, which is contiguous
+    if (!t.optimizer_state) {
+      auto now = fresh.find(t.name);
+      HT_CHECK(holds == (now != fresh.end()), "switch {} -> {}: rank {} {} {} but {} in its annotation", from.name,
+               to.name, comm.rank(), now != fresh.end() ? "holds" : "does not hold", t.name, holds ? "is" : "is not");
+      if (holds) into = now->second;
+      HT_CHECK(!into.defined() || into.is_contiguous(), "switch {} -> {}: {} is not contiguous", from.name, to.name,
+               t.name);
+    }
+    const DType dtype = was.defined() ? was.dtype() : into.defined() ? into.dtype() : DType::f32;
+    Tensor moved = reshard(was, t.annotation(q), dst, p, dtype, comm, *to.plans, into);
+    if (t.optimizer_state && moved.defined()) moments[t.name] = std::move(moved);
+    (t.optimizer_state ? moment_s : param_s) += seconds_since(move_start);
   };
   for (const TensorPlacement& p : to.placements) {  // name order: the same on every rank
     const TensorPlacement& q = from.placement(p.name);
     HT_CHECK(q.shape == p.shape && q.view == p.view, "switch {} -> {}: {} is {} viewed as {} before and {} viewed as {} "
              "after", from.name, to.name, p.name, shape_str(q.shape), shape_str(q.view), shape_str(p.shape),
              shape_str(p.view));
-    for (const optim::TrainedTensor& t : optim::trained_tensors(p)) move(t.name, t.annotation(q), t.annotation(p), p);
+    for (const optim::TrainedTensor& t : optim::trained_tensors(p)) move(t, q, p);
   }
+  const auto adopt_start = Clock::now();
+  // The moments in AdamW's order (state() of the optimized parameters: ZeRO-1's shards have the state layout).
+  std::vector<nn::NamedParameter> state;
+  for (const nn::NamedParameter& p : next.engine->optimizer_parameters()) {
+    for (const std::string& name : optim::state_names(p.name)) {
+      auto it = moments.find(name);
+      HT_CHECK(it != moments.end(), "switch {} -> {}: rank {} optimizes {} but received no {}", from.name, to.name,
+               comm.rank(), p.name, name);
+      state.push_back({name, it->second.reshape(p.tensor.shape())});
+    }
+  }
+  HT_CHECK(state.size() == moments.size(), "switch {} -> {}: rank {} received {} moments for {} optimized parameters",
+           from.name, to.name, comm.rank(), moments.size(), next.engine->optimizer_parameters().size());
+  optimizer_ = optim::AdamW(next.engine->optimizer_parameters(), options_.adamw, state);
+  optimizer_.set_steps_taken(steps_taken);
   next.engine->load_optimizer_parameters();  // ZeRO-1 master shards from the moved parameters
-  optimizer.set_steps_taken(optimizer_.steps_taken());
-  next.train->restore_position(data.save_position());
+  next.train->restore_position(position);
+  const double adopt_s = seconds_since(adopt_start);
   spdlog::info("switched strategy {} -> {} after {} optimizer steps (this rank held {} tensors before, {} after; {} "
-               "plans cached)", from.name, to.name, optimizer_.steps_taken(), old.size(), fresh.size(), to.plans->size());
+               "plans cached); moves: releasing the previous run {:.3f} s, parameters {:.3f} s, AdamW moments "
+               "{:.3f} s, the next optimizer {:.3f} s", from.name, to.name, steps_taken, held_before,
+               params.size() + moments.size(), to.plans->size(), release_s, param_s, moment_s, adopt_s);
   params_ = std::move(params);
-  optimizer_ = std::move(optimizer);
   engine_ = next.engine;
-  current_ = std::move(next);  // releases the previous run's objects
+  current_ = std::move(next);
   log_optimizer_state();
 }
 
@@ -235,6 +285,7 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
   auto enter_strategy = [&](const std::function<StrategyRun()>& enter) {
     timing::Scope switch_scope(timing::Phase::other, "switch");
     const auto switch_start = Clock::now();
+    release_gradients();  // their pages serve the next run's tensors (Note [Switch memory])
     StrategyRun next = enter();
     const double build_s = seconds_since(switch_start);
     switch_to(std::move(next), *train_source);

@@ -89,15 +89,19 @@ class Trainer {
   TrainResult run(BatchSource& train, BatchSource* val, CheckpointStore* store);
   // At a step boundary: reshards every parameter (param -> param annotation) and both AdamW
   // moments (state -> state) from the current strategy to `next`'s, in name order, with
-  // `next`'s plan cache, into `next.engine`'s tensors; carries the AdamW step count and the
-  // data position (from `data`, the current source, to next.train) over; then runs under
-  // `next`. Every rank must call it; both strategies' placements list every tensor of the
+  // `next`'s plan cache: the parameters into `next.engine`'s tensors, the moments into tensors
+  // the next AdamW adopts; carries the AdamW step count and the data position (from `data`,
+  // the current source, to next.train) over; then runs under `next`. The current run is
+  // released first (Note [Switch memory] in trainer.cpp), so `data` is read before that. Every rank must call it; both strategies' placements list every tensor of the
   // whole model. A rank idle under either strategy holds nothing there (it sends or
   // receives its tensors, or takes no part).
   void switch_to(StrategyRun next, const BatchSource& data);
 
  private:
   double evaluate(BatchSource& val);
+  // Drops the gradients of this rank's parameters (and ZeRO-1 shards): after the last step
+  // under a strategy, before a switch.
+  void release_gradients() const;
   // Logs this rank's optimizer-state bytes: AdamW moments and the f32 tensors AdamW updates.
   void log_optimizer_state() const;
   Snapshot snapshot(int64_t step, const BatchSource& train) const;

@@ -9,7 +9,9 @@
 # log lines ("checkpoint: ... (saved in X s)", "resumed from step N (...) in Y s"; the
 # resumed run builds its model before loading, which Y leaves out). Prints each direction
 # and the ratio (save + load) / switch, the goal being >= 5; the resumed runs' losses must
-# equal the switched run's (else the script fails). Not part of CI.
+# equal the switched run's (else the script fails). Each switch's breakdown is rank 0's log line
+# (Note [Switch memory] in lib/runtime/trainer.cpp): releasing the previous run, moving the
+# parameters, moving the AdamW moments, building the next optimizer. Not part of CI.
 # usage: scripts/bench/switch.sh [--size 124m|small] [--rounds R]   (after scripts/build.sh)
 #   --size small: a 2-layer, 128-wide GPT-2 (a smoke test of the script, not a figure)
 set -euo pipefail
@@ -111,9 +113,17 @@ def seconds(run, pattern):
     assert len(found) == 1, (run, pattern, found)
     return float(found[0])
 
+def breakdowns(run):  # rank 0's (release, parameters, moments, optimizer) seconds of each switch
+    text = open(f"{work}/{run}/logs/rank-0.log").read()
+    found = re.findall(r"moves: releasing the previous run ([0-9.]+) s, parameters ([0-9.]+) s, "
+                       r"AdamW moments ([0-9.]+) s, the next optimizer ([0-9.]+) s", text)
+    assert len(found) == 2, (run, found)
+    return [tuple(map(float, f)) for f in found]
+
 rows = {"dp=4 -> tp=2 x pp=2": [], "tp=2 x pp=2 -> dp=4": []}
 for r in range(rounds):
     switched = metrics(f"switched-{r}")
+    parts = breakdowns(f"switched-{r}")
     savers = [f"saved-{r}", f"resumed1-{r}"]  # the run that saved each step under the layout before
     for k, (direction, resumed) in enumerate(zip(rows, [f"resumed1-{r}", f"resumed2-{r}"])):
         after = k + 1  # the step after which the switch and the save happen
@@ -123,12 +133,15 @@ for r in range(rounds):
             sys.exit(f"{direction}: step {after + 1} loss {got} after the resume, {want} after the switch")
         save = seconds(savers[k], rf"checkpoint: \S*step-{after:07d} \(saved in ([0-9.]+) s\)")
         load = seconds(resumed, r"resumed from step \d+ \(.*\) in ([0-9.]+) s")
-        rows[direction].append((mem["switch_s"], mem["switch_reshard_s"], save, load))
+        rows[direction].append((mem["switch_s"], mem["switch_reshard_s"], save, load) + parts[k])
 print(f"GPT-2 state (parameters + AdamW m, v; f32), 4 ranks, median of {rounds} round(s):")
 for direction, values in rows.items():
-    switch, reshard, save, load = (statistics.median(v[i] for v in values) for i in range(4))
+    switch, reshard, save, load, release, params, moments, optimizer = (
+        statistics.median(v[i] for v in values) for i in range(8))
     print(f"{direction}:")
     print(f"  in memory: switch {switch:.3f} s (resharding {reshard:.3f} s, building the next run {switch - reshard:.3f} s)")
+    print(f"    rank 0: releasing the previous run {release:.3f} s, parameters {params:.3f} s, AdamW moments "
+          f"{moments:.3f} s, the next optimizer {optimizer:.3f} s")
     print(f"  checkpoint: save {save:.3f} s + reshard on load {load:.3f} s = {save + load:.3f} s")
     print(f"  ratio (save + load) / switch: {(save + load) / switch:.1f}x (goal >= 5); "
           f"/ resharding alone: {(save + load) / reshard:.1f}x")

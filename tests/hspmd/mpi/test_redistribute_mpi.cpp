@@ -181,4 +181,26 @@ TEST_CASE("mpi redistribute: every annotation pair on the launched ranks, forwar
   CHECK(failures.empty());
 }
 
+TEST_CASE("mpi redistribute with a plan cache: the same values, each plan and its dual planned once", "[mpi]") {
+  Communicator& comm = world();
+  const DeviceId r = comm.rank();
+  if (comm.world_size() < 2) return;
+  const DeviceGroup pair({0, 1});
+  const Union rows = Union::single(pair, DistState::split(0, 2));
+  const Union whole = Union::single(pair, DistState::duplicate(2));
+  PlanCache plans;
+  bool ok = true;
+  for (int round = 0; round < 2 && r < 2; ++round) {
+    // Rank r holds row r, all r + 1: gathered, rows 1 and 2. The gradient on rank r is 10 (r + 1)
+    // everywhere (a partial of the duplicate's): each row's gradient sums to 30.
+    Tensor x = full({1, 3}, r + 1.0);
+    x.set_requires_grad(true);
+    const Tensor y = redistribute(x, rows, whole, {2, 3}, comm, std::nullopt, &plans);
+    autograd::backward(y, full({2, 3}, 10.0 * (r + 1)));
+    ok = ok && to_vector(y) == std::vector<double>{1, 1, 1, 2, 2, 2} &&
+         to_vector(x.grad()) == std::vector<double>(3, 30.0) && plans.size() == 2;  // all_gather, reduce_scatter
+  }
+  CHECK(agree(ok));
+}
+
 }  // namespace hetu::test

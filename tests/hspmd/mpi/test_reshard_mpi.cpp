@@ -4,8 +4,12 @@
 // data parallel again. The tensor is GPT-2's fused qkv weight (12, 4) viewed as (3, 4, 4)
 // and split on dim 1; element (row, col) holds 4 row + col, so every rank's values after
 // each switch are checked against that formula over its box, written here without the
-// library's view geometry. The plan cache plans each pair once.
+// library's view geometry. The plan cache plans each pair once. Resharding into a tensor that
+// still holds other values (a strategy switch's `into`, on recycled memory) leaves none of
+// them: every element is either written or zero.
 #include <catch2/catch.hpp>
+
+#include <cmath>
 
 #include "lib/hspmd/reshard.h"
 #include "tests/hspmd/mpi/mpi_test_utils.h"
@@ -68,6 +72,39 @@ TEST_CASE("reshard walks dp -> tp on a subset -> unlike replicas -> dp", "[mpi]"
   CHECK(plans.size() == 3);
   plans.get(walk[0], walk[1], kView);  // planned already
   CHECK(plans.size() == 3);
+}
+
+TEST_CASE("reshard into a tensor of stale values writes every element, zeros where no op writes", "[mpi]") {
+  Communicator& comm = world();
+  const DeviceId r = comm.rank();
+  if (comm.world_size() < 2) return;
+  const Shape shape{4, 2};
+  const DeviceGroup pair({0, 1});
+  const Union whole = Union::single(pair, DistState::duplicate(2));
+  const TensorPlacement p = replicated_state_placement("w", shape, shape, whole);
+  const std::vector<double> values = {0, 1, 2, 3, 4, 5, 6, 7};
+  PlanCache plans;
+  bool ok = true;
+  // Rows split: each of ranks 0 and 1 is written its rows (4 r .. 4 r + 3 of the row-major values).
+  // Partial: the two pieces sum to the whole; a piece no op writes must be zeros, not the stale NaNs.
+  for (const Union& to : {Union::single(pair, DistState::split(0, 2)), Union::single(pair, DistState::partial(2))}) {
+    const bool holds = r < 2;
+    const Tensor source = holds ? tensor_from(values, shape).to(DType::f32) : Tensor();
+    const Tensor into = holds ? full(local_shape(shape, shape, view_box(p, to, r)), NAN, DType::f32) : Tensor();
+    const Tensor out = reshard(source, whole, to, p, DType::f32, comm, plans, into);
+    if (!holds) {
+      ok = ok && !out.defined();
+      continue;
+    }
+    if (to.member(0).state.is_partial()) {
+      Tensor sum = out.clone();
+      comm.all_reduce(sum, pair);
+      ok = ok && to_vector(sum) == values;
+    } else {
+      ok = ok && to_vector(out) == std::vector<double>(values.begin() + 4 * r, values.begin() + 4 * r + 4);
+    }
+  }
+  CHECK(agree(ok));
 }
 
 }  // namespace hetu::test
