@@ -322,11 +322,6 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
     ++window_steps;
     result.losses.push_back(loss_sum);
     if (options_.progress_bar) draw_bar(step, options_.steps, loss_sum);
-    // hetu launch's per-step state, before the step is logged: a relaunch loses at most the next one.
-    if (store != nullptr && store->keeps_step_snapshots()) {
-      timing::Scope snapshot_scope(timing::Phase::checkpoint, "state snapshot");
-      store->save_step_snapshot(snapshot(step, *train_source));
-    }
 
     const bool evaluate_now = val != nullptr && options_.eval_every > 0 && step % options_.eval_every == 0;
     const bool log_now = step % options_.log_every == 0 || step == last || evaluate_now;
@@ -362,6 +357,13 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
       if (metrics) metrics->write(m);
       window_start = Clock::now();
       window_steps = 0;
+    }
+    // hetu launch's per-step state, after the step is logged: a relaunch loses at most this
+    // step. A rank killed between the two resumes from the step before, and the relaunch's
+    // MetricsWriter drops the logged line it repeats, so every step stays logged once.
+    if (store != nullptr && store->keeps_step_snapshots()) {
+      timing::Scope snapshot_scope(timing::Phase::checkpoint, "state snapshot");
+      store->save_step_snapshot(snapshot(step, *train_source));
     }
     const bool stop = engine_->any_rank(stop_requested());
     const bool periodic = options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0;
