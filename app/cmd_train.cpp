@@ -23,6 +23,7 @@
 #include <fmt/core.h>
 
 #include "app/auto_layout.h"
+#include "app/bucketed_run.h"
 #include "app/build_info.h"
 #include "app/cmd_ckpt.h"
 #include "app/commands.h"
@@ -277,6 +278,13 @@ int train(const TrainOptions& options, const config::LoadedConfig& loaded, const
   Communicator& comm = device_comm ? *device_comm : *host_comm;
   runtime::StrategyRun initial = build_run(config::kDefaultStrategy, c, layout, mpi.rank(), comm, *host_comm, compute,
                                                 options.state_dir);
+  if (!c.buckets.empty()) {  // a layout per batch, the state in the default layout (bucketed_run.h)
+    auto layout_of = [&](const std::string& name) { return parallel_layout(c, c.strategy(name), ranks); };
+    initial = bucketed_run(c, std::move(initial), [&](const std::string& name) {
+      return build_run(name, c, layout_of(name), mpi.rank(), comm, *host_comm, compute, options.state_dir,
+                       /*fill_parameters=*/false);
+    }, layout_of, train_data(c, pipeline::ReplicaLayout{}), compute);
+  }
   // Every rank takes part in evaluation (replica 0 computes, the others join the sum).
   std::unique_ptr<LoaderSource> val = val_source(c, compute);
 

@@ -342,6 +342,13 @@ void read_parallel(TableReader& t, JobConfig& config, const SourceMap& sources) 
     s.finish();
     config.switches.push_back(std::move(change));
   }
+  for (TableReader& s : t.get_table_array("bucket")) {
+    BucketSection bucket;
+    bucket.max_len = s.get_int("max_len");
+    bucket.strategy = s.require_string("strategy");
+    s.finish();
+    config.buckets.push_back(std::move(bucket));
+  }
   t.finish();
 }
 

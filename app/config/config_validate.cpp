@@ -46,6 +46,7 @@ class Rules {
       check_parallel();
     }
     check_switches();
+    check_buckets();
     check_idle_devices();
     return std::move(warnings_);
   }
@@ -291,10 +292,66 @@ class Rules {
       }
       used.insert(s.strategy);
     }
+    for (const BucketSection& b : c_.buckets) used.insert(b.strategy);
     for (size_t i = 0; i < c_.strategies.size(); ++i) {
       if (!used.count(c_.strategies[i].name)) {
         warn("parallel.strategy[" + to_string(i) + "].name", "strategy \"" + c_.strategies[i].name +
                                                                   "\" is never switched to (no [[parallel.switch]] names it)");
+      }
+    }
+  }
+
+  // [[parallel.bucket]]: documents packing, every max_len but the last's, increasing and
+  // below seq_len, known strategies; not with what else picks the layout, nor ZeRO-1.
+  void check_buckets() {
+    const size_t n = c_.buckets.size();
+    for (size_t i = 0; i < n; ++i) {
+      const BucketSection& b = c_.buckets[i];
+      const std::string key = "parallel.bucket[" + to_string(i) + "]";
+      if (c_.data.packing != Packing::documents) {
+        fail(key + ".strategy", "buckets cut a batch by document length: they need data.packing = \"documents\" "
+                                "(data.packing is \"" + std::string(to_string(c_.data.packing)) + "\")");
+      }
+      if (!c_.switches.empty()) {
+        fail(key + ".strategy", "buckets cannot be combined with [[parallel.switch]] (both would choose the layout)");
+      }
+      if (c_.straggler.enabled) {
+        fail(key + ".strategy", "buckets cannot be combined with straggler.enabled (both would choose the layout)");
+      }
+      if (c_.parallel.auto_plan) {
+        fail(key + ".strategy", "buckets name their strategies; [parallel] auto = true does not plan them yet");
+      }
+      const bool last = i + 1 == n;
+      if (last && b.max_len) {
+        fail(key + ".max_len", "the last bucket takes every longer document and has no max_len (add a bucket after "
+                               "it, or drop max_len)");
+      }
+      if (!last && !b.max_len) {
+        fail(key + ".strategy", "max_len is missing: every bucket but the last needs one (the longest document, "
+                                "in tokens, it takes)");
+      }
+      if (b.max_len) {
+        at_least(key + ".max_len", *b.max_len, 1);
+        if (i > 0 && *b.max_len <= *c_.buckets[i - 1].max_len) {
+          fail(key + ".max_len", "max_len = " + to_string(*b.max_len) + " does not exceed the previous bucket's " +
+                                     to_string(*c_.buckets[i - 1].max_len) + " (buckets are listed in increasing max_len)");
+        }
+        if (*b.max_len >= c_.training.seq_len) {
+          fail(key + ".max_len", "max_len = " + to_string(*b.max_len) + " is not below training.seq_len = " +
+                                     to_string(c_.training.seq_len) + ": documents are cut into pieces of at most "
+                                     "seq_len tokens, so the buckets after it would stay empty");
+        }
+      }
+      bool known = b.strategy == kDefaultStrategy;
+      for (const StrategySection& st : c_.strategies) known = known || st.name == b.strategy;
+      if (!known) {
+        std::vector<std::string> names{kDefaultStrategy};
+        for (const StrategySection& st : c_.strategies) names.push_back(st.name);
+        fail(key + ".strategy", "unknown strategy \"" + b.strategy + "\" (known: " + join(names, ", ") + ")");
+      }
+      if (c_.strategy(b.strategy).zero != 0 || c_.parallel.zero != 0) {
+        fail(key + ".strategy", "buckets keep the optimizer state whole in the default layout: parallel.zero = 1 is "
+                                "not supported with them yet");
       }
     }
   }

@@ -213,6 +213,12 @@ std::string to_toml(const JobConfig& c) {
     line("strategy", str(change.strategy));
     out += "\n";
   }
+  for (const BucketSection& bucket : c.buckets) {
+    out += "[[parallel.bucket]]\n";
+    if (bucket.max_len) line("max_len", num(*bucket.max_len));
+    line("strategy", str(bucket.strategy));
+    out += "\n";
+  }
   return out;
 }
 
@@ -244,6 +250,14 @@ std::string describe(const JobConfig& c) {
     out += fmt::format("strategy \"{}\": {} replica(s) on {} devices\n", strategy.name, strategy.parallel.replicas.size(),
                        strategy.parallel.num_devices());
     describe_layout(out, strategy.parallel, c.training.global_batch);
+  }
+  if (!c.buckets.empty()) {
+    out += "buckets (a layout per batch, parameters and optimizer state in default's):";
+    for (const BucketSection& bucket : c.buckets) {
+      out += bucket.max_len ? fmt::format(" up to {} tokens -> {};", *bucket.max_len, bucket.strategy)
+                            : fmt::format(" longer -> {}", bucket.strategy);
+    }
+    out += "\n";
   }
   if (!c.switches.empty()) {
     out += "switches: default";

@@ -196,6 +196,15 @@ struct SwitchSection {
   bool operator==(const SwitchSection&) const = default;
 };
 
+// [[parallel.bucket]]: the documents (pieces) of up to max_len tokens not taken by an earlier
+// bucket run under `strategy` (a [[parallel.strategy]] name, or "default"); the last bucket
+// has no max_len and takes the rest (lib/io/bucket_batcher.h).
+struct BucketSection {
+  std::optional<int64_t> max_len;
+  std::string strategy;
+  bool operator==(const BucketSection&) const = default;
+};
+
 // The name of [parallel] as a strategy.
 inline constexpr const char* kDefaultStrategy = "default";
 
@@ -212,6 +221,7 @@ struct JobConfig {
   ParallelSection parallel;               // the strategy at step 0 ("default")
   std::vector<StrategySection> strategies;  // in file order
   std::vector<SwitchSection> switches;      // in step order
+  std::vector<BucketSection> buckets;       // in increasing max_len; empty: one layout for every batch
   StragglerSection straggler;
 
   // The layout of strategy `name` ("default": parallel); throws when there is none.

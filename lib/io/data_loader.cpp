@@ -154,6 +154,11 @@ Batch DataLoader::next() {
   return out;
 }
 
+DocumentBatcher::GlobalBatch DataLoader::next_global_batch() {
+  HT_CHECK(documents_ != nullptr, "data: whole global batches are read with packing = documents only");
+  return documents_->next_global_batch();
+}
+
 DataPosition DataLoader::position() const {
   const auto shards = static_cast<int64_t>(shards_.size());
   if (documents_) {

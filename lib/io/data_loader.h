@@ -88,6 +88,8 @@ class DataLoader {
   explicit DataLoader(const DataLoaderOptions& options);
 
   Batch next();
+  // packing = documents: the whole next global batch, every replica's rows (bucket_batcher.h).
+  DocumentBatcher::GlobalBatch next_global_batch();
 
   DataPosition position() const;
   // The next batches after restore(p) equal those that followed when p was taken. Other data

@@ -104,21 +104,18 @@ void DocumentBatcher::load_batch() {
   loaded_ = true;
 }
 
-DocumentBatch DocumentBatcher::next() {
-  if (!loaded_) load_batch();
-  const int64_t T = options_.seq_len, mb = options_.micro_batch;
-  int64_t first_row = 0;
-  for (int64_t k = 0; k < options_.replica; ++k) first_row += options_.shares[static_cast<size_t>(k)];
+DocumentBatch DocumentBatcher::assemble(std::span<const Piece> pieces, std::span<const std::vector<int64_t>> rows) const {
+  const int64_t T = options_.seq_len;
+  const auto mb = static_cast<int64_t>(rows.size());
   DocumentBatch out;
   out.x.assign(static_cast<size_t>(mb * T), separator_);
   out.y.assign(static_cast<size_t>(mb * T), kIgnoreTarget);
   out.cu_seqlens.push_back(0);
-  out.global_targets = current_.targets;
   for (int64_t i = 0; i < mb; ++i) {
-    const std::vector<int64_t>& row = current_.packed.rows[static_cast<size_t>(first_row + cursor_.row + i)];
     int64_t at = i * T;
-    for (int64_t p : row) {
-      const Piece& piece = current_.pieces[static_cast<size_t>(p)];
+    for (int64_t p : rows[static_cast<size_t>(i)]) {
+      const Piece& piece = pieces[static_cast<size_t>(p)];
+      HT_CHECK(at + piece.length <= (i + 1) * T, "data: row {} holds more than seq_len {} tokens", i, T);
       const uint16_t* tokens = shards_[static_cast<size_t>(piece.shard)].tokens() + piece.start;
       const int64_t targets = piece.length - 1 + (piece.continues ? 1 : 0);
       std::copy(tokens, tokens + piece.length, out.x.begin() + at);
@@ -128,11 +125,32 @@ DocumentBatch DocumentBatcher::next() {
     }
     for (; at < (i + 1) * T; ++at) out.cu_seqlens.push_back(at + 1);  // padding: one segment per token
   }
+  return out;
+}
+
+DocumentBatch DocumentBatcher::next() {
+  if (!loaded_) load_batch();
+  const int64_t mb = options_.micro_batch;
+  int64_t first_row = 0;
+  for (int64_t k = 0; k < options_.replica; ++k) first_row += options_.shares[static_cast<size_t>(k)];
+  const auto rows = std::span<const std::vector<int64_t>>(current_.packed.rows).subspan(
+      static_cast<size_t>(first_row + cursor_.row), static_cast<size_t>(mb));
+  DocumentBatch out = assemble(current_.pieces, rows);
+  out.global_targets = current_.targets;
   cursor_.row += mb;
   if (cursor_.row == options_.shares[static_cast<size_t>(options_.replica)]) {
     cursor_ = DocumentCursor{cursor_.epoch, cursor_.batch + 1, current_.next_document, current_.next_piece, 0};
     loaded_ = false;
   }
+  return out;
+}
+
+DocumentBatcher::GlobalBatch DocumentBatcher::next_global_batch() {
+  HT_CHECK(cursor_.row == 0, "data: a global batch is read whole only between two of them (row {})", cursor_.row);
+  if (!loaded_) load_batch();
+  GlobalBatch out = std::move(current_);
+  cursor_ = DocumentCursor{cursor_.epoch, cursor_.batch + 1, out.next_document, out.next_piece, 0};
+  loaded_ = false;
   return out;
 }
 

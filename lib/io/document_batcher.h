@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "lib/io/document_packing.h"
@@ -78,6 +79,12 @@ class DocumentBatcher {
     int64_t targets = 0;
   };
   GlobalBatch global_batch(int64_t epoch, int64_t document, int64_t piece) const;
+  // The whole next global batch (between two of them only: no row of it read), the cursor
+  // moved to the one after; what next() would read over all replicas' rows.
+  GlobalBatch next_global_batch();
+  // The tokens of `rows` (each a list of indices into `pieces`, at most seq_len tokens) as
+  // next() lays out a micro-batch; global_targets is left 0.
+  DocumentBatch assemble(std::span<const Piece> pieces, std::span<const std::vector<int64_t>> rows) const;
 
  private:
   struct Document {

@@ -196,9 +196,13 @@ double ParallelEngine::forward_backward(BatchSource& train) {
     micro.push_back({b.inputs, b.targets, std::move(b.cu_seqlens)});
   }
   const double normalizer = global_targets > 0 ? static_cast<double>(global_targets) : tokens_per_step();
-  const double partial = executor_.train(compute_, micro, normalizer);
+  const double partial = accumulate(micro, normalizer);
   sync_grads();
   return sum_over_world(partial);
+}
+
+double ParallelEngine::accumulate(const std::vector<pipeline::MicroBatch>& micro, double normalizer) {
+  return executor_.train(compute_, micro, normalizer);
 }
 
 void ParallelEngine::sync_grads() {

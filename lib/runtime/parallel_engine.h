@@ -66,8 +66,15 @@ class ParallelEngine final : public StepEngine {
   bool any_rank(bool flag) override;
   double tokens_per_step() const override;
 
-  // Sums gradients over holders (public for tests).
+  // Sums gradients over holders (public for tests and for BucketedEngine).
   void sync_grads();
+  // Forward and backward of this replica's micro-batches of one pass (layout's replica
+  // micro_batches() of them), adding to the parameters' gradients without summing them over
+  // holders; returns this rank's share of the loss (token sum / normalizer). BucketedEngine
+  // runs several passes, then sync_grads() once.
+  double accumulate(const std::vector<pipeline::MicroBatch>& micro, double normalizer);
+  const pipeline::ParallelLayout& layout() const { return layout_; }
+  const pipeline::Position& position() const { return position_; }
 
  private:
   struct Sync {

@@ -1,0 +1,87 @@
+// bucketed_run: lanes per strategy, the bucket shapes from their layouts, the bucketed source.
+#include "app/bucketed_run.h"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <memory>
+
+#include "lib/io/bucket_batcher.h"
+#include "lib/runtime/bucketed_engine.h"
+#include "lib/util/step_timer.h"
+
+namespace hetu::app {
+namespace {
+
+// The runtime's bucketed batches over io::BucketBatcher, moved to the compute device.
+class BucketSource final : public runtime::BucketedSource {
+ public:
+  BucketSource(const io::DataLoaderOptions& data, std::vector<io::BucketShape> buckets, Device device)
+      : batcher_(data, std::move(buckets)), device_(device) {}
+  runtime::BucketedStep next_step() override {
+    timing::Scope scope(timing::Phase::data, "data");
+    batcher_.next_step();
+    runtime::BucketedStep step;
+    for (int64_t b = 0; b < batcher_.buckets(); ++b) step.rounds.push_back(batcher_.rounds(b));
+    step.global_targets = batcher_.global_targets();
+    return step;
+  }
+  runtime::Batch micro_batch(int64_t bucket, int64_t round, int64_t replica, int64_t index) override {
+    timing::Scope scope(timing::Phase::data, "data");
+    io::DocumentBatch d = batcher_.micro_batch(bucket, round, replica, index);
+    const auto rows = static_cast<int64_t>(d.x.size()) / seq_len();
+    Tensor x = empty({rows, seq_len()}, DType::i32), y = empty({rows, seq_len()}, DType::i32);
+    std::copy(d.x.begin(), d.x.end(), x.data<int32_t>());
+    std::copy(d.y.begin(), d.y.end(), y.data<int32_t>());
+    return {x.to(device_), y.to(device_), std::move(d.cu_seqlens), d.global_targets};
+  }
+  std::string save_position() const override { return batcher_.position().to_string(); }
+  void restore_position(const std::string& position) override { batcher_.restore(io::DataPosition::parse(position)); }
+
+ private:
+  int64_t seq_len() const { return batcher_.seq_len(); }
+  io::BucketBatcher batcher_;
+  Device device_;
+};
+
+struct BucketedRun {
+  runtime::StrategyRun optimize;
+  std::unique_ptr<BucketSource> source;
+  std::unique_ptr<runtime::BucketedEngine> engine;
+};
+
+}  // namespace
+
+runtime::StrategyRun bucketed_run(const config::JobConfig& c, runtime::StrategyRun optimize,
+                                  const std::function<runtime::StrategyRun(const std::string&)>& build,
+                                  const std::function<pipeline::ParallelLayout(const std::string&)>& layout_of,
+                                  const io::DataLoaderOptions& data, Device compute) {
+  std::vector<runtime::ComputeLane> lanes;
+  std::map<std::string, size_t> lane_of;  // strategy name -> index into lanes
+  std::vector<io::BucketShape> shapes;
+  for (size_t b = 0; b < c.buckets.size(); ++b) {
+    const config::BucketSection& bucket = c.buckets[b];
+    auto [it, added] = lane_of.try_emplace(bucket.strategy, lanes.size());
+    if (added) {
+      lanes.push_back({bucket.strategy == config::kDefaultStrategy ? optimize : build(bucket.strategy), {}});
+    }
+    lanes[it->second].buckets.push_back(static_cast<int64_t>(b));
+    const pipeline::ParallelLayout layout = layout_of(bucket.strategy);
+    io::BucketShape shape{bucket.max_len.value_or(0), {}, {}};
+    for (const pipeline::ReplicaLayout& r : layout.replicas) {
+      shape.shares.push_back(r.batch);
+      shape.micro_batch.push_back(r.micro_batch);
+    }
+    shapes.push_back(std::move(shape));
+    spdlog::info("bucket {}: documents {} run under strategy {} ({} replica(s))", b,
+                 bucket.max_len ? fmt::format("of up to {} tokens", *bucket.max_len) : std::string("longer"),
+                 bucket.strategy, layout.replicas.size());
+  }
+  auto run = std::make_shared<BucketedRun>();
+  run->optimize = optimize;
+  run->source = std::make_unique<BucketSource>(data, std::move(shapes), compute);
+  run->engine = std::make_unique<runtime::BucketedEngine>(optimize, std::move(lanes));
+  return {optimize.strategy, run->engine.get(), run->source.get(), optimize.store, optimize.comm, run};
+}
+
+}  // namespace hetu::app

@@ -1,0 +1,88 @@
+// BucketBatcher: a global batch's pieces by length into buckets, next-fit rounds, balanced rows.
+#include "lib/io/bucket_batcher.h"
+
+#include <numeric>
+
+#include "lib/util/error.h"
+
+namespace hetu::io {
+namespace {
+
+DataLoaderOptions whole_batch(DataLoaderOptions o) {
+  HT_USAGE_CHECK(o.packing == Packing::documents, "parallel.bucket: buckets need data.packing = \"documents\"");
+  o.share_offset = 0;
+  o.share_count = o.global_batch;
+  o.micro_batch = o.global_batch;
+  o.shares = {o.global_batch};
+  return o;
+}
+
+}  // namespace
+
+BucketBatcher::BucketBatcher(const DataLoaderOptions& data, std::vector<BucketShape> buckets)
+    : loader_(whole_batch(data)), seq_len_(data.seq_len), buckets_(std::move(buckets)) {
+  HT_CHECK(!buckets_.empty(), "buckets: none given");
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const BucketShape& s = buckets_[b];
+    const bool last = b + 1 == buckets_.size();
+    HT_CHECK(last == (s.max_len == 0) && (b == 0 || last || s.max_len > buckets_[b - 1].max_len),
+             "buckets: bucket {} has max_len {}: every bucket but the last needs one, increasing", b, s.max_len);
+    HT_CHECK(std::accumulate(s.shares.begin(), s.shares.end(), int64_t{0}) == data.global_batch &&
+                 s.micro_batch.size() == s.shares.size(),
+             "buckets: bucket {}'s replicas do not share the global batch of {}", b, data.global_batch);
+  }
+}
+
+int64_t BucketBatcher::rounds(int64_t bucket) const {
+  return static_cast<int64_t>(rounds_.at(static_cast<size_t>(bucket)).size());
+}
+
+void BucketBatcher::next_step() {
+  const DocumentBatcher::GlobalBatch batch = loader_.next_global_batch();
+  global_targets_ = batch.targets;
+  rounds_.assign(buckets_.size(), {});
+  std::vector<std::vector<DocumentBatcher::Piece>> by_bucket(buckets_.size());
+  for (const DocumentBatcher::Piece& p : batch.pieces) {
+    size_t b = 0;
+    while (b + 1 < buckets_.size() && p.length > buckets_[b].max_len) ++b;
+    by_bucket[b].push_back(p);
+  }
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const BucketShape& shape = buckets_[b];
+    const int64_t rows = std::accumulate(shape.shares.begin(), shape.shares.end(), int64_t{0});
+    std::vector<Round>& rounds = rounds_[b];
+    std::vector<int64_t> lengths;
+    auto close = [&] {
+      rounds.back().packed = pack_balanced(lengths, shape.shares, seq_len_, shape.micro_batch);
+      lengths.clear();
+    };
+    NextFitRows fill(rows, seq_len_);
+    for (const DocumentBatcher::Piece& p : by_bucket[b]) {
+      if (rounds.empty() || !fill.add(p.length)) {
+        if (!rounds.empty()) close();
+        rounds.emplace_back();
+        fill = NextFitRows(rows, seq_len_);
+        fill.add(p.length);
+      }
+      rounds.back().pieces.push_back(p);
+      lengths.push_back(p.length);
+    }
+    if (!rounds.empty()) close();
+  }
+}
+
+DocumentBatch BucketBatcher::micro_batch(int64_t bucket, int64_t round, int64_t replica, int64_t index) const {
+  const BucketShape& shape = buckets_.at(static_cast<size_t>(bucket));
+  const Round& r = rounds_.at(static_cast<size_t>(bucket)).at(static_cast<size_t>(round));
+  const int64_t mb = shape.micro_batch.at(static_cast<size_t>(replica));
+  const int64_t first = std::accumulate(shape.shares.begin(), shape.shares.begin() + replica, int64_t{0}) + index * mb;
+  HT_CHECK(index >= 0 && (index + 1) * mb <= shape.shares[static_cast<size_t>(replica)],
+           "buckets: replica {} has no micro-batch {}", replica, index);
+  const auto rows = std::span<const std::vector<int64_t>>(r.packed.rows).subspan(static_cast<size_t>(first),
+                                                                                 static_cast<size_t>(mb));
+  DocumentBatch out = loader_.documents()->assemble(r.pieces, rows);
+  out.global_targets = global_targets_;
+  return out;
+}
+
+}  // namespace hetu::io

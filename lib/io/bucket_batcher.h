@@ -1,0 +1,59 @@
+// BucketBatcher: the global batches of data.packing = "documents" cut by length into buckets
+// ([[parallel.bucket]], a layout per batch). The global batch is the one DocumentBatcher
+// reads (the same pieces, in the same order, as every layout without buckets); each piece
+// (a document, or a seq_len piece of a longer one) goes to the first bucket whose max_len is
+// at least its length. A bucket's pieces, in stream order, fill rounds of global_batch rows
+// by next-fit; each round is placed cost-balanced over the replicas of the bucket's strategy
+// (their batch shares and micro-batches, document_packing.h). A bucket without pieces has no
+// round. The loss normalizer is the whole global batch's target count, every bucket included.
+//
+//   BucketBatcher b(data, {{.max_len = 16, .shares = {2, 2, 2, 2}, .micro_batch = {1, 1, 1, 1}},
+//                          {.max_len = 0, .shares = {4, 4}, .micro_batch = {2, 2}}});
+//   b.next_step();  // b.rounds(1) rounds of bucket 1; b.micro_batch(1, 0, 1, 0): replica 1's first
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lib/io/data_loader.h"
+
+namespace hetu::io {
+
+struct BucketShape {
+  int64_t max_len = 0;                   // longest piece it takes; 0: every longer one (the last bucket)
+  std::vector<int64_t> shares;           // rows per replica of its strategy, summing to global_batch
+  std::vector<int64_t> micro_batch;      // rows per micro-batch of each replica
+};
+
+class BucketBatcher {
+ public:
+  // `data`: the job's loader options (packing = documents); the buckets in increasing max_len.
+  BucketBatcher(const DataLoaderOptions& data, std::vector<BucketShape> buckets);
+
+  // Reads the next global batch and cuts it into buckets and rounds.
+  void next_step();
+  int64_t buckets() const { return static_cast<int64_t>(buckets_.size()); }
+  int64_t rounds(int64_t bucket) const;
+  int64_t global_targets() const { return global_targets_; }
+  int64_t seq_len() const { return seq_len_; }
+  // Micro-batch `index` of `replica` (of the bucket's strategy) in round `round` of `bucket`,
+  // global_targets set.
+  DocumentBatch micro_batch(int64_t bucket, int64_t round, int64_t replica, int64_t index) const;
+
+  // Between steps; the format and global batch boundaries of DataLoader::position().
+  DataPosition position() const { return loader_.position(); }
+  void restore(const DataPosition& position) { loader_.restore(position); }
+
+ private:
+  struct Round {
+    std::vector<DocumentBatcher::Piece> pieces;
+    PackedBatch packed;
+  };
+  DataLoader loader_;  // the whole global batch as one replica's share
+  int64_t seq_len_;
+  std::vector<BucketShape> buckets_;
+  std::vector<std::vector<Round>> rounds_;  // of the current step, per bucket
+  int64_t global_targets_ = 0;
+};
+
+}  // namespace hetu::io

@@ -1,0 +1,151 @@
+// BucketedEngine: lanes of buckets, parameters resharded in, gradients resharded out and added.
+#include "lib/runtime/bucketed_engine.h"
+
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <map>
+
+#include "lib/autograd/grad_mode.h"
+#include "lib/hspmd/reshard.h"
+#include "lib/ops/ops.h"
+#include "lib/runtime/world_sum.h"
+#include "lib/util/error.h"
+#include "lib/util/step_timer.h"
+
+namespace hetu::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::map<std::string, Tensor> by_name(const std::vector<nn::NamedParameter>& params) {
+  std::map<std::string, Tensor> out;
+  for (const nn::NamedParameter& p : params) out[p.name] = p.tensor;
+  return out;
+}
+
+Tensor find(const std::map<std::string, Tensor>& tensors, const std::string& name) {
+  auto it = tensors.find(name);
+  return it == tensors.end() ? Tensor() : it->second;
+}
+
+}  // namespace
+
+Batch BucketedSource::next() { HT_THROW("buckets: a bucketed step reads its batches with micro_batch()"); }
+
+// Note [Lane order]: the optimize lane runs first, and its gradient sync replaces each
+// gradient by its sum over the holders; the other lanes' gradients, each already summed over
+// its own holders, are added after that, so nothing is summed twice. Every rank walks the
+// lanes in the same order, skips the same ones (a lane without rounds this step: the batch is
+// the same on every rank) and reshards every placement in name order, so the collectives of
+// any two ranks come in the same relative order (Note [Gradient sync order]).
+BucketedEngine::BucketedEngine(StrategyRun optimize, std::vector<ComputeLane> lanes) : optimize_(std::move(optimize)) {
+  HT_CHECK(optimize_.engine != nullptr && optimize_.strategy != nullptr && optimize_.comm != nullptr,
+           "buckets: the optimize strategy's run needs its engine, strategy and comm");
+  for (ComputeLane& l : lanes) {
+    Lane lane{std::move(l.run), nullptr, std::move(l.buckets), false};
+    lane.optimize = lane.run.strategy == optimize_.strategy;
+    lane.engine = dynamic_cast<ParallelEngine*>(lane.run.engine);
+    HT_CHECK(lane.engine != nullptr || lane.run.engine->parameters().empty(),
+             "buckets: strategy {}'s engine is neither a ParallelEngine nor idle", lane.run.strategy->name);
+    for (const TensorPlacement& p : lane.run.strategy->placements) {
+      const TensorPlacement& q = optimize_.strategy->placement(p.name);
+      HT_CHECK(q.shape == p.shape && q.view == p.view && p.state == p.param && q.state == q.param,
+               "buckets: {} is {} under {} and {} under {} (or keeps ZeRO-1 state)", p.name, shape_str(q.shape),
+               optimize_.strategy->name, shape_str(p.shape), lane.run.strategy->name);
+    }
+    if (lane.optimize) {
+      lanes_.insert(lanes_.begin(), std::move(lane));
+    } else {
+      lanes_.push_back(std::move(lane));
+    }
+  }
+}
+
+void BucketedEngine::reshard_in(const Lane& lane) {
+  timing::Scope scope(timing::Phase::other, "bucket_reshard_in");
+  autograd::NoGradGuard no_grad;
+  const std::map<std::string, Tensor> from = by_name(optimize_.engine->parameters());
+  const std::map<std::string, Tensor> to = by_name(lane.run.engine->parameters());
+  const Strategy& s = *lane.run.strategy;
+  for (const TensorPlacement& p : s.placements) {  // name order: the same on every rank
+    const TensorPlacement& q = optimize_.strategy->placement(p.name);
+    const Tensor src = find(from, p.name), into = find(to, p.name);
+    const DType dtype = src.defined() ? src.dtype() : into.defined() ? into.dtype() : DType::f32;
+    reshard(src, q.param, p.param, p, dtype, *optimize_.comm, *s.plans, into);
+  }
+  for (const nn::NamedParameter& p : lane.run.engine->parameters()) p.tensor.set_grad(Tensor());
+}
+
+void BucketedEngine::reshard_out(const Lane& lane) {
+  timing::Scope scope(timing::Phase::other, "bucket_reshard_out");
+  autograd::NoGradGuard no_grad;
+  const std::map<std::string, Tensor> into = by_name(optimize_.engine->parameters());
+  const std::map<std::string, Tensor> from = by_name(lane.run.engine->parameters());
+  const Strategy& s = *lane.run.strategy;
+  for (const TensorPlacement& p : s.placements) {
+    const TensorPlacement& q = optimize_.strategy->placement(p.name);
+    const Tensor param = find(from, p.name), dst = find(into, p.name);
+    Tensor grad;
+    if (param.defined()) {
+      grad = param.grad().defined() ? param.grad().contiguous() : zeros(param.shape(), param.dtype(), param.device());
+    }
+    const DType dtype = param.defined() ? param.dtype() : dst.defined() ? dst.dtype() : DType::f32;
+    const Tensor moved = reshard(grad, p.param, q.param, q, dtype, *optimize_.comm, *s.plans);
+    if (param.defined()) param.set_grad(Tensor());
+    if (!moved.defined()) continue;
+    const Tensor summed = moved.reshape(dst.shape());
+    if (dst.grad().defined()) {
+      ops::add_(dst.grad(), summed);
+    } else {
+      dst.set_grad(summed.contiguous());
+    }
+  }
+}
+
+double BucketedEngine::run_lane(Lane& lane, BucketedSource& source, const BucketedStep& step) {
+  if (lane.engine == nullptr) return 0;
+  const int64_t replica = lane.engine->position().replica;
+  const int64_t count = lane.engine->layout().replicas.at(static_cast<size_t>(replica)).micro_batches();
+  double partial = 0;
+  for (int64_t bucket : lane.buckets) {
+    for (int64_t round = 0; round < step.rounds.at(static_cast<size_t>(bucket)); ++round) {
+      std::vector<pipeline::MicroBatch> micro;
+      for (int64_t i = 0; i < count; ++i) {
+        Batch b = source.micro_batch(bucket, round, replica, i);
+        micro.push_back({b.inputs, b.targets, std::move(b.cu_seqlens)});
+      }
+      partial += lane.engine->accumulate(micro, static_cast<double>(step.global_targets));
+    }
+  }
+  lane.engine->sync_grads();
+  return partial;
+}
+
+double BucketedEngine::forward_backward(BatchSource& train) {
+  auto* source = dynamic_cast<BucketedSource*>(&train);
+  HT_CHECK(source != nullptr, "buckets: the step's batches must come from a BucketedSource");
+  for (const nn::NamedParameter& p : optimize_.engine->parameters()) p.tensor.set_grad(Tensor());
+  const BucketedStep step = source->next_step();
+  reshard_in_s_ = reshard_out_s_ = 0;
+  double partial = 0;
+  for (Lane& lane : lanes_) {
+    int64_t lane_rounds = 0;
+    for (int64_t bucket : lane.buckets) lane_rounds += step.rounds.at(static_cast<size_t>(bucket));
+    if (lane_rounds == 0) continue;
+    const auto in_start = Clock::now();
+    if (!lane.optimize) reshard_in(lane);
+    const auto run_start = Clock::now();
+    partial += run_lane(lane, *source, step);
+    const auto out_start = Clock::now();
+    if (!lane.optimize) reshard_out(lane);
+    reshard_in_s_ += std::chrono::duration<double>(run_start - in_start).count();
+    reshard_out_s_ += std::chrono::duration<double>(Clock::now() - out_start).count();
+  }
+  spdlog::debug("buckets: rounds per bucket {}; resharding parameters in {:.2f} ms, gradients out {:.2f} ms",
+                fmt::join(step.rounds, ","), 1e3 * reshard_in_s_, 1e3 * reshard_out_s_);
+  return sum_over_world(*optimize_.comm, partial);
+}
+
+}  // namespace hetu::runtime

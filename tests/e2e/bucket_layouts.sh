@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# A layout per batch is exact ([[parallel.bucket]]): on 4 CPU ranks each global batch of packed
+# documents (one per line of tests/data/byte-corpus.txt, 2-64 tokens) is cut by length into
+# buckets that run under different strategies, the parameters and AdamW state staying in the
+# default layout, and the run is checked against the same job on one device (no buckets):
+#   - GPT-2 (configs/gpt2-buckets-cpu.toml): up to 16 tokens under the default dp=4 (no copy),
+#     up to 40 under tp=2 x dp=2, the rest under pp=2 x dp=2; every bucket runs in some step;
+#   - LLaMA with GQA: the default tp=2 x dp=2 runs no bucket itself (up to 16 tokens under
+#     dp=4, the rest under pp=2 x dp=2), so every gradient arrives resharded;
+#   each: every step's loss and gradient norm within 1e-6 relative, every final parameter and
+#   both AdamW moments within 1e-6 of max|ref| plus 1e-8. (optimizer.eps = 1e-4: with 1e-6
+#   AdamW turns the fp32 rounding of near-zero gradients into ~1e-5 relative parameter
+#   differences, as plain dp=4 documents packing without buckets does too.)
+#   - GPT-2 stopped after step 2 and resumed gives the uninterrupted run's losses and final
+#     tensors bit for bit (the data position is the documents loader's, between global batches).
+# usage: bucket_layouts.sh HETU SOURCE_DIR
+set -euo pipefail
+hetu=$1; src=$2
+source "$src/tests/e2e/layout_test_lib.sh"
+setup_work buckets
+
+"$hetu" data prepare --tokenizer byte --out "$work/data" --val-tokens 4000 --document-start '^' \
+  "$src/tests/data/byte-corpus.txt" > /dev/null
+common=(--set "data.train=\"$work/data/train_*.bin\"" --set "data.val=\"$work/data/val_*.bin\"" --set training.steps=4
+        --set model.layers=2 --set model.hidden=64 --set model.max_seq_len=64 --set training.seq_len=64
+        --set training.global_batch=8 --set training.micro_batch=2 --set training.threads=1
+        --set lr_schedule.warmup_steps=1 --set training.eval_every=0 --set training.log_every=1
+        --set checkpoint.every=0 --set optimizer.eps=1e-4)
+# configs/gpt2-buckets-cpu.toml with its buckets scaled to seq_len 64.
+gpt2_job="$work/gpt2.toml"
+sed -e 's/^max_len = 32$/max_len = 16/' -e 's/^max_len = 96$/max_len = 40/' "$src/configs/gpt2-buckets-cpu.toml" > "$gpt2_job"
+sed -e '/^\[parallel\]/,$d' "$gpt2_job" > "$work/llama.toml"
+cat >> "$work/llama.toml" <<'TOML'
+[parallel]
+tp = 2
+dp = 2
+[[parallel.strategy]]
+name = "dp4"
+dp = 4
+[[parallel.strategy]]
+name = "pp2-dp2"
+pp = 2
+dp = 2
+[[parallel.bucket]]
+max_len = 16
+strategy = "dp4"
+[[parallel.bucket]]
+strategy = "pp2-dp2"
+TOML
+llama=(--set model.arch=\"llama\" --set model.kv_heads=2 --set model.ffn_hidden=128)
+
+# every_bucket_ran RUN N: rank 0's log shows each of the N buckets with a round in some step.
+every_bucket_ran() {
+  grep "rounds per bucket" "$work/$1/logs/rank-0.log" | sed -E 's/.*rounds per bucket ([0-9,]+);.*/\1/' > "$work/rounds"
+  [[ $(wc -l < "$work/rounds") == 4 ]] || fail "$1: not 4 steps of buckets logged"
+  for ((b = 1; b <= $2; ++b)); do
+    cut -d, -f$b "$work/rounds" | grep -qv '^0$' || fail "$1: bucket $((b - 1)) never ran"
+  done
+}
+
+check_model() {  # NAME JOB EXTRA-ARGS...: the bucketed job on 4 ranks against one device
+  local name=$1 job=$2
+  shift 2
+  single_device_job "$job" "$work/$name-single.toml"
+  run_logged "$name-single" "$name: single-device run" \
+    "$hetu" train "$work/$name-single.toml" "${common[@]}" "$@" --set job.out_dir=\"$work/$name-single\"
+  run_logged "$name-buckets" "$name: mpirun -np 4 run with buckets" mpirun -np 4 "$hetu" --log-level debug train \
+    "$job" "${common[@]}" "$@" --set job.out_dir=\"$work/$name-buckets\"
+  compare_runs "$name-single" "$name-buckets" 1e-6 --fields loss,grad_norm --steps 4
+  /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-8 \
+    "$work/$name-buckets/checkpoints/step-0000004" "$work/$name-single/checkpoints/step-0000004" \
+    || fail "$name: final tensors differ from one device"
+}
+
+echo "== gpt2: buckets under dp4 (default), tp2-dp2, pp2-dp2"
+check_model gpt2 "$gpt2_job"
+every_bucket_ran gpt2-buckets 3
+grep -q "bucket 2: documents longer run under strategy pp2-dp2" "$work/gpt2-buckets/logs/rank-0.log" \
+  || fail "gpt2: the buckets are not logged"
+
+echo "== llama (GQA): the default tp2-dp2 only optimizes; buckets under dp4, pp2-dp2"
+check_model llama "$work/llama.toml" "${llama[@]}"
+every_bucket_ran llama-buckets 2
+
+echo "== gpt2: stopped after step 2 and resumed"
+run_logged stopped "gpt2: run stopped after step 2" mpirun -np 4 "$hetu" train "$gpt2_job" "${common[@]}" \
+  --set job.out_dir=\"$work/resumed\" --stop-at-step 2
+run_logged resumed "gpt2: resumed run" mpirun -np 4 "$hetu" --log-level debug train "$gpt2_job" "${common[@]}" \
+  --set job.out_dir=\"$work/resumed\"
+grep -q "resumed from step 2" "$work/resumed/logs/rank-0.log" || fail "no resume from step 2"
+compare_runs gpt2-buckets resumed 0 --fields loss,grad_norm --steps 4
+/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 0 --atol 0 \
+  "$work/resumed/checkpoints/step-0000004" "$work/gpt2-buckets/checkpoints/step-0000004" \
+  || fail "resumed: final tensors differ from the uninterrupted run"
+echo "a layout per batch: OK"
