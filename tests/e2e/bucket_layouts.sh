@@ -5,8 +5,9 @@
 # default layout, and the run is checked against the same job on one device (no buckets):
 #   - GPT-2 (configs/gpt2-buckets-cpu.toml): up to 16 tokens under the default dp=4 (no copy),
 #     up to 40 under tp=2 x dp=2, the rest under pp=2 x dp=2; every bucket runs in some step;
-#   - LLaMA with GQA: the default tp=2 x dp=2 runs no bucket itself (up to 16 tokens under
-#     dp=4, the rest under pp=2 x dp=2), so every gradient arrives resharded;
+#   - LLaMA with GQA: up to 16 tokens under dp=4, up to 40 under pp=2 x dp=2 and the rest
+#     under the default tp=2 x dp=2, whose lane runs first although its bucket is last;
+#   (a step whose default bucket is empty, GPT-2's third, gets every gradient resharded);
 #   each: every step's loss and gradient norm within 1e-6 relative, every final parameter and
 #   both AdamW moments within 1e-6 of max|ref| plus 1e-8. (optimizer.eps = 1e-4: with 1e-6
 #   AdamW turns the fp32 rounding of near-zero gradients into ~1e-5 relative parameter
@@ -45,7 +46,10 @@ dp = 2
 max_len = 16
 strategy = "dp4"
 [[parallel.bucket]]
+max_len = 40
 strategy = "pp2-dp2"
+[[parallel.bucket]]
+strategy = "default"
 TOML
 llama=(--set model.arch=\"llama\" --set model.kv_heads=2 --set model.ffn_hidden=128)
 
@@ -78,9 +82,9 @@ every_bucket_ran gpt2-buckets 3
 grep -q "bucket 2: documents longer run under strategy pp2-dp2" "$work/gpt2-buckets/logs/rank-0.log" \
   || fail "gpt2: the buckets are not logged"
 
-echo "== llama (GQA): the default tp2-dp2 only optimizes; buckets under dp4, pp2-dp2"
+echo "== llama (GQA): buckets under dp4, pp2-dp2, tp2-dp2 (default)"
 check_model llama "$work/llama.toml" "${llama[@]}"
-every_bucket_ran llama-buckets 2
+every_bucket_ran llama-buckets 3
 
 echo "== gpt2: stopped after step 2 and resumed"
 run_logged stopped "gpt2: run stopped after step 2" mpirun -np 4 "$hetu" train "$gpt2_job" "${common[@]}" \
