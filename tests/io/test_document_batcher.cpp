@@ -5,7 +5,10 @@
 // end, the offsets mark every document and padding token; replicas read disjoint rows that
 // together hold the global batch; a restored position gives the same batches as the
 // uninterrupted run; data without recorded boundaries is an error naming data.packing.
+// Buckets (bucket_batcher.h): a step's buckets hold exactly the pieces of the global batch the
+// plain loader reads, each in the bucket of its length, and resume at the same batches.
 #include "lib/io/data_loader.h"
+#include "lib/io/bucket_batcher.h"
 
 #include <catch2/catch.hpp>
 
@@ -171,4 +174,81 @@ TEST_CASE("packed documents need shards that record their boundaries", "[documen
   CHECK_THROWS_WITH(DataLoader(options(dir, 0, 2, 1, false)),
                     Catch::Contains("data.packing = \"documents\": " + dir.file("train_0.bin") +
                                     " records no document boundaries"));
+}
+
+namespace {
+
+// The non-padding segments of every micro-batch of a bucketed step, each checked to be in
+// the bucket of its length: (x, y) sorted, for comparison with the plain loader's step.
+std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> bucketed_step(BucketBatcher& batcher,
+                                                                                 const std::vector<BucketShape>& shapes,
+                                                                                 int64_t& global_targets) {
+  batcher.next_step();
+  global_targets = batcher.global_targets();
+  std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> out;
+  for (int64_t k = 0; k < batcher.buckets(); ++k) {
+    const BucketShape& shape = shapes[static_cast<size_t>(k)];
+    const int64_t lo = k == 0 ? 0 : shapes[static_cast<size_t>(k - 1)].max_len;
+    const int64_t hi = shape.max_len == 0 ? 16 : shape.max_len;
+    for (int64_t r = 0; r < batcher.rounds(k); ++r) {
+      for (size_t replica = 0; replica < shape.shares.size(); ++replica) {
+        const int64_t mb = shape.micro_batch[replica];
+        for (int64_t i = 0; i < shape.shares[replica] / mb; ++i) {
+          const DocumentBatch d = batcher.micro_batch(k, r, static_cast<int64_t>(replica), i);
+          CHECK(d.global_targets == global_targets);
+          Batch b{empty({mb, 16}, DType::i32), empty({mb, 16}, DType::i32), d.cu_seqlens, d.global_targets};
+          std::copy(d.x.begin(), d.x.end(), b.x.data<int32_t>());
+          std::copy(d.y.begin(), d.y.end(), b.y.data<int32_t>());
+          for (const Segment& s : segments(b, 16)) {
+            if (s.x.size() == 1 && s.y[0] == kIgnoreTarget && s.x[0] == 0) continue;  // padding
+            INFO("bucket " << k << ", a piece of " << s.x.size() << " tokens");
+            CHECK((static_cast<int64_t>(s.x.size()) > lo && static_cast<int64_t>(s.x.size()) <= hi));
+            out.emplace_back(s.x, s.y);
+          }
+        }
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("packed documents in buckets: the global batch's pieces once each, in the bucket of their length",
+          "[documents]") {
+  TempDir dir("documents-buckets");
+  write_documents(dir, lengths_for_test(), 7);
+  const std::vector<BucketShape> shapes = {{5, {3, 3}, {1, 1}}, {10, {6}, {2}}, {0, {2, 4}, {1, 2}}};
+  for (bool shuffled : {false, true}) {
+    INFO("shuffled " << shuffled);
+    DataLoaderOptions whole = options(dir, 0, 6, 6, shuffled);
+    whole.shares = {6};
+    DataLoader plain(whole);
+    BucketBatcher buckets(options(dir, 0, 2, 1, shuffled), shapes);
+    std::vector<DataPosition> positions;
+    std::vector<std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>>> steps;
+    for (int step = 0; step < 20; ++step) {  // past the end of an epoch
+      INFO("step " << step);
+      positions.push_back(buckets.position());
+      CHECK(positions.back() == plain.position());
+      const Batch b = plain.next();
+      std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> expected;
+      for (const Segment& s : segments(b, 16)) {
+        if (!(s.x.size() == 1 && s.y[0] == kIgnoreTarget && s.x[0] == 0)) expected.emplace_back(s.x, s.y);
+      }
+      std::sort(expected.begin(), expected.end());
+      int64_t global = 0;
+      steps.push_back(bucketed_step(buckets, shapes, global));
+      CHECK(steps.back() == expected);
+      CHECK(global == b.global_targets);
+    }
+    CHECK(positions.back().epoch >= 1);
+    BucketBatcher resumed(options(dir, 0, 2, 1, shuffled), shapes);
+    resumed.restore(DataPosition::parse(positions[7].to_string()));
+    for (size_t i = 7; i < steps.size(); ++i) {
+      int64_t global = 0;
+      CHECK(bucketed_step(resumed, shapes, global) == steps[i]);
+    }
+  }
 }
