@@ -146,12 +146,20 @@ std::string load_error(const std::string& toml, const std::vector<std::string>& 
   return "";
 }
 
+// Appended to kBase (lines 41-48): a strategy and two buckets.
+const std::string kBuckets = "[[parallel.strategy]]\nname = \"tp2\"\ntp = 2\n[[parallel.bucket]]\nmax_len = 16\n"
+                             "strategy = \"default\"\n[[parallel.bucket]]\nstrategy = \"tp2\"\n";
+
 std::vector<BadCase> bad_cases() {
   const std::string& B = kBase;
   const std::string& H = kHetero;
   // kBase with a strategy "tp2" (lines 41-43) and a switch to it after step 4 (lines 44-46).
   const std::string S = kBase + "[[parallel.strategy]]\nname = \"tp2\"\ntp = 2\n[[parallel.switch]]\nat_step = 4\n"
                                 "strategy = \"tp2\"\n";
+  // kBase with a strategy "tp2" (lines 41-43) and two buckets: up to 16 tokens under default
+  // (lines 44-46), the rest under tp2 (lines 47-48); D packs documents, as buckets need.
+  const std::string K = kBase + kBuckets;
+  const std::vector<std::string> D = {"data.packing=\"documents\""};
   return {
       // ---- unknown keys ------------------------------------------------------------------
       {"unknown top-level table", B + "\n[trainig]\nsteps = 1\n", {},
@@ -413,6 +421,30 @@ std::vector<BadCase> bad_cases() {
       {"shorthand devices and groups together", edit(B, 40, "devices = \"localhost:0-1\"\n[[parallel.replica]]"), {},
        "job.toml:40: parallel.devices: use either the dp/tp/pp shorthand or [[parallel.replica]] groups, not both"},
 
+      // ---- buckets ([[parallel.bucket]]) ------------------------------------------------------------
+      {"buckets without packed documents", K, {},
+       "job.toml:46: parallel.bucket[0].strategy: buckets cut a batch by document length: they need data.packing = "
+       "\"documents\" (data.packing is \"windows\")"},
+      {"a bucket under an unknown strategy", edit(K, 48, "strategy = \"tp3\""), D,
+       "job.toml:48: parallel.bucket[1].strategy: unknown strategy \"tp3\" (known: default, tp2)"},
+      {"bucket max_len not increasing", edit(K, 47, "[[parallel.bucket]]\nmax_len = 16") + "[[parallel.bucket]]\n"
+       "strategy = \"default\"\n", D,
+       "job.toml:48: parallel.bucket[1].max_len: max_len = 16 does not exceed the previous bucket's 16"},
+      {"the last bucket with a max_len", edit(K, 48, "max_len = 20\nstrategy = \"tp2\""), D,
+       "job.toml:48: parallel.bucket[1].max_len: the last bucket takes every longer document and has no max_len"},
+      {"a bucket before the last without max_len", edit(K, 45, ""), D,
+       "job.toml:46: parallel.bucket[0].strategy: max_len is missing: every bucket but the last needs one"},
+      {"a bucket max_len of seq_len", edit(K, 45, "max_len = 32"), D,
+       "job.toml:45: parallel.bucket[0].max_len: max_len = 32 is not below training.seq_len = 32"},
+      {"a bucket max_len below 1", edit(K, 45, "max_len = 0"), D,
+       "job.toml:45: parallel.bucket[0].max_len: must be >= 1, got 0"},
+      {"buckets and switches together", K + "[[parallel.switch]]\nat_step = 4\nstrategy = \"tp2\"\n", D,
+       "job.toml:46: parallel.bucket[0].strategy: buckets cannot be combined with [[parallel.switch]]"},
+      {"buckets with ZeRO-1", K, {"data.packing=\"documents\"", "parallel.zero=1"},
+       "job.toml:46: parallel.bucket[0].strategy: buckets keep the optimizer state whole in the default layout"},
+      {"a bucket without a strategy", edit(K, 46, ""), D, "job.toml:44: parallel.bucket[0].strategy: required key is missing"},
+      {"an unknown key in a bucket", edit(K, 45, "max_length = 16"), D, "job.toml:45: parallel.bucket[0].max_length"},
+
       // ---- emulated links ----------------------------------------------------------------------
       {"negative emulated bandwidth", edit(B, 37, "devices = { type = \"cpu\", count = 2 }\nemulate_link_gbps = -1"), {},
        "job.toml:38: cluster.node[0].emulate_link_gbps: must be a number >= 0 (0: not emulated), got -1"},
@@ -510,6 +542,15 @@ TEST_CASE("advisory rules give warnings, not errors", "[config_errors]") {
     CHECK(loaded.config.strategy_after(1) == "default");
     CHECK(loaded.config.strategy_after(2) == "both");
     CHECK(loaded.config.strategy_devices().size() == 2);
+  }
+  SECTION("a strategy only buckets name is no warning, and buckets survive config.resolved.toml") {
+    const auto loaded = load_job_config_text(kBase + kBuckets, "job.toml", {"data.packing=\"documents\""});
+    CHECK(loaded.warnings.empty());
+    REQUIRE(loaded.config.buckets.size() == 2);
+    CHECK(loaded.config.buckets[0] == hetu::config::BucketSection{16, "default"});
+    CHECK(loaded.config.buckets[1] == hetu::config::BucketSection{std::nullopt, "tp2"});
+    const auto again = load_job_config_text(hetu::config::to_toml(loaded.config), "resolved.toml", {});
+    CHECK(again.config.buckets == loaded.config.buckets);
   }
   SECTION("a warm-up longer than the run is capped at training.steps") {
     const auto loaded = load_job_config_text(edit(kBase, 27, "warmup_steps = 11"), "job.toml", {});

@@ -12,6 +12,8 @@
 #   both AdamW moments within 1e-6 of max|ref| plus 1e-8. (optimizer.eps = 1e-4: with 1e-6
 #   AdamW turns the fp32 rounding of near-zero gradients into ~1e-5 relative parameter
 #   differences, as plain dp=4 documents packing without buckets does too.)
+#   - buckets without data.packing = "documents" are refused before compute, exit 2, naming
+#     parallel.bucket[0] (the other rules: tests/app/test_config_errors.cpp);
 #   - GPT-2 stopped after step 2 and resumed gives the uninterrupted run's losses and final
 #     tensors bit for bit (the data position is the documents loader's, between global batches).
 # usage: bucket_layouts.sh HETU SOURCE_DIR
@@ -75,6 +77,17 @@ check_model() {  # NAME JOB EXTRA-ARGS...: the bucketed job on 4 ranks against o
     "$work/$name-buckets/checkpoints/step-0000004" "$work/$name-single/checkpoints/step-0000004" \
     || fail "$name: final tensors differ from one device"
 }
+
+echo "== buckets need packed documents"
+set +e
+"$hetu" train "$gpt2_job" "${common[@]}" --set data.packing=\"windows\" --set job.out_dir=\"$work/windows\" \
+  > "$work/windows.log" 2>&1
+rc=$?
+set -e
+[[ $rc == 2 ]] || { cat "$work/windows.log"; fail "buckets over windows: exit $rc, expected 2"; }
+grep -q 'parallel.bucket\[0\].strategy: buckets cut a batch by document length' "$work/windows.log" \
+  || { cat "$work/windows.log"; fail "buckets over windows: the error does not name parallel.bucket[0]"; }
+[[ ! -e $work/windows/metrics.jsonl ]] || fail "buckets over windows: it trained"
 
 echo "== gpt2: buckets under dp4 (default), tp2-dp2, pp2-dp2"
 check_model gpt2 "$gpt2_job"
