@@ -12,6 +12,8 @@
 #   both AdamW moments within 1e-6 of max|ref| plus 1e-8. (optimizer.eps = 1e-4: with 1e-6
 #   AdamW turns the fp32 rounding of near-zero gradients into ~1e-5 relative parameter
 #   differences, as plain dp=4 documents packing without buckets does too.)
+#   - GPT-2 with the middle bucket under tp=2 on devices 2-3 only (ranks 0-1 idle in it: they
+#     only send their parameters and receive the gradients): the same checks;
 #   - buckets without data.packing = "documents" are refused before compute, exit 2, naming
 #     parallel.bucket[0] (the other rules: tests/app/test_config_errors.cpp);
 #   - GPT-2 stopped after step 2 and resumed gives the uninterrupted run's losses and final
@@ -94,6 +96,16 @@ check_model gpt2 "$gpt2_job"
 every_bucket_ran gpt2-buckets 3
 grep -q "bucket 2: documents longer run under strategy pp2-dp2" "$work/gpt2-buckets/logs/rank-0.log" \
   || fail "gpt2: the buckets are not logged"
+
+echo "== gpt2: the tp bucket on half the ranks (ranks 0-1 idle in it)"
+sed -e 's/^name = "tp2-dp2"$/name = "tp2-dp2"\ndevices = "localhost:2-3"/' -e '0,/^dp = 2$/s//dp = 1/' "$gpt2_job" \
+  > "$work/half.toml"
+run_logged half "gpt2: mpirun -np 4 run with an idle lane" mpirun -np 4 "$hetu" train "$work/half.toml" "${common[@]}" \
+  --set job.out_dir=\"$work/half\"
+grep -q "strategy tp2-dp2: this rank is idle" "$work/half/logs/rank-0.log" || fail "half: rank 0 not idle under tp2-dp2"
+compare_runs gpt2-single half 1e-6 --fields loss,grad_norm --steps 4
+/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-8 \
+  "$work/half/checkpoints/step-0000004" "$work/gpt2-single/checkpoints/step-0000004" || fail "half: final tensors differ"
 
 echo "== llama (GQA): buckets under dp4, pp2-dp2, tp2-dp2 (default)"
 check_model llama "$work/llama.toml" "${llama[@]}"
