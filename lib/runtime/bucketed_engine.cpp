@@ -64,7 +64,7 @@ BucketedEngine::BucketedEngine(StrategyRun optimize, std::vector<ComputeLane> la
 }
 
 void BucketedEngine::reshard_in(const Lane& lane) {
-  timing::Scope scope(timing::Phase::other, "bucket_reshard_in");
+  timing::Scope scope(timing::Phase::grad_sync, "bucket_reshard_in");
   autograd::NoGradGuard no_grad;
   const std::map<std::string, Tensor> from = by_name(optimize_.engine->parameters());
   const std::map<std::string, Tensor> to = by_name(lane.run.engine->parameters());
@@ -79,7 +79,7 @@ void BucketedEngine::reshard_in(const Lane& lane) {
 }
 
 void BucketedEngine::reshard_out(const Lane& lane) {
-  timing::Scope scope(timing::Phase::other, "bucket_reshard_out");
+  timing::Scope scope(timing::Phase::grad_sync, "bucket_reshard_out");
   autograd::NoGradGuard no_grad;
   const std::map<std::string, Tensor> into = by_name(optimize_.engine->parameters());
   const std::map<std::string, Tensor> from = by_name(lane.run.engine->parameters());

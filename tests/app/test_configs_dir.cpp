@@ -42,6 +42,7 @@ void require_same_job(JobConfig a, JobConfig b) {
   CHECK(a.parallel == b.parallel);
   CHECK(a.strategies == b.strategies);
   CHECK(a.switches == b.switches);
+  CHECK(a.buckets == b.buckets);
   CHECK(a == b);
 }
 
