@@ -268,6 +268,16 @@ class Rules {
     }
   }
 
+  // `name` (at `key`) is "default" or a [[parallel.strategy]]'s.
+  void check_known_strategy(const std::string& key, const std::string& name) const {
+    bool known = name == kDefaultStrategy;
+    for (const StrategySection& st : c_.strategies) known = known || st.name == name;
+    if (known) return;
+    std::vector<std::string> names{kDefaultStrategy};
+    for (const StrategySection& st : c_.strategies) names.push_back(st.name);
+    fail(key, "unknown strategy \"" + name + "\" (known: " + join(names, ", ") + ")");
+  }
+
   // Switches come after distinct steps in increasing order, inside the run, to known strategies.
   void check_switches() {
     std::set<std::string> used;
@@ -283,13 +293,7 @@ class Rules {
         fail(key + ".at_step", "at_step = " + to_string(s.at_step) + " is not before the last step (training.steps = " +
                                    to_string(c_.training.steps) + "): the switch would never run");
       }
-      bool known = s.strategy == kDefaultStrategy;
-      for (const StrategySection& st : c_.strategies) known = known || st.name == s.strategy;
-      if (!known) {
-        std::vector<std::string> names{kDefaultStrategy};
-        for (const StrategySection& st : c_.strategies) names.push_back(st.name);
-        fail(key + ".strategy", "unknown strategy \"" + s.strategy + "\" (known: " + join(names, ", ") + ")");
-      }
+      check_known_strategy(key + ".strategy", s.strategy);
       used.insert(s.strategy);
     }
     for (const BucketSection& b : c_.buckets) used.insert(b.strategy);
@@ -342,13 +346,7 @@ class Rules {
                                      "seq_len tokens, so the buckets after it would stay empty");
         }
       }
-      bool known = b.strategy == kDefaultStrategy;
-      for (const StrategySection& st : c_.strategies) known = known || st.name == b.strategy;
-      if (!known) {
-        std::vector<std::string> names{kDefaultStrategy};
-        for (const StrategySection& st : c_.strategies) names.push_back(st.name);
-        fail(key + ".strategy", "unknown strategy \"" + b.strategy + "\" (known: " + join(names, ", ") + ")");
-      }
+      check_known_strategy(key + ".strategy", b.strategy);
       if (c_.strategy(b.strategy).zero != 0 || c_.parallel.zero != 0) {
         fail(key + ".strategy", "buckets keep the optimizer state whole in the default layout: parallel.zero = 1 is "
                                 "not supported with them yet");
