@@ -9,7 +9,8 @@
 // with a checkpoint (stop_request.h). Emulated devices and links (device_emulation.h) wrap
 // the MPI communicator and cap the CPU allocator. `[parallel] auto = true` plans the layout
 // first (auto_layout.h); `[straggler] enabled = true` re-plans around slow ranks while it
-// trains (straggler_plan.h).
+// trains (straggler_plan.h); `[[parallel.bucket]]` runs each step's documents by length under
+// several strategies (bucketed_run.h).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 

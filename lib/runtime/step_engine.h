@@ -1,5 +1,6 @@
 // StepEngine: what the Trainer drives once per optimizer step (ParallelEngine: any parallel
-// layout, a single device being the one-device layout). An engine owns how
+// layout, a single device being the one-device layout; BucketedEngine: a layout per batch,
+// bucketed_engine.h). An engine owns how
 // the step's batch is read and cut, how gradients are computed and summed across ranks, and
 // what "the" loss and gradient norm are; the Trainer owns the schedule, clipping, AdamW,
 // logging, evaluation cadence, checkpoints and stop requests.
