@@ -9,7 +9,8 @@
 // resumes from the durable checkpoint. A failure during recovery is handled the same way
 // down to --min-np ranks. SIGINT/SIGTERM/SIGUSR1 go on to the launcher and end the
 // supervision. A relaunch places its ranks on the hosts the derived job names (block
-// placement; placement_args). Logs to the console and out_dir/logs/launch.log.
+// placement; placement_args). A job that switches strategies loses them with the device
+// (launch_job.h). Logs to the console and out_dir/logs/launch.log.
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -210,6 +211,10 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
     std::error_code ec;
     fs::remove_all(fmt::format("{}/rank-{}", state_dir, f.rank), ec);
     const std::string profile = out_dir + "/profile.toml";
+    if (const std::string dropped = dropped_layout_note(job); !dropped.empty()) {
+      spdlog::warn("launch: {} name devices; the relaunch drops them and trains the re-planned layout for the rest of "
+                   "the run (any layout trains the same model)", dropped);
+    }
     job = job_without_device(job, f.rank, fs::exists(profile) ? fs::absolute(profile).string() : "");
     job_file = fmt::format("{}/launch/attempt-{}.toml", out_dir, attempt + 1);
     write_file_atomic(job_file, config::to_toml(job));
@@ -235,9 +240,6 @@ int run_launch(const LaunchOptions& options) {
   const auto needed = static_cast<int64_t>(c.strategy_devices().size());
   if (needed != options.np) {
     HT_USAGE_ERROR("launch: --np {} but the [parallel] groups of {} name {} device(s)", options.np, c.source, needed);
-  }
-  if (!c.switches.empty() || !c.strategies.empty()) {
-    job_without_device(c, 0, "");  // the same error a recovery would give, before anything runs
   }
   init_logging({0, options.log_level, c.job.out_dir + "/logs/launch.log", true});
   for (int sig : {SIGINT, SIGTERM, SIGUSR1}) {
