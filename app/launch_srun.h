@@ -1,0 +1,64 @@
+// hetu launch under srun: ending a failed step at once, and one step over the components of
+// a heterogeneous job.
+//
+// Ending a step at once: when a task dies, srun --kill-on-bad-exit ends the step the way Slurm
+// ends any job, SIGTERM and then SIGKILL only KillWait seconds later (slurm.conf, 30 s by
+// default; a SIGKILL asked for meanwhile waits for it too), and the survivors, blocked in a
+// collective with the dead rank, wait it out (hetu train takes SIGTERM as "checkpoint and
+// stop" and cannot finish its step). So hetu launch runs srun with --kill-on-bad-exit=0 and
+// ends the step itself, as mpirun does: each attempt's step has a name of its own (srun
+// --job-name), squeue finds its id (one per component of a heterogeneous step) and scancel
+// --signal=KILL sends SIGKILL to every task now. When it finds no step, the supervisor falls
+// back on srun's own termination (two SIGINTs). The survivors' snapshots of the last step
+// are whole (each is renamed into place), so nothing of the recovery state is lost.
+//
+// A heterogeneous job (hetu launch inside a heterogeneous allocation, SLURM_HET_SIZE set):
+// one srun step over every component that still has ranks, `--het-group=0 -n 8 hetu train
+// ... : --het-group=1 -n 3 hetu train ...`, each component given as many ranks as the job
+// has devices on its nodes. Slurm numbers the tasks component by component (and block over
+// a component's nodes), so the job file lists its nodes in that order.
+//
+//   const std::string step = srun_step_name(run_id, attempt);  // srun --job-name=<step>
+//   if (!kill_srun_step(step).done) ...                         // when a task died
+//   for (const HetGroupTasks& g : het_group_tasks(het_components(), hosts)) ...
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hetu::app {
+
+// The step name of attempt `attempt` of the supervision `run_id` (letters, digits, - and _).
+std::string srun_step_name(const std::string& run_id, int64_t attempt);
+
+struct StepKill {
+  bool done = false;  // scancel sent SIGKILL to the step's tasks
+  std::string line;   // for the log: what it did, or why not (no step found: not inside an allocation)
+};
+
+// SIGKILL now to every task of the running steps named `step` (squeue, scancel).
+StepKill kill_srun_step(const std::string& step);
+
+// A component of the heterogeneous allocation this process runs in: its index and its nodes.
+struct HetComponent {
+  int64_t group = 0;
+  std::vector<std::string> hosts;
+};
+
+// The components, from SLURM_HET_SIZE and SLURM_JOB_NODELIST_HET_GROUP_k (expanded by
+// scontrol show hostnames); empty outside a heterogeneous allocation.
+std::vector<HetComponent> het_components();
+
+struct HetGroupTasks {
+  int64_t group = 0;
+  int64_t tasks = 0;
+};
+
+// The tasks of each component for ranks on `rank_hosts` (the host of each rank, in rank
+// order), components without ranks left out. UsageError naming the host when a rank's host
+// is in no component, or when the ranks are not in component order.
+std::vector<HetGroupTasks> het_group_tasks(const std::vector<HetComponent>& components,
+                                           const std::vector<std::string>& rank_hosts);
+
+}  // namespace hetu::app
