@@ -246,7 +246,8 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
       spdlog::error("launch: {} exited {} without naming a rank that died; not relaunching", o.launcher, r.exit_code);
       return finish(r.exit_code);
     }
-    const LaunchFailure& f = *r.failure;
+    LaunchFailure f = *r.failure;
+    if (!het.empty()) f.rank = het_rank(components, het, f.line, f.rank);  // srun numbered it in its component
     if (f.signal == 0 && f.exit_code == 2) {
       spdlog::error("launch: {} (a usage or job-file error); not relaunching", describe(f));
       return finish(2);

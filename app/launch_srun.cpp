@@ -1,8 +1,9 @@
-// srun_step_name, kill_srun_step, het_components and het_group_tasks (launch_srun.h).
+// srun_step_name, kill_srun_step, het_components, het_group_tasks and het_rank (launch_srun.h).
 #include "app/launch_srun.h"
 
 #include <cstdio>
 #include <cstdlib>
+#include <regex>
 
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -39,8 +40,13 @@ std::string srun_step_name(const std::string& run_id, int64_t attempt) {
 
 StepKill kill_srun_step(const std::string& step) {
   // The name is ours (srun_step_name: no shell characters); a heterogeneous step is listed
-  // once per component, each under its component's job id.
-  const std::vector<std::string> ids = words(command_output(fmt::format("squeue -h -s --name={} -o %i 2>/dev/null", step)));
+  // once per component, each under its component's job id. squeue --name also lists the
+  // batch script's own step ("5.batch"), so each line's name is checked.
+  std::vector<std::string> ids;
+  for (std::string_view line : split(command_output(fmt::format("squeue -h -s --name={} -o '%i %j' 2>/dev/null", step)), '\n')) {
+    const std::vector<std::string> id_name = words(std::string(line));
+    if (id_name.size() == 2 && id_name[1] == step) ids.push_back(id_name[0]);
+  }
   if (ids.empty()) return {false, fmt::format("launch: squeue lists no running srun step named {}", step)};
   const int rc = std::system(fmt::format("scancel --signal=KILL {}", join(ids, " ")).c_str());
   if (rc != 0) return {false, fmt::format("launch: scancel --signal=KILL {} exited {}", join(ids, " "), rc)};
@@ -84,6 +90,27 @@ std::vector<HetGroupTasks> het_group_tasks(const std::vector<HetComponent>& comp
     ++out.back().tasks;
   }
   return out;
+}
+
+int64_t het_rank(const std::vector<HetComponent>& components, const std::vector<HetGroupTasks>& tasks,
+                 const std::string& srun_line, int64_t task) {
+  static const std::regex node_of(R"(srun: error: (\S+): tasks? \d)");
+  std::smatch m;
+  if (!std::regex_search(srun_line, m, node_of)) {
+    HT_USAGE_ERROR("launch: srun's line '{}' names no node, so its task is no rank of the heterogeneous job", srun_line);
+  }
+  const std::string node = m[1];
+  int64_t first = 0;  // the rank of the component's first task
+  for (const HetGroupTasks& g : tasks) {
+    for (const HetComponent& c : components) {
+      if (c.group != g.group) continue;
+      for (const std::string& h : c.hosts) {
+        if (h == node) return first + task;
+      }
+    }
+    first += g.tasks;
+  }
+  HT_USAGE_ERROR("launch: srun says task {} on \"{}\" died, a node of no component of this step", task, node);
 }
 
 }  // namespace hetu::app

@@ -16,7 +16,8 @@
 // one srun step over every component that still has ranks, `--het-group=0 -n 8 hetu train
 // ... : --het-group=1 -n 3 hetu train ...`, each component given as many ranks as the job
 // has devices on its nodes. Slurm numbers the tasks component by component (and block over
-// a component's nodes), so the job file lists its nodes in that order.
+// a component's nodes), so the job file lists its nodes in that order; srun's report of a
+// dead task numbers it within its component (het_rank gives its rank).
 //
 //   const std::string step = srun_step_name(run_id, attempt);  // srun --job-name=<step>
 //   if (!kill_srun_step(step).done) ...                         // when a task died
@@ -53,6 +54,7 @@ std::vector<HetComponent> het_components();
 struct HetGroupTasks {
   int64_t group = 0;
   int64_t tasks = 0;
+  bool operator==(const HetGroupTasks&) const = default;
 };
 
 // The tasks of each component for ranks on `rank_hosts` (the host of each rank, in rank
@@ -60,5 +62,13 @@ struct HetGroupTasks {
 // is in no component, or when the ranks are not in component order.
 std::vector<HetGroupTasks> het_group_tasks(const std::vector<HetComponent>& components,
                                            const std::vector<std::string>& rank_hosts);
+
+// In a heterogeneous step srun numbers the tasks of each component from 0, and says so in its
+// report of a dead one ("srun: error: NODE: task 0: Killed"): the job-wide rank of that task,
+// from the node's component and the tasks of the components before it in the step (`tasks`,
+// as het_group_tasks gave them). UsageError when the line names no node of a component the
+// step ran.
+int64_t het_rank(const std::vector<HetComponent>& components, const std::vector<HetGroupTasks>& tasks,
+                 const std::string& srun_line, int64_t task);
 
 }  // namespace hetu::app

@@ -10,6 +10,9 @@
 #      it COMPLETES with the losses of the same model trained with dp = 2 under mpirun;
 #   4. the requeue path: scancel --signal=USR1 stops the run with a checkpoint, the script
 #      requeues the job, the rerun resumes and ends with the uninterrupted run's losses;
+#   5. a lost rank in train-hetero.sbatch (a job switching strategies, 2 + 1 tasks): hetu
+#      launch ends the step at once and the job COMPLETES on the 2 survivors with the losses
+#      of the uninterrupted mpirun run within 1e-5;
 # and stops every daemon by PID on exit. Needs root (daemons, apt-get); exits 77 (skip)
 # otherwise. Usage: run.sh HETU_BINARY SOURCE_DIR. HETU_SLURM_KEEP=1 keeps the folder.
 set -euo pipefail
@@ -18,8 +21,10 @@ src=$(realpath "$2")
 
 # Rank counts for part 1 (data parallel on one node; part 4 uses the last).
 ntasks_list=${HETU_SLURM_NTASKS:-"2 4"}
-# Part 4 (requeue; ~30 s): HETU_SLURM_TEST_REQUEUE=0 skips it.
+# Part 4 (requeue; ~30 s): HETU_SLURM_TEST_REQUEUE=0 skips it; part 5 (a lost rank; ~30 s):
+# HETU_SLURM_TEST_RECOVERY=0.
 test_requeue=${HETU_SLURM_TEST_REQUEUE:-1}
+test_recovery=${HETU_SLURM_TEST_RECOVERY:-1}
 
 start_s=$SECONDS
 say() { echo "[slurm-test +$((SECONDS - start_s))s] $*"; }
@@ -244,6 +249,70 @@ if [ "$test_requeue" = 1 ]; then
     "requeue: $(grep -o 'stopping on SIGUSR1 after step [0-9]*' "$out" | head -n 1), requeued, resumed (job $jid)"
 else
   say "part 4 (requeue) skipped: HETU_SLURM_TEST_REQUEUE=0"
+fi
+
+# ---- 5. a lost device under train-hetero.sbatch: a job that switches strategies on two
+# components (2 tasks on $node, 1 on $node2); a rank is SIGKILLed after step 7 (under the
+# second strategy, dp 2 on $node's devices: every box is on both of its ranks). hetu launch ends
+# the step at once (scancel, not KillWait), drops the device, re-plans for the 2 survivors (one
+# per component) and resumes from their snapshots: the job COMPLETES on 2 ranks with the
+# losses of the uninterrupted run on 3 ranks under mpirun within 1e-5. Prints kill-to-next-step.
+if [ "$test_recovery" = 1 ]; then
+  steps=24
+  sed -e "s/^dp = 2$/dp = 3/" "$src/tests/slurm/tiny-hetero.toml" > "$tmp/switch-hetero.toml"
+  cat >> "$tmp/switch-hetero.toml" <<TOML
+[[parallel.strategy]]
+name = "dp2-a"
+dp = 2
+devices = "$node:0-1"
+[[parallel.switch]]
+at_step = 5
+strategy = "dp2-a"
+TOML
+  cp "$src/tests/slurm/cpu-types.toml" "$tmp/"
+  common=(--set training.steps=$steps --set training.global_batch=12 --set checkpoint.every=0 "${data[@]}")
+  set_ranks 3
+  mpirun_train 3 "$tmp/mpirun-switch" "$tiny" "${common[@]}" "${ranks[@]}"
+  jid=$(submit --job-name=recovery --nodelist="$node" --ntasks-per-node=2 --gpus-per-node=0 : \
+    --nodelist="$node2" --ntasks-per-node=1 --gpus-per-node=0 \
+    "$src/scripts/slurm/train-hetero.sbatch" "$tmp/switch-hetero.toml" "${common[@]}" \
+    --set "cluster.node[0].host=\"$node\"" --set "cluster.node[0].devices.count=2" \
+    --set "cluster.node[1].host=\"$node2\"" --set "job.out_dir=\"$tmp/slurm-recovery\"")
+  victim=1
+  for ((k = 0; ; k++)); do  # after step 7, SIGKILL the task of rank $victim
+    if [ "$( { wc -l < "$tmp/slurm-recovery/metrics.jsonl"; } 2> /dev/null || echo 0)" -ge 7 ]; then
+      pid=$(for p in $(pgrep -f "^$hetu .* train .*attempt-1" || true); do
+              tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "SLURM_PROCID=$victim" && echo "$p"
+            done | head -n 1 || true)
+      [ -n "$pid" ] && break
+    fi
+    [ $k -lt 400 ] || { cat "$tmp/job-$jid.out"; fail "recovery: job $jid did not reach step 7"; }
+    sleep 0.05
+  done
+  kill -KILL "$pid"
+  killed_at=$(date +%s.%N)
+  expect_completed "$jid" "recovery"
+  out=$tmp/job-$jid.out
+  grep -q "attempt 2 finished (2 ranks)" "$out" || { cat "$out"; fail "recovery: the run did not finish on 2 ranks"; }
+  grep -q "rank $victim died on signal 9" "$out" || { cat "$out"; fail "recovery: the supervisor did not name rank $victim"; }
+  grep -q "ended srun step .* with SIGKILL to every task" "$out" || { cat "$out"; fail "recovery: the step was not ended at once"; }
+  grep -q "resume: state snapshot of step" "$out" || { cat "$out"; fail "recovery: the relaunch did not resume from a snapshot"; }
+  /usr/bin/python3 "$src/tests/e2e/compare_losses.py" "$tmp/mpirun-switch/metrics.jsonl" \
+    "$tmp/slurm-recovery/metrics.jsonl" --rtol 1e-5 --steps $steps > /dev/null || fail "recovery: losses differ from mpirun"
+  recovery_s=$(/usr/bin/python3 - "$out" "$killed_at" <<'PY'
+import datetime, re, sys
+text = open(sys.argv[1]).read()
+after = text[text.index("launch: attempt 2:"):]
+resumed = int(re.search(r"resume: state snapshot of step (\d+)", after).group(1))
+t = re.search(r"\[(\d\d:\d\d:\d\d\.\d+)\] \[rank 0\] \[info\] step +%d/" % (resumed + 1), after).group(1)
+killed = datetime.datetime.fromtimestamp(float(sys.argv[2]))
+first = datetime.datetime.combine(killed.date(), datetime.time.fromisoformat(t))
+print(f"{(first - killed).total_seconds():.2f}")
+PY
+)
+  say "recovery: rank $victim killed, finished on 2 ranks (job $jid), losses equal to mpirun within 1e-5; kill-to-next-step $recovery_s s"
+else
+  say "part 5 (recovery) skipped: HETU_SLURM_TEST_RECOVERY=0"
 fi
 
 say "PASS"
