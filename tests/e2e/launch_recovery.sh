@@ -21,18 +21,7 @@ source "$src/tests/e2e/layout_test_lib.sh"
 setup_work launch
 make_byte_data
 steps=16
-cat > "$work/profile.toml" <<'TOML'
-[[profile]]
-device_type = "cpu"
-micro_batch = 1
-seq_len = 32
-layer_forward_s = 0.002
-layer_backward_s = 0.004
-embed_forward_s = 0.0001
-embed_backward_s = 0.0001
-head_forward_s = 0.001
-head_backward_s = 0.002
-TOML
+cp "$src/tests/data/cpu-profile-fixed.toml" "$work/profile.toml"
 cat > "$work/job.toml" <<TOML
 [job]
 name = "launch-recovery"

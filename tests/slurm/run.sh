@@ -315,4 +315,39 @@ else
   say "part 5 (recovery) skipped: HETU_SLURM_TEST_RECOVERY=0"
 fi
 
+# ---- 6. (HETU_SLURM_COMPARE=N, off by default: a measurement, not a check) kill-to-next-step
+# under srun next to mpirun: N trials each, alternating, of tests/e2e/launch_kill.py on the
+# same job (tiny.toml on 4 ranks of $node planned at launch from a fixed profile, so a relaunch
+# does not profile), a random rank SIGKILLed at a random step (seeds 1..N, the same for both);
+# srun runs inside an allocation (salloc), as under train.sbatch. Prints both medians and
+# their ratio.
+if [ "${HETU_SLURM_COMPARE:-0}" -gt 0 ]; then
+  cp "$src/tests/data/cpu-profile-fixed.toml" "$tmp/profile.toml"
+  sed -e "s|^dp = 1$|auto = true\nprofile = \"$tmp/profile.toml\"|" -e "s|^host = \"localhost\"|host = \"$node\"|" \
+    -e "s|^devices = { type = \"cpu\", count = 1 }|devices = { type = \"cpu\", count = 4 }|" "$tiny" > "$tmp/compare.toml"
+  cmp_args=(--job "$tmp/compare.toml" --np 4 --min-np 2 --steps 30 -- --set training.steps=30 --set training.micro_batch=1
+            "${data[@]}")
+  : > "$tmp/compare.txt"
+  for ((t = 1; t <= HETU_SLURM_COMPARE; t++)); do
+    /usr/bin/python3 "$src/tests/e2e/launch_kill.py" --hetu "$hetu" --out "$tmp/cmp-mpirun-$t" --seed "$t" "${cmp_args[@]}" \
+      --launcher-args "--bind-to none" | sed 's/^/mpirun: /' | tee -a "$tmp/compare.txt" | grep -q "kill-to-next-step" ||
+      fail "compare: mpirun trial $t (see $tmp/cmp-mpirun-$t.launch.log)"
+    salloc -Q -w "$node" -n 4 /usr/bin/python3 "$src/tests/e2e/launch_kill.py" --hetu "$hetu" --out "$tmp/cmp-srun-$t" \
+      --seed "$t" "${cmp_args[@]}" --launcher srun --launcher-args "--mpi=pmix" 2> /dev/null | sed 's/^/srun: /' |
+      tee -a "$tmp/compare.txt" | grep -q "kill-to-next-step" || fail "compare: srun trial $t (see $tmp/cmp-srun-$t.launch.log)"
+  done
+  cat "$tmp/compare.txt"
+  /usr/bin/python3 - "$tmp/compare.txt" <<'PY'
+import re, statistics, sys
+got = {"mpirun": [], "srun": []}
+for line in open(sys.argv[1]):
+    m = re.match(r"(mpirun|srun): .*kill-to-next-step ([\d.]+) s", line)
+    if m:
+        got[m.group(1)].append(float(m.group(2)))
+mp, sr = statistics.median(got["mpirun"]), statistics.median(got["srun"])
+print(f"kill-to-next-step, {len(got['srun'])} trials each: srun median {sr:.2f} s (max {max(got['srun']):.2f}), "
+      f"mpirun median {mp:.2f} s (max {max(got['mpirun']):.2f}); ratio srun / mpirun {sr / mp:.2f}")
+PY
+fi
+
 say "PASS"
