@@ -223,7 +223,8 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
       if (o.launcher != "srun") return;  // mpirun ends the survivors itself
       const StepKill k = kill_srun_step(step);  // now, not KillWait later (launch_srun.h)
       spdlog::info("{}", k.line);
-      if (!k.done && g_launcher > 0) {  // srun's own termination: SIGTERM, SIGKILL after KillWait
+      if (!k.done && g_launcher > 0) {  // srun's forced termination: SIGKILL to every task at once
+        spdlog::info("launch: ending srun step {} with two SIGINTs to srun", step);
         ::kill(g_launcher, SIGINT);
         ::usleep(200000);
         ::kill(g_launcher, SIGINT);

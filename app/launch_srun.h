@@ -8,9 +8,11 @@
 // stop" and cannot finish its step). So hetu launch runs srun with --kill-on-bad-exit=0 and
 // ends the step itself, as mpirun does: each attempt's step has a name of its own (srun
 // --job-name), squeue finds its id (one per component of a heterogeneous step) and scancel
-// --signal=KILL sends SIGKILL to every task now. When it finds no step, the supervisor falls
-// back on srun's own termination (two SIGINTs). The survivors' snapshots of the last step
-// are whole (each is renamed into place), so nothing of the recovery state is lost.
+// --signal=KILL sends SIGKILL to every task now. squeue sometimes no longer lists a step whose
+// tasks are dying (Slurm 22.05: 2 of 9 kills tried here); then the supervisor sends
+// srun two SIGINTs within a second, srun's forced termination, which also kills every task at
+// once. The survivors' snapshots of the last step are whole (each is renamed into place), so
+// nothing of the recovery state is lost.
 //
 // A heterogeneous job (hetu launch inside a heterogeneous allocation, SLURM_HET_SIZE set):
 // one srun step over every component that still has ranks, `--het-group=0 -n 8 hetu train

@@ -10,9 +10,9 @@
 #      it COMPLETES with the losses of the same model trained with dp = 2 under mpirun;
 #   4. the requeue path: scancel --signal=USR1 stops the run with a checkpoint, the script
 #      requeues the job, the rerun resumes and ends with the uninterrupted run's losses;
-#   5. a lost rank in train-hetero.sbatch (a job switching strategies, 2 + 1 tasks): hetu
-#      launch ends the step at once and the job COMPLETES on the 2 survivors with the losses
-#      of the uninterrupted mpirun run within 1e-5;
+#   5. a lost rank in train-hetero.sbatch (a job switching strategies, 2 + 1 tasks, the one on
+#      the second component killed): hetu launch names it, ends the step at once and the job
+#      COMPLETES on the 2 survivors with the losses of the uninterrupted mpirun run within 1e-5;
 # and stops every daemon by PID on exit. Needs root (daemons, apt-get); exits 77 (skip)
 # otherwise. Usage: run.sh HETU_BINARY SOURCE_DIR. HETU_SLURM_KEEP=1 keeps the folder.
 set -euo pipefail
@@ -252,11 +252,12 @@ else
 fi
 
 # ---- 5. a lost device under train-hetero.sbatch: a job that switches strategies on two
-# components (2 tasks on $node, 1 on $node2); a rank is SIGKILLed after step 7 (under the
-# second strategy, dp 2 on $node's devices: every box is on both of its ranks). hetu launch ends
-# the step at once (scancel, not KillWait), drops the device, re-plans for the 2 survivors (one
-# per component) and resumes from their snapshots: the job COMPLETES on 2 ranks with the
-# losses of the uninterrupted run on 3 ranks under mpirun within 1e-5. Prints kill-to-next-step.
+# components (dp 3 over 2 tasks on $node and 1 on $node2, then dp 2 on $node's devices after
+# step 5); rank 2, the task on $node2 (srun calls it task 0 of its component), is SIGKILLed
+# after step 3. hetu launch names rank 2, ends the step at once (scancel, not KillWait), drops
+# its device, re-plans for the 2 survivors and resumes from their snapshots: the job COMPLETES
+# on 2 ranks with the losses of the uninterrupted run on 3 ranks under mpirun within 1e-5.
+# Prints kill-to-next-step.
 if [ "$test_recovery" = 1 ]; then
   steps=24
   sed -e "s/^dp = 2$/dp = 3/" "$src/tests/slurm/tiny-hetero.toml" > "$tmp/switch-hetero.toml"
@@ -278,15 +279,15 @@ TOML
     "$src/scripts/slurm/train-hetero.sbatch" "$tmp/switch-hetero.toml" "${common[@]}" \
     --set "cluster.node[0].host=\"$node\"" --set "cluster.node[0].devices.count=2" \
     --set "cluster.node[1].host=\"$node2\"" --set "job.out_dir=\"$tmp/slurm-recovery\"")
-  victim=1
-  for ((k = 0; ; k++)); do  # after step 7, SIGKILL the task of rank $victim
-    if [ "$( { wc -l < "$tmp/slurm-recovery/metrics.jsonl"; } 2> /dev/null || echo 0)" -ge 7 ]; then
+  victim=2
+  for ((k = 0; ; k++)); do  # after step 3, SIGKILL the task of rank $victim
+    if [ "$( { wc -l < "$tmp/slurm-recovery/metrics.jsonl"; } 2> /dev/null || echo 0)" -ge 3 ]; then
       pid=$(for p in $(pgrep -f "^$hetu .* train .*attempt-1" || true); do
               tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "SLURM_PROCID=$victim" && echo "$p"
             done | head -n 1 || true)
       [ -n "$pid" ] && break
     fi
-    [ $k -lt 400 ] || { cat "$tmp/job-$jid.out"; fail "recovery: job $jid did not reach step 7"; }
+    [ $k -lt 400 ] || { cat "$tmp/job-$jid.out"; fail "recovery: job $jid did not reach step 3"; }
     sleep 0.05
   done
   kill -KILL "$pid"
@@ -295,8 +296,10 @@ TOML
   out=$tmp/job-$jid.out
   grep -q "attempt 2 finished (2 ranks)" "$out" || { cat "$out"; fail "recovery: the run did not finish on 2 ranks"; }
   grep -q "rank $victim died on signal 9" "$out" || { cat "$out"; fail "recovery: the supervisor did not name rank $victim"; }
-  grep -q "ended srun step .* with SIGKILL to every task" "$out" || { cat "$out"; fail "recovery: the step was not ended at once"; }
+  grep -qE "ended srun step .* with SIGKILL to every task|ending srun step .* with two SIGINTs" "$out" ||
+    { cat "$out"; fail "recovery: the step was not ended at once"; }
   grep -q "resume: state snapshot of step" "$out" || { cat "$out"; fail "recovery: the relaunch did not resume from a snapshot"; }
+  ! grep -q "host = \"$node2\"" "$tmp/slurm-recovery/launch/attempt-2.toml" || fail "recovery: the relaunch kept $node2's device"
   /usr/bin/python3 "$src/tests/e2e/compare_losses.py" "$tmp/mpirun-switch/metrics.jsonl" \
     "$tmp/slurm-recovery/metrics.jsonl" --rtol 1e-5 --steps $steps > /dev/null || fail "recovery: losses differ from mpirun"
   recovery_s=$(/usr/bin/python3 - "$out" "$killed_at" <<'PY'
