@@ -127,11 +127,10 @@ std::vector<std::string> placement_args(const LaunchOptions& o, const std::vecto
   return {"--host", join(slots, ",")};
 }
 
-// The launcher's command line running `train` (hetu train and its arguments): under srun a
-// step named `step` (launch_srun.h), one component per entry of `het` in a heterogeneous job.
+// The launcher's command line running `train` (hetu train and its arguments): under srun one
+// component per entry of `het` in a heterogeneous job, and no --kill-on-bad-exit (launch_srun.h).
 std::vector<std::string> launcher_argv(const LaunchOptions& o, int64_t np, const std::vector<std::string>& placement,
-                                       const std::vector<HetGroupTasks>& het, const std::string& step,
-                                       const std::vector<std::string>& train) {
+                                       const std::vector<HetGroupTasks>& het, const std::vector<std::string>& train) {
   std::vector<std::string> extra;  // --launcher-args
   for (std::string_view word : split(o.launcher_args, ' ')) {
     if (!word.empty()) extra.emplace_back(word);
@@ -149,7 +148,7 @@ std::vector<std::string> launcher_argv(const LaunchOptions& o, int64_t np, const
   }
   argv = {"srun"};
   if (het.empty()) {
-    add(argv, {"-n", std::to_string(np), "--kill-on-bad-exit=0", "--job-name=" + step});
+    add(argv, {"-n", std::to_string(np), "--kill-on-bad-exit=0"});
     add(argv, placement);
     add(argv, extra);
     add(argv, train);
@@ -157,8 +156,7 @@ std::vector<std::string> launcher_argv(const LaunchOptions& o, int64_t np, const
   }
   for (const HetGroupTasks& g : het) {
     if (argv.size() > 1) argv.emplace_back(":");
-    add(argv, {fmt::format("--het-group={}", g.group), "-n", std::to_string(g.tasks), "--kill-on-bad-exit=0",
-               "--job-name=" + step});
+    add(argv, {fmt::format("--het-group={}", g.group), "-n", std::to_string(g.tasks), "--kill-on-bad-exit=0"});
     add(argv, extra);
     add(argv, train);
   }
@@ -191,8 +189,7 @@ std::string run_id(const std::string& out_dir) {
 
 int supervise(const LaunchOptions& o, config::JobConfig job) {
   const std::string out_dir = job.job.out_dir;
-  const std::string id = run_id(out_dir);
-  const std::string state_root = "/dev/shm/hetu-" + id;
+  const std::string state_root = "/dev/shm/hetu-" + run_id(out_dir);
   // A heterogeneous Slurm allocation: one srun component per component with ranks.
   const std::vector<HetComponent> components = o.launcher == "srun" ? het_components() : std::vector<HetComponent>{};
   fs::create_directories(out_dir + "/launch");
@@ -214,21 +211,16 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
         attempt == 1 || !het.empty()
             ? std::vector<std::string>{}
             : placement_args(o, rank_hosts(job), fmt::format("{}/launch/hosts-attempt-{}", out_dir, attempt), env);
-    const std::string step = srun_step_name(id, attempt);
-    const std::vector<std::string> argv =
-        launcher_argv(o, np, placement, het, step, train_argv(o, job_file, sets, state_dir));
+    const std::vector<std::string> argv = launcher_argv(o, np, placement, het, train_argv(o, job_file, sets, state_dir));
     spdlog::info("launch: attempt {}: {}{}", attempt, env.empty() ? "" : "SLURM_HOSTFILE=" + env["SLURM_HOSTFILE"] + " ",
                  join(argv, " "));
     const LaunchResult r = run_launcher(argv, env, [&] {
-      if (o.launcher != "srun") return;  // mpirun ends the survivors itself
-      const StepKill k = kill_srun_step(step);  // now, not KillWait later (launch_srun.h)
-      spdlog::info("{}", k.line);
-      if (!k.done && g_launcher > 0) {  // srun's forced termination: SIGKILL to every task at once
-        spdlog::info("launch: ending srun step {} with two SIGINTs to srun", step);
-        ::kill(g_launcher, SIGINT);
-        ::usleep(200000);
-        ::kill(g_launcher, SIGINT);
-      }
+      if (o.launcher != "srun" || g_launcher <= 0) return;  // mpirun ends the survivors itself
+      // srun's forced termination: SIGKILL to every task now, not KillWait later (launch_srun.h).
+      spdlog::info("launch: ending the srun step at once (two SIGINTs to srun: SIGKILL to every task)");
+      ::kill(g_launcher, SIGINT);
+      ::usleep(200000);
+      ::kill(g_launcher, SIGINT);
     });
     auto finish = [&](int code) {
       std::error_code ec;

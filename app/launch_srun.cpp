@@ -1,4 +1,4 @@
-// srun_step_name, kill_srun_step, het_components, het_group_tasks and het_rank (launch_srun.h).
+// het_components, het_group_tasks and het_rank (launch_srun.h).
 #include "app/launch_srun.h"
 
 #include <cstdio>
@@ -33,25 +33,6 @@ std::vector<std::string> words(const std::string& text) {
 }
 
 }  // namespace
-
-std::string srun_step_name(const std::string& run_id, int64_t attempt) {
-  return fmt::format("hetu-{}-attempt-{}", run_id, attempt);
-}
-
-StepKill kill_srun_step(const std::string& step) {
-  // The name is ours (srun_step_name: no shell characters); a heterogeneous step is listed
-  // once per component, each under its component's job id. squeue --name also lists the
-  // batch script's own step ("5.batch"), so each line's name is checked.
-  std::vector<std::string> ids;
-  for (std::string_view line : split(command_output(fmt::format("squeue -h -s --name={} -o '%i %j' 2>/dev/null", step)), '\n')) {
-    const std::vector<std::string> id_name = words(std::string(line));
-    if (id_name.size() == 2 && id_name[1] == step) ids.push_back(id_name[0]);
-  }
-  if (ids.empty()) return {false, fmt::format("launch: squeue lists no running srun step named {}", step)};
-  const int rc = std::system(fmt::format("scancel --signal=KILL {}", join(ids, " ")).c_str());
-  if (rc != 0) return {false, fmt::format("launch: scancel --signal=KILL {} exited {}", join(ids, " "), rc)};
-  return {true, fmt::format("launch: ended srun step {} ({}) with SIGKILL to every task", join(ids, ", "), step)};
-}
 
 std::vector<HetComponent> het_components() {
   const char* size = std::getenv("SLURM_HET_SIZE");

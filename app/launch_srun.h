@@ -3,16 +3,15 @@
 //
 // Ending a step at once: when a task dies, srun --kill-on-bad-exit ends the step the way Slurm
 // ends any job, SIGTERM and then SIGKILL only KillWait seconds later (slurm.conf, 30 s by
-// default; a SIGKILL asked for meanwhile waits for it too), and the survivors, blocked in a
-// collective with the dead rank, wait it out (hetu train takes SIGTERM as "checkpoint and
-// stop" and cannot finish its step). So hetu launch runs srun with --kill-on-bad-exit=0 and
-// ends the step itself, as mpirun does: each attempt's step has a name of its own (srun
-// --job-name), squeue finds its id (one per component of a heterogeneous step) and scancel
-// --signal=KILL sends SIGKILL to every task now. squeue sometimes no longer lists a step whose
-// tasks are dying (Slurm 22.05: 2 of 9 kills tried here); then the supervisor sends
-// srun two SIGINTs within a second, srun's forced termination, which also kills every task at
-// once. The survivors' snapshots of the last step are whole (each is renamed into place), so
-// nothing of the recovery state is lost.
+// default; a scancel --signal=KILL meanwhile waits for it too), and the survivors, blocked in
+// a collective with the dead rank, wait it out (hetu train takes SIGTERM as "checkpoint and
+// stop" and cannot finish its step). So hetu launch runs srun with --kill-on-bad-exit=0 and,
+// once srun reports a dead task, sends srun two SIGINTs within a second (cmd_launch.cpp):
+// srun's forced termination, SIGKILL to every task of every component at once, as mpirun
+// ends the survivors itself. (Finding the step with squeue and scancel --signal=KILL was
+// tried first: squeue sometimes no longer lists a step, or a component of a heterogeneous
+// step, whose tasks are dying.) The survivors' snapshots of the last step are whole (each is
+// renamed into place), so nothing of the recovery state is lost.
 //
 // A heterogeneous job (hetu launch inside a heterogeneous allocation, SLURM_HET_SIZE set):
 // one srun step over every component that still has ranks, `--het-group=0 -n 8 hetu train
@@ -21,9 +20,8 @@
 // a component's nodes), so the job file lists its nodes in that order; srun's report of a
 // dead task numbers it within its component (het_rank gives its rank).
 //
-//   const std::string step = srun_step_name(run_id, attempt);  // srun --job-name=<step>
-//   if (!kill_srun_step(step).done) ...                         // when a task died
 //   for (const HetGroupTasks& g : het_group_tasks(het_components(), hosts)) ...
+//   rank = het_rank(components, tasks, failure.line, failure.rank);
 #pragma once
 
 #include <cstdint>
@@ -31,17 +29,6 @@
 #include <vector>
 
 namespace hetu::app {
-
-// The step name of attempt `attempt` of the supervision `run_id` (letters, digits, - and _).
-std::string srun_step_name(const std::string& run_id, int64_t attempt);
-
-struct StepKill {
-  bool done = false;  // scancel sent SIGKILL to the step's tasks
-  std::string line;   // for the log: what it did, or why not (no step found: not inside an allocation)
-};
-
-// SIGKILL now to every task of the running steps named `step` (squeue, scancel).
-StepKill kill_srun_step(const std::string& step);
 
 // A component of the heterogeneous allocation this process runs in: its index and its nodes.
 struct HetComponent {

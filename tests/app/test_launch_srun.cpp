@@ -35,8 +35,3 @@ TEST_CASE("launch srun: a dead task's rank counts the components before it", "[l
   CHECK_THROWS_AS(het_rank(kComponents, tasks, "srun: error: zz: task 0: Killed", 0), UsageError);
   CHECK_THROWS_AS(het_rank(kComponents, tasks, "Exit code: 1", 0), UsageError);
 }
-
-TEST_CASE("launch srun: each attempt's step has its own name", "[launch]") {
-  CHECK(srun_step_name("run_1-42", 2) == "hetu-run_1-42-attempt-2");
-  CHECK(srun_step_name("run_1-42", 2) != srun_step_name("run_1-42", 3));
-}
