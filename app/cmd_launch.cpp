@@ -9,7 +9,8 @@
 // resumes from the durable checkpoint. A failure during recovery is handled the same way
 // down to --min-np ranks. SIGINT/SIGTERM/SIGUSR1 go on to the launcher and end the
 // supervision. A relaunch places its ranks on the hosts the derived job names (block
-// placement; placement_args). A job that switches strategies loses them with the device
+// placement; placement_args); under srun it ends a failed step at once and spans a
+// heterogeneous job's components (launch_srun.h). A job that switches strategies loses them with the device
 // (launch_job.h). Logs to the console and out_dir/logs/launch.log.
 #include <fcntl.h>
 #include <signal.h>
@@ -128,7 +129,7 @@ std::vector<std::string> placement_args(const LaunchOptions& o, const std::vecto
 }
 
 // The launcher's command line running `train` (hetu train and its arguments): under srun one
-// component per entry of `het` in a heterogeneous job, and no --kill-on-bad-exit (launch_srun.h).
+// component per entry of `het` in a heterogeneous job, with --kill-on-bad-exit=0 (launch_srun.h).
 std::vector<std::string> launcher_argv(const LaunchOptions& o, int64_t np, const std::vector<std::string>& placement,
                                        const std::vector<HetGroupTasks>& het, const std::vector<std::string>& train) {
   std::vector<std::string> extra;  // --launcher-args
