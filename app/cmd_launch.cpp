@@ -10,8 +10,8 @@
 // down to --min-np ranks. SIGINT/SIGTERM/SIGUSR1 go on to the launcher and end the
 // supervision. A relaunch places its ranks on the hosts the derived job names (block
 // placement; placement_args); under srun it ends a failed step at once and spans a
-// heterogeneous job's components (launch_srun.h). A job that switches strategies loses them with the device
-// (launch_job.h). Logs to the console and out_dir/logs/launch.log.
+// heterogeneous job's components (launch_srun.h). A job that switches strategies loses them
+// with the device (launch_job.h). Logs to the console and out_dir/logs/launch.log.
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
