@@ -9,7 +9,9 @@
 // resumes from the durable checkpoint. A failure during recovery is handled the same way
 // down to --min-np ranks. SIGINT/SIGTERM/SIGUSR1 go on to the launcher and end the
 // supervision. A relaunch places its ranks on the hosts the derived job names (block
-// placement; placement_args). Logs to the console and out_dir/logs/launch.log.
+// placement; placement_args); under srun it ends a failed step at once and spans a
+// heterogeneous job's components (launch_srun.h). A job that switches strategies loses them
+// with the device (launch_job.h). Logs to the console and out_dir/logs/launch.log.
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -20,6 +22,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -28,6 +31,7 @@
 #include "app/commands.h"
 #include "app/launch_failure.h"
 #include "app/launch_job.h"
+#include "app/launch_srun.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -55,7 +59,9 @@ struct LaunchResult {
 
 // Runs argv (with `env` added to its environment), passing its stderr through line by line to
 // ours while reading it for a dead rank.
-LaunchResult run_launcher(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+// `on_failure` runs once, as soon as the dead rank is read (srun: ending the step at once).
+LaunchResult run_launcher(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                          const std::function<void()>& on_failure) {
   int fds[2];
   HT_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "launch: pipe: {}", std::strerror(errno));
   const pid_t pid = ::fork();
@@ -85,7 +91,10 @@ LaunchResult run_launcher(const std::vector<std::string>& argv, const std::map<s
     for (size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1)) {
       const bool known = parser.failure().has_value();
       parser.feed(pending.substr(0, end));
-      if (!known && parser.failure()) result.failed_at = Clock::now();
+      if (!known && parser.failure()) {
+        result.failed_at = Clock::now();
+        if (on_failure) on_failure();
+      }
     }
   }
   if (!pending.empty()) parser.feed(pending);
@@ -119,21 +128,45 @@ std::vector<std::string> placement_args(const LaunchOptions& o, const std::vecto
   return {"--host", join(slots, ",")};
 }
 
+// The launcher's command line running `train` (hetu train and its arguments): under srun one
+// component per entry of `het` in a heterogeneous job, with --kill-on-bad-exit=0 (launch_srun.h).
 std::vector<std::string> launcher_argv(const LaunchOptions& o, int64_t np, const std::vector<std::string>& placement,
-                                       const std::string& job, const std::vector<std::string>& sets,
-                                       const std::string& state_dir) {
-  std::vector<std::string> argv;
-  if (o.launcher == "srun") {
-    argv = {"srun", "-n", std::to_string(np), "--kill-on-bad-exit=1"};
-  } else {
-    argv = {"mpirun", "-np", std::to_string(np)};
-  }
-  argv.insert(argv.end(), placement.begin(), placement.end());
+                                       const std::vector<HetGroupTasks>& het, const std::vector<std::string>& train) {
+  std::vector<std::string> extra;  // --launcher-args
   for (std::string_view word : split(o.launcher_args, ' ')) {
-    if (!word.empty()) argv.emplace_back(word);
+    if (!word.empty()) extra.emplace_back(word);
   }
-  argv.push_back(fs::read_symlink("/proc/self/exe").string());
-  argv.insert(argv.end(), {"--log-level", o.log_level_flag, "train", job});
+  auto add = [](std::vector<std::string>& to, const std::vector<std::string>& words) {
+    to.insert(to.end(), words.begin(), words.end());
+  };
+  std::vector<std::string> argv;
+  if (o.launcher != "srun") {
+    argv = {"mpirun", "-np", std::to_string(np)};
+    add(argv, placement);
+    add(argv, extra);
+    add(argv, train);
+    return argv;
+  }
+  argv = {"srun"};
+  if (het.empty()) {
+    add(argv, {"-n", std::to_string(np), "--kill-on-bad-exit=0"});
+    add(argv, placement);
+    add(argv, extra);
+    add(argv, train);
+    return argv;
+  }
+  for (const HetGroupTasks& g : het) {
+    if (argv.size() > 1) argv.emplace_back(":");
+    add(argv, {fmt::format("--het-group={}", g.group), "-n", std::to_string(g.tasks), "--kill-on-bad-exit=0"});
+    add(argv, extra);
+    add(argv, train);
+  }
+  return argv;
+}
+
+std::vector<std::string> train_argv(const LaunchOptions& o, const std::string& job, const std::vector<std::string>& sets,
+                                    const std::string& state_dir) {
+  std::vector<std::string> argv{fs::read_symlink("/proc/self/exe").string(), "--log-level", o.log_level_flag, "train", job};
   for (const std::string& s : sets) argv.insert(argv.end(), {"--set", s});
   argv.insert(argv.end(), {"--state-dir", state_dir});
   if (o.stop_at_step > 0) argv.insert(argv.end(), {"--stop-at-step", std::to_string(o.stop_at_step)});
@@ -158,6 +191,8 @@ std::string run_id(const std::string& out_dir) {
 int supervise(const LaunchOptions& o, config::JobConfig job) {
   const std::string out_dir = job.job.out_dir;
   const std::string state_root = "/dev/shm/hetu-" + run_id(out_dir);
+  // A heterogeneous Slurm allocation: one srun component per component with ranks.
+  const std::vector<HetComponent> components = o.launcher == "srun" ? het_components() : std::vector<HetComponent>{};
   fs::create_directories(out_dir + "/launch");
   std::string job_file = o.config_path;  // the first attempt runs the job as given
   std::vector<std::string> sets = o.overrides;
@@ -167,13 +202,27 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
   for (int64_t attempt = 1;; ++attempt) {
     const std::string state_dir = fmt::format("{}/attempt-{}", state_root, attempt);
     std::map<std::string, std::string> env;
+    std::vector<HetGroupTasks> het;  // a heterogeneous job's tasks per component (block placement in each)
+    if (!components.empty()) {
+      std::vector<std::string> hosts;
+      for (const config::NodeSection& n : job.cluster.nodes) hosts.insert(hosts.end(), static_cast<size_t>(n.count), n.host);
+      het = het_group_tasks(components, hosts);
+    }
     const std::vector<std::string> placement =  // the first attempt runs where the launcher puts it
-        attempt == 1 ? std::vector<std::string>{}
-                     : placement_args(o, rank_hosts(job), fmt::format("{}/launch/hosts-attempt-{}", out_dir, attempt), env);
-    const std::vector<std::string> argv = launcher_argv(o, np, placement, job_file, sets, state_dir);
+        attempt == 1 || !het.empty()
+            ? std::vector<std::string>{}
+            : placement_args(o, rank_hosts(job), fmt::format("{}/launch/hosts-attempt-{}", out_dir, attempt), env);
+    const std::vector<std::string> argv = launcher_argv(o, np, placement, het, train_argv(o, job_file, sets, state_dir));
     spdlog::info("launch: attempt {}: {}{}", attempt, env.empty() ? "" : "SLURM_HOSTFILE=" + env["SLURM_HOSTFILE"] + " ",
                  join(argv, " "));
-    const LaunchResult r = run_launcher(argv, env);
+    const LaunchResult r = run_launcher(argv, env, [&] {
+      if (o.launcher != "srun" || g_launcher <= 0) return;  // mpirun ends the survivors itself
+      // srun's forced termination: SIGKILL to every task now, not KillWait later (launch_srun.h).
+      spdlog::info("launch: ending the srun step at once (two SIGINTs to srun: SIGKILL to every task)");
+      ::kill(g_launcher, SIGINT);
+      ::usleep(200000);
+      ::kill(g_launcher, SIGINT);
+    });
     auto finish = [&](int code) {
       std::error_code ec;
       fs::remove_all(state_root, ec);
@@ -191,7 +240,8 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
       spdlog::error("launch: {} exited {} without naming a rank that died; not relaunching", o.launcher, r.exit_code);
       return finish(r.exit_code);
     }
-    const LaunchFailure& f = *r.failure;
+    LaunchFailure f = *r.failure;
+    if (!het.empty()) f.rank = het_rank(components, het, f.line, f.rank);  // srun numbered it in its component
     if (f.signal == 0 && f.exit_code == 2) {
       spdlog::error("launch: {} (a usage or job-file error); not relaunching", describe(f));
       return finish(2);
@@ -210,6 +260,10 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
     std::error_code ec;
     fs::remove_all(fmt::format("{}/rank-{}", state_dir, f.rank), ec);
     const std::string profile = out_dir + "/profile.toml";
+    if (const std::string dropped = dropped_layout_note(job); !dropped.empty()) {
+      spdlog::warn("launch: {} name devices; the relaunch drops them and trains the re-planned layout for the rest of "
+                   "the run (any layout trains the same model)", dropped);
+    }
     job = job_without_device(job, f.rank, fs::exists(profile) ? fs::absolute(profile).string() : "");
     job_file = fmt::format("{}/launch/attempt-{}.toml", out_dir, attempt + 1);
     write_file_atomic(job_file, config::to_toml(job));
@@ -235,9 +289,6 @@ int run_launch(const LaunchOptions& options) {
   const auto needed = static_cast<int64_t>(c.strategy_devices().size());
   if (needed != options.np) {
     HT_USAGE_ERROR("launch: --np {} but the [parallel] groups of {} name {} device(s)", options.np, c.source, needed);
-  }
-  if (!c.switches.empty() || !c.strategies.empty()) {
-    job_without_device(c, 0, "");  // the same error a recovery would give, before anything runs
   }
   init_logging({0, options.log_level, c.job.out_dir + "/logs/launch.log", true});
   for (int sig : {SIGINT, SIGTERM, SIGUSR1}) {

@@ -1,17 +1,14 @@
-// job_without_device (launch_job.h).
+// job_without_device, dropped_layout_note and rank_hosts (launch_job.h).
 #include "app/launch_job.h"
 
 #include <algorithm>
 
 #include "lib/util/error.h"
+#include "lib/util/strings.h"
 
 namespace hetu::app {
 
 config::JobConfig job_without_device(const config::JobConfig& c, int64_t rank, const std::string& profile) {
-  if (!c.switches.empty() || !c.strategies.empty()) {
-    HT_USAGE_ERROR("{}: hetu launch re-plans a job for the devices left after a failure; [[parallel.strategy]] and "
-                   "[[parallel.switch]] name devices, so they cannot be used under it", c.source);
-  }
   config::JobConfig next = c;
   int64_t first = 0;  // the node's first device in node order
   bool removed = false;
@@ -27,9 +24,26 @@ config::JobConfig job_without_device(const config::JobConfig& c, int64_t rank, c
   next.parallel.auto_plan = true;
   next.parallel.replicas.clear();
   next.parallel.shorthand.reset();
+  next.strategies.clear();  // they name devices; the survivors train the re-planned layout
+  next.switches.clear();
   if (next.parallel.profile.empty()) next.parallel.profile = profile;
   next.checkpoint.resume = "auto";
   return next;
+}
+
+std::string dropped_layout_note(const config::JobConfig& c) {
+  std::vector<std::string> parts;
+  if (!c.strategies.empty()) {
+    std::vector<std::string> names;
+    for (const config::StrategySection& s : c.strategies) names.push_back(s.name);
+    parts.push_back(fmt::format("the {} [[parallel.strategy]] ({})", names.size(), join(names, ", ")));
+  }
+  if (!c.switches.empty()) {
+    std::vector<std::string> steps;
+    for (const config::SwitchSection& s : c.switches) steps.push_back(fmt::format("after step {} to {}", s.at_step, s.strategy));
+    parts.push_back(fmt::format("the [[parallel.switch]] list ({})", join(steps, ", ")));
+  }
+  return join(parts, " and ");
 }
 
 std::vector<std::string> rank_hosts(const config::JobConfig& c) {

@@ -5,6 +5,12 @@
 // the r-th device of the cluster in node order (the rank map under rehearse, and the block
 // placement mpirun and srun use by default).
 //
+// A job whose layouts name devices ([[parallel.strategy]], [[parallel.switch]], explicit
+// groups) cannot keep them once a device is gone: the relaunch drops its strategies and
+// switches with the rest of its layout and trains the re-planned layout for the rest of the
+// run (any layout trains the same model, so the losses do not change; the switches after the
+// failure are not made). dropped_layout_note says what went, for the supervisor's log.
+//
 //   config::JobConfig next = job_without_device(c, /*rank=*/2, out_dir + "/profile.toml");
 //   write_file_atomic(out_dir + "/launch/attempt-2.toml", config::to_toml(next));
 #pragma once
@@ -18,9 +24,12 @@
 namespace hetu::app {
 
 // `profile`: a hetu profile file for [parallel] profile when the job names none (empty: keep).
-// UsageError when the job switches strategies ([[parallel.switch]] names devices) or `rank`
-// is not a device of its cluster.
+// UsageError when `rank` is not a device of its cluster.
 config::JobConfig job_without_device(const config::JobConfig& c, int64_t rank, const std::string& profile);
+
+// What job_without_device drops of `c` beyond its groups: "the 3 [[parallel.strategy]] (a, b,
+// c) and the [[parallel.switch]] list (after step 3 to a, ...)"; empty when it has neither.
+std::string dropped_layout_note(const config::JobConfig& c);
 
 // The host of each rank, in rank order (block placement over the nodes), for a relaunch to
 // place its ranks explicitly (mpirun --host, srun's SLURM_HOSTFILE); empty when the job

@@ -1,6 +1,6 @@
 // hetu launch's pure parts: which rank the launcher says died (launch_failure.h), against
 // messages copied from Open MPI 4.1 and Slurm, and the job it relaunches after losing a rank
-// (launch_job.h), against hand-written expectations.
+// (launch_job.h; also for a job that switches strategies), against hand-written expectations.
 #include <catch2/catch.hpp>
 
 #include "app/config/config.h"
@@ -101,4 +101,20 @@ TEST_CASE("launch: a relaunch's ranks go to the hosts of the derived cluster, in
   config::JobConfig rehearsed = c;
   rehearsed.cluster.rehearse = true;
   CHECK(rank_hosts(rehearsed).empty());
+}
+
+TEST_CASE("launch: a job that switches strategies is relaunched on one re-planned layout", "[launch]") {
+  const config::JobConfig c = job("[parallel]\ndp = 3\n[[parallel.strategy]]\nname = \"half\"\ntp = 2\n"
+                                  "devices = \"a:0-1\"\n[[parallel.switch]]\nat_step = 1\nstrategy = \"half\"\n");
+  CHECK(dropped_layout_note(c) ==
+        "the 1 [[parallel.strategy]] (half) and the [[parallel.switch]] list (after step 1 to half)");
+  CHECK(dropped_layout_note(job("[parallel]\ndp = 3\n")).empty());
+  const config::JobConfig next = job_without_device(c, 0, "");  // a device "half" names
+  CHECK(next.strategies.empty());
+  CHECK(next.switches.empty());
+  CHECK(next.parallel.auto_plan);
+  CHECK(dropped_layout_note(next).empty());
+  const config::JobConfig reloaded = config::load_job_config_text(config::to_toml(next), "derived.toml", {}).config;
+  CHECK(reloaded.strategies.empty());
+  CHECK(reloaded.cluster.num_devices() == 2);
 }

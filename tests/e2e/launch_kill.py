@@ -54,8 +54,8 @@ def rank_pids(launch_pid, attempt):
             env = open(f"/proc/{d}/environ", "rb").read().split(b"\0")
         except OSError:
             continue
-        for e in env:
-            if e.startswith(b"OMPI_COMM_WORLD_RANK="):
+        for e in env:  # mpirun's rank, or srun's task id
+            if e.startswith(b"OMPI_COMM_WORLD_RANK=") or e.startswith(b"SLURM_PROCID="):
                 out[int(e.split(b"=")[1])] = int(d)
     return out
 

@@ -6,8 +6,12 @@
 # tensor shards the relaunch assembles from several survivors' files) and checks that the run finished on 3 ranks (2
 # after the second kill) from the survivors' state snapshots with at most one step recomputed, that
 # metrics.jsonl holds every step exactly once and every loss equals the uninterrupted
-# one-device run within 1e-5 relative. Then: a pipeline of 2 (dp = 1, no state on two ranks)
-# falls back to the durable checkpoint; and a loss below --min-np ends with a clear error.
+# one-device run within 1e-5 relative. Then: a job that switches strategies in memory
+# ([[parallel.switch]]: dp 4, pp 2 x dp 2 after step 4, dp 2 on half the devices after step 9)
+# loses a random rank: the relaunch drops its strategies and switches (logged), trains the
+# re-planned layout from the survivors' snapshots, and its losses equal the one-device run's
+# within 1e-5; a pipeline of 2 (dp = 1, no state on two ranks) falls back to the durable
+# checkpoint; and a loss below --min-np ends with a clear error.
 # TRIALS (default 3) sets the number of random trials (scripts/bench/launch_recovery.sh: 10).
 # usage: launch_recovery.sh HETU SOURCE_DIR
 set -euo pipefail
@@ -17,18 +21,7 @@ source "$src/tests/e2e/layout_test_lib.sh"
 setup_work launch
 make_byte_data
 steps=16
-cat > "$work/profile.toml" <<'TOML'
-[[profile]]
-device_type = "cpu"
-micro_batch = 1
-seq_len = 32
-layer_forward_s = 0.002
-layer_backward_s = 0.004
-embed_forward_s = 0.0001
-embed_backward_s = 0.0001
-head_forward_s = 0.001
-head_backward_s = 0.002
-TOML
+cp "$src/tests/data/cpu-profile-fixed.toml" "$work/profile.toml"
 cat > "$work/job.toml" <<TOML
 [job]
 name = "launch-recovery"
@@ -87,6 +80,34 @@ for ((t = 1; t <= trials; t++)); do
   kill_trial "trial-$t" --job "$work/$job.toml" --seed "$seed" "${mode[@]}"
   compare_runs ref "trial-$t" 1e-5 --steps "$steps" > /dev/null
 done
+
+# A job that switches strategies: the strategies name devices, so the relaunch re-plans (and
+# profiles first: the first attempt was not planned at launch) for the survivors.
+sed -e '/^auto = true/d' -e 's/^profile = .*/dp = 4/' "$work/job.toml" > "$work/switch.toml"
+cat >> "$work/switch.toml" <<'TOML'
+[[parallel.strategy]]
+name = "pp2-dp2"
+pp = 2
+dp = 2
+[[parallel.strategy]]
+name = "dp2-half"
+dp = 2
+devices = "localhost:0-1"
+[[parallel.switch]]
+at_step = 4
+strategy = "pp2-dp2"
+[[parallel.switch]]
+at_step = 9
+strategy = "dp2-half"
+TOML
+seed=$((RANDOM))
+echo "strategy switches (seed $seed):"
+kill_trial switch --job "$work/switch.toml" --seed "$seed"
+compare_runs ref switch 1e-5 --steps "$steps" > /dev/null
+grep -q "the relaunch drops them and trains the re-planned layout" "$work/switch.launch.log" ||
+  fail "switch: the supervisor did not log that it dropped the strategies and switches"
+! grep -q "parallel.switch\|parallel.strategy" "$work/switch/launch/attempt-2.toml" ||
+  fail "switch: the relaunched job still switches strategies"
 
 # dp = 1: the two stages' state is on one rank each, so the survivor resumes from the last
 # durable checkpoint (step 5 or 10), and still holds every step once with the same losses.
