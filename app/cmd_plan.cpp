@@ -6,9 +6,13 @@
 // micro-batch, its peak memory per device against the device's memory and its bubble; the
 // step time, tokens/s and MFU. Without --profile the cluster's CPU types are profiled in this
 // process first (cluster_profile.h); `--profile none` prices everything from the catalogue.
+// A job with `data.packing = "documents"` and [[parallel.strategy]] layouts also gets, with
+// --evaluate, the per-batch layouts the bucket planner (lib/plan/bucket_planner.h) picks for
+// a long-tailed batch: a table per bucket next to the best single strategy.
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -17,7 +21,9 @@
 #include "app/commands.h"
 #include "app/layout_cost.h"
 #include "app/layout_search.h"
+#include "lib/io/document_packing.h"
 #include "lib/ops/ops.h"
+#include "lib/plan/bucket_planner.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -81,6 +87,82 @@ void print_table(const LayoutEstimate& e) {
   std::printf("predicted step %.4f s (pipeline %.4f, gradient sync %.4f, optimizer %.4f) | %.0f tokens/s | MFU %.1f%%\n",
               p.step_s, p.pipeline_s, p.grad_sync_s, p.optimizer_s, e.tokens_per_step / p.step_s,
               100 * e.flops_per_token * e.tokens_per_step / p.step_s / e.peak_flops);
+}
+
+// Every strategy of the job (default first) priced for documents: its own layout's estimate,
+// parameters and gradients moved over the cluster's slowest link unless it is the default.
+std::vector<plan::DocumentStrategy> document_strategies(const config::LoadedConfig& loaded, const Profile& profile) {
+  const plan::SearchCluster cluster = search_cluster(loaded, profile);
+  plan::Link slowest = cluster.links.at(0).at(0);
+  for (const auto& row : cluster.links)
+    for (const plan::Link& l : row)
+      if (l.transfer_s(1e6) > slowest.transfer_s(1e6)) slowest = l;
+  std::vector<std::string> names{config::kDefaultStrategy};
+  for (const config::StrategySection& s : loaded.config.strategies) names.push_back(s.name);
+  std::vector<plan::DocumentStrategy> out;
+  for (const std::string& name : names) {
+    config::LoadedConfig under = loaded;
+    under.config.parallel = loaded.config.strategy(name);
+    const LayoutEstimate e = estimate_layout(under, profile);
+    std::vector<std::vector<double>> memory;
+    std::vector<int64_t> micro_batch;
+    for (size_t r = 0; r < e.stages.size(); ++r) {
+      memory.emplace_back();
+      for (const StageEstimateInfo& info : e.stages[r]) memory.back().push_back(info.memory_bytes);
+      micro_batch.push_back(under.config.parallel.replicas[r].micro_batch);
+    }
+    out.push_back(plan::document_strategy(name, e.replicas, memory, micro_batch, loaded.config.training.seq_len,
+                                          name == config::kDefaultStrategy ? nullptr : &slowest));
+  }
+  return out;
+}
+
+// The bucket planner on a long-tailed global batch (lib/io long_tailed_lengths, 32 to seq_len
+// tokens, the job's seed) of the job's tokens per step.
+nlohmann::json plan_buckets(const config::LoadedConfig& loaded, const Profile& profile, bool print) {
+  const config::JobConfig& c = loaded.config;
+  const double batch_tokens = static_cast<double>(c.training.global_batch * c.training.seq_len);
+  const int64_t shortest = std::min<int64_t>(32, c.training.seq_len);
+  const std::vector<int64_t> drawn = io::long_tailed_lengths(static_cast<int64_t>(batch_tokens) / shortest + 1, shortest,
+                                                             c.training.seq_len, c.job.seed);
+  std::vector<int64_t> lengths;
+  double tokens = 0;
+  for (size_t i = 0; tokens < batch_tokens; ++i) {  // the last one cut to fill the batch exactly
+    lengths.push_back(std::min<int64_t>(drawn[i], static_cast<int64_t>(batch_tokens - tokens)));
+    tokens += static_cast<double>(lengths.back());
+  }
+  const plan::BucketPlanner planner(document_strategies(loaded, profile), {.max_batch_tokens = static_cast<int64_t>(tokens)});
+  const auto start = std::chrono::steady_clock::now();
+  const plan::BucketPlan plan = planner.plan(lengths);
+  const double plan_ms = 1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  plan::DocumentLoad all;
+  for (int64_t l : lengths) all.add(l);
+  size_t single = 0;
+  for (size_t s = 1; s < planner.strategies().size(); ++s)
+    if (planner.bucket_s(s, all) < planner.bucket_s(single, all)) single = s;
+  const double single_s = planner.bucket_s(single, all);
+  nlohmann::json buckets = nlohmann::json::array();
+  for (const plan::PlannedBucket& b : plan.buckets) {
+    buckets.push_back({{"max_len", b.max_len ? nlohmann::json(*b.max_len) : nlohmann::json(nullptr)},
+                       {"strategy", b.strategy}, {"documents", b.documents}, {"tokens", b.tokens},
+                       {"predicted_s", b.predicted_s}});
+  }
+  if (print) {
+    std::printf("per-batch layouts (data.packing = \"documents\"): %zu long-tailed documents of up to %lld tokens "
+                "(seed %llu), planned in %.2f ms; compute and switches only (gradient sync and optimizer as above)\n",
+                lengths.size(), static_cast<long long>(c.training.seq_len), static_cast<unsigned long long>(c.job.seed),
+                plan_ms);
+    std::printf("  %6s  %8s  %-14s  %9s  %9s  %11s\n", "bucket", "max_len", "strategy", "documents", "tokens", "predicted s");
+    for (size_t i = 0; i < plan.buckets.size(); ++i) {
+      const plan::PlannedBucket& b = plan.buckets[i];
+      std::printf("  %6zu  %8s  %-14s  %9lld  %9.0f  %11.4f\n", i, b.max_len ? std::to_string(*b.max_len).c_str() : "-",
+                  b.strategy.c_str(), static_cast<long long>(b.documents), b.tokens, b.predicted_s);
+    }
+    std::printf("  buckets %.4f s against %.4f s for the best single strategy (%s): %.2fx\n", plan.predicted_s, single_s,
+                planner.strategies()[single].name.c_str(), single_s / plan.predicted_s);
+  }
+  return {{"buckets", buckets}, {"predicted_s", plan.predicted_s}, {"best_single_strategy", planner.strategies()[single].name},
+          {"best_single_s", single_s}, {"documents", lengths.size()}, {"plan_ms", plan_ms}};
 }
 
 double mfu(const LayoutEstimate& e) { return e.flops_per_token * e.tokens_per_step / e.prediction.step_s / e.peak_flops; }
@@ -184,11 +266,15 @@ int run_plan(const PlanOptions& options) {
                  "device (hetu plan without --evaluate shows what auto would choose)", loaded.config.source);
   }
   const LayoutEstimate estimate = estimate_layout(loaded, profile);
+  const bool buckets = loaded.config.data.packing == config::Packing::documents && !loaded.config.strategies.empty();
   if (options.json) {
-    std::printf("%s\n", to_json(estimate).dump(2).c_str());
+    nlohmann::json j = to_json(estimate);
+    if (buckets) j["per_batch_layouts"] = plan_buckets(loaded, profile, false);
+    std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("hetu plan --evaluate %s\n", loaded.config.source.c_str());
     print_table(estimate);
+    if (buckets) plan_buckets(loaded, profile, true);
   }
   return 0;
 }

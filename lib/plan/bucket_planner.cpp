@@ -28,7 +28,7 @@ namespace hetu::plan {
 // path (pipeline_time) scales with all its durations; q / t = Σ L² / Σ L of the run is the same
 // for every replica. G_m is tabulated once per strategy and replica, for m up to what
 // max_batch_tokens needs, at ratio_points ratios spaced evenly in log between 1 and the
-// strategy's micro_batch_tokens (the ratio of any run lies there), and interpolated linearly
+// strategy's widest micro-batch (the ratio of any run lies there), and interpolated linearly
 // between them: exact at the grid and wherever one stage stays the bottleneck (G_m then is
 // linear), otherwise within a small fraction (G_m is a max of linear functions, convex);
 // test_bucket_planner checks it against load_time_s. Memory is tabulated the same way
@@ -50,17 +50,19 @@ BucketPlanner::BucketPlanner(std::vector<DocumentStrategy> strategies, BucketPla
   for (const DocumentStrategy& s : strategies_) {
     HT_USAGE_CHECK(names.insert(s.name).second, "bucket planner: two strategies named '{}'", s.name);
     HT_USAGE_CHECK(!s.replicas.empty(), "bucket planner: strategy '{}' has no replicas", s.name);
-    HT_USAGE_CHECK(s.micro_batch_tokens >= 1 && s.priced_tokens > 0 && s.priced_seq_len > 0,
-                   "bucket planner: strategy '{}' has no micro-batch size", s.name);
+    HT_USAGE_CHECK(s.priced_seq_len > 0, "bucket planner: strategy '{}' has no priced sequence length", s.name);
     double shares = 0;
+    int64_t widest = 1;
     for (const DocumentReplica& r : s.replicas) {
-      HT_USAGE_CHECK(!r.stages.empty() && r.memory_bytes.size() == r.stages.size() && r.share > 0,
-                     "bucket planner: strategy '{}' has a replica without stages, memory or share", s.name);
+      HT_USAGE_CHECK(!r.stages.empty() && r.memory_bytes.size() == r.stages.size() && r.share > 0 &&
+                         r.priced_tokens > 0 && r.micro_batch_tokens >= 1,
+                     "bucket planner: strategy '{}' has a replica without stages, memory, share or micro-batch", s.name);
       shares += r.share;
+      widest = std::max(widest, r.micro_batch_tokens);
     }
     const auto points = static_cast<size_t>(options_.ratio_points);
     std::vector<double> ratios(points);
-    const double top = std::log(std::max(2.0, static_cast<double>(s.micro_batch_tokens)));
+    const double top = std::log(std::max(2.0, static_cast<double>(widest)));
     for (size_t k = 0; k < points; ++k) ratios[k] = std::exp(top * static_cast<double>(k) / static_cast<double>(points - 1));
     std::vector<ReplicaTable> tables;
     for (size_t r = 0; r < s.replicas.size(); ++r) {
@@ -68,14 +70,14 @@ BucketPlanner::BucketPlanner(std::vector<DocumentStrategy> strategies, BucketPla
       t.micro_batches = options_.max_batch_tokens > 0
                             ? static_cast<int64_t>(std::ceil(s.replicas[r].share / shares *
                                                              static_cast<double>(options_.max_batch_tokens) /
-                                                             static_cast<double>(s.micro_batch_tokens)))
+                                                             static_cast<double>(s.replicas[r].micro_batch_tokens)))
                             : kDefaultTabulatedMicroBatches;
       t.micro_batches = std::max<int64_t>(1, t.micro_batches);
       for (int64_t m = 1; m <= t.micro_batches; ++m) {
         t.fitting.push_back(max_fitting_tokens(s, r, m));
         for (double ratio : ratios) {
           std::vector<StageTimes> times;
-          for (const StageCost& stage : s.replicas[r].stages) times.push_back(micro_batch_times(s, stage, 1.0, ratio));
+          for (const StageCost& stage : s.replicas[r].stages) times.push_back(micro_batch_times(s, r, stage, 1.0, ratio));
           t.makespan.push_back(pipeline_time(s.replicas[r].schedule, m, times).makespan_s);
         }
       }
@@ -92,7 +94,7 @@ double BucketPlanner::replica_s(size_t s, size_t r, const ReplicaPart& part, dou
   if (part.micro_batches > t.micro_batches) {
     std::vector<StageTimes> times;
     for (const StageCost& stage : strategy.replicas[r].stages) {
-      times.push_back(micro_batch_times(strategy, stage, part.tokens, part.square_tokens));
+      times.push_back(micro_batch_times(strategy, r, stage, part.tokens, part.square_tokens));
     }
     return pipeline_time(strategy.replicas[r].schedule, part.micro_batches, times).makespan_s;
   }
@@ -110,7 +112,7 @@ double BucketPlanner::replica_s(size_t s, size_t r, const ReplicaPart& part, dou
 double BucketPlanner::bucket_s(size_t s, const DocumentLoad& load) const {
   const DocumentStrategy& strategy = strategies_.at(s);
   if (load.documents == 0) return 0;
-  if (load.longest > strategy.micro_batch_tokens) return kDocumentsDoNotFit;
+  if (load.longest > strategy.micro_batch_tokens()) return kDocumentsDoNotFit;
   const double ratio = load.square_tokens / load.tokens;
   double slowest = 0;
   for (size_t r = 0; r < strategy.replicas.size(); ++r) {
@@ -158,7 +160,7 @@ BucketPlan BucketPlanner::plan(std::span<const int64_t> lengths) const {
     };
     for (int64_t i = 1; i < options_.max_boundaries; ++i) chosen.insert(end_of_length(sorted[static_cast<size_t>(i * n / options_.max_boundaries)]));
     for (size_t s = 0; s < strategies_.size(); ++s) {
-      int64_t holds = strategies_[s].micro_batch_tokens;
+      int64_t holds = strategies_[s].micro_batch_tokens();
       for (const ReplicaTable& t : tables_[s]) holds = std::min(holds, t.fitting[0]);
       if (const int64_t g = end_of_length(holds); g >= 1) chosen.insert(g);
     }

@@ -37,27 +37,31 @@ struct DocumentLoad {
 struct DocumentReplica {
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
   double share = 1;                   // its part of the documents, relative to the others' (> 0)
-  std::vector<StageCost> stages;      // per device, priced at DocumentStrategy's priced micro-batch
+  std::vector<StageCost> stages;      // per device, priced at its micro-batch of priced_tokens
   std::vector<double> memory_bytes;   // per stage, its devices' memory (0: unbounded)
+  double priced_tokens = 1;           // the micro-batch the stage costs were priced at (in
+                                      // sequences of DocumentStrategy::priced_seq_len)
+  int64_t micro_batch_tokens = 1;     // the most tokens one of its micro-batches packs
 };
 
 struct DocumentStrategy {
   std::string name;
   std::vector<DocumentReplica> replicas;
-  double priced_tokens = 1;           // the micro-batch the stage costs were priced at: its tokens,
-  double priced_seq_len = 1;          // in sequences of this many tokens
-  int64_t micro_batch_tokens = 1;     // the most tokens one micro-batch packs
+  double priced_seq_len = 1;          // the sequences its stage costs were priced at
   double switch_s = 0;                // per bucket run under it: parameters in, gradients back (0: it holds them)
+  // The longest document every replica's micro-batch may pack (each takes a share of a bucket).
+  int64_t micro_batch_tokens() const;
 };
 
-// One micro-batch of `tokens` tokens whose documents' squared lengths sum to `square_tokens`.
-StageTimes micro_batch_times(const DocumentStrategy& strategy, const StageCost& stage, double tokens,
+// One micro-batch of replica `r` of `tokens` tokens whose documents' squared lengths sum to
+// `square_tokens`, through `stage` (one of the replica's).
+StageTimes micro_batch_times(const DocumentStrategy& strategy, size_t r, const StageCost& stage, double tokens,
                              double square_tokens);
 // A device's peak holding `in_flight` of `micro_batches` micro-batches of `tokens` tokens each.
-double micro_batch_peak_bytes(const DocumentStrategy& strategy, const StageCost& stage, double tokens,
+double micro_batch_peak_bytes(const DocumentReplica& replica, const StageCost& stage, double tokens,
                               int64_t in_flight, int64_t micro_batches);
 
-// The most tokens a micro-batch of replica `r` may hold (at most micro_batch_tokens) when it
+// The most tokens a micro-batch of replica `r` may hold (at most its micro_batch_tokens) when it
 // runs `micro_batches` of them: every stage's device holds those in flight at that size, and
 // its gradients (a bucket's accumulate with the step's others).
 int64_t max_fitting_tokens(const DocumentStrategy& strategy, size_t replica, int64_t micro_batches);
@@ -91,5 +95,10 @@ double switch_estimate_s(const std::vector<DocumentReplica>& replicas, const Lin
 // `reshard`: the link its parameters come over (switch_estimate_s); nullptr: it holds them.
 DocumentStrategy document_strategy(std::string name, const SearchCluster& cluster, const SearchJob& job,
                                    const SearchedLayout& layout, const Link* reshard);
+// The same from a layout's replica costs (cost_model.h) with each stage's device memory
+// ([replica][stage], 0: unbounded), each replica's micro-batch in sequences of seq_len.
+DocumentStrategy document_strategy(std::string name, const std::vector<ReplicaCost>& costs,
+                                   const std::vector<std::vector<double>>& memory_bytes,
+                                   const std::vector<int64_t>& micro_batch, int64_t seq_len, const Link* reshard);
 
 }  // namespace hetu::plan

@@ -38,9 +38,7 @@ DocumentStrategy strategy(const std::string& name, std::vector<std::vector<Stage
                           ScheduleKind schedule = ScheduleKind::one_f_one_b, int64_t micro_batch_tokens = 2048) {
   DocumentStrategy s;
   s.name = name;
-  s.priced_tokens = kPriced;
   s.priced_seq_len = kPriced;
-  s.micro_batch_tokens = micro_batch_tokens;
   s.switch_s = switch_s;
   for (size_t r = 0; r < replicas.size(); ++r) {
     DocumentReplica replica;
@@ -48,6 +46,8 @@ DocumentStrategy strategy(const std::string& name, std::vector<std::vector<Stage
     replica.share = shares[r];
     replica.stages = replicas[r];
     replica.memory_bytes.assign(replica.stages.size(), memory);
+    replica.priced_tokens = kPriced;
+    replica.micro_batch_tokens = micro_batch_tokens;
     s.replicas.push_back(replica);
   }
   return s;

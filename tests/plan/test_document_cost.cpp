@@ -54,14 +54,14 @@ DocumentStrategy strategy_of(std::vector<std::vector<StageCost>> replicas, std::
                              double memory = 0) {
   DocumentStrategy s;
   s.name = std::string("strategy");
-  s.priced_tokens = 128;
   s.priced_seq_len = 64;
-  s.micro_batch_tokens = 128;
   for (size_t r = 0; r < replicas.size(); ++r) {
     DocumentReplica replica;
     replica.share = shares[r];
     replica.stages = replicas[r];
     replica.memory_bytes.assign(replica.stages.size(), memory);
+    replica.priced_tokens = 128;
+    replica.micro_batch_tokens = 128;
     s.replicas.push_back(replica);
   }
   return s;
@@ -82,7 +82,7 @@ TEST_CASE("document cost: a micro-batch of documents is the sum of each as its o
         backward += alone.times.backward_s;
         send += alone.times.send_s;
       }
-      const StageTimes t = micro_batch_times(s, priced, 122, 100 * 100 + 17 * 17 + 5 * 5);
+      const StageTimes t = micro_batch_times(s, 0, priced, 122, 100 * 100 + 17 * 17 + 5 * 5);
       CHECK(t.forward_s == Approx(forward).epsilon(1e-12));
       CHECK(t.backward_s == Approx(backward).epsilon(1e-12));
       CHECK(t.send_s == Approx(send).epsilon(1e-12));
