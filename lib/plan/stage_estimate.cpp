@@ -67,10 +67,11 @@ StageCost estimate_stage(const ModelFacts& facts, const StageShape& shape, const
                              ? facts.layer_attention_flops_per_token / facts.layer_forward_flops_per_token
                              : 0.0;
     const double split = m->includes_tp ? 1.0 : tp;
-    c.attention_forward_s =
-        layers * (m->layer_attention_forward_s > 0 ? m->layer_attention_forward_s : share * m->layer_forward_s) / split;
-    c.attention_backward_s =
-        layers * (m->layer_attention_backward_s > 0 ? m->layer_attention_backward_s : share * m->layer_backward_s) / split;
+    // A measured attention time is at most the layer's (a noisy difference may say more).
+    c.attention_forward_s = layers * std::min(m->layer_forward_s, m->layer_attention_forward_s > 0 ? m->layer_attention_forward_s
+                                                                                                  : share * m->layer_forward_s) / split;
+    c.attention_backward_s = layers * std::min(m->layer_backward_s, m->layer_attention_backward_s > 0 ? m->layer_attention_backward_s
+                                                                                                     : share * m->layer_backward_s) / split;
   } else {
     c.times.forward_s = forward_flops / tp / rates.flops_per_s + tp_comm_s;
     c.times.backward_s = 2 * forward_flops / tp / rates.flops_per_s + tp_comm_s;

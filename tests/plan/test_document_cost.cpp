@@ -162,9 +162,15 @@ TEST_CASE("document cost: measured times split off attention by its FLOP share, 
     CHECK(from_profile.attention_backward_s == Approx(catalogue.attention_backward_s).epsilon(1e-12));
     CHECK(catalogue.attention_forward_s == Approx(2 * 4 * kHidden * 64 * tokens / static_cast<double>(tp) / flops));
   }
-  measured.measured->layer_attention_forward_s = 0.125;
-  measured.measured->layer_attention_backward_s = 0.5;
+  const double forward = measured.measured->layer_forward_s, backward = measured.measured->layer_backward_s;
+  measured.measured->layer_attention_forward_s = 0.25 * forward;
+  measured.measured->layer_attention_backward_s = 0.5 * backward;
   const StageCost c = estimate_stage(f, {1, 2, false, false, 2, 2, 64, 1}, measured);
-  CHECK(c.attention_forward_s == Approx(2 * 0.125 / 2));
-  CHECK(c.attention_backward_s == Approx(2 * 0.5 / 2));
+  CHECK(c.attention_forward_s == Approx(2 * 0.25 * forward / 2));  // 2 layers, split over tp 2
+  CHECK(c.attention_backward_s == Approx(2 * 0.5 * backward / 2));
+  // A measured attention time past the layer's own (a noisy difference) is held at the layer's.
+  measured.measured->layer_attention_forward_s = 2 * forward;
+  const StageCost capped = estimate_stage(f, {1, 2, false, false, 1, 2, 64, 1}, measured);
+  CHECK(capped.attention_forward_s == Approx(2 * forward));  // 2 layers, each at most its whole time
+  CHECK(capped.attention_forward_s <= capped.times.forward_s);
 }
