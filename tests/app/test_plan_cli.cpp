@@ -324,9 +324,10 @@ TEST_CASE("hetu plan --profile: measured links, tp entries and the AdamW step re
   }
 }
 
-TEST_CASE("hetu plan --evaluate: per-batch layouts of a job packing documents, every document in one bucket", "[plan_cli]") {
+TEST_CASE("hetu plan: per-batch layouts of a job packing documents, every document in one bucket", "[plan_cli]") {
   // configs/gpt2-switch-cpu.toml lists four strategies; with documents, the bucket planner
-  // splits a long-tailed batch of global_batch x seq_len tokens over them.
+  // splits a long-tailed batch of global_batch x seq_len tokens over them (--evaluate), or
+  // over the layouts the search ranked.
   const json j = plan_json("gpt2-switch-cpu.toml", "--profile none --set data.packing=documents");
   REQUIRE(j.contains("per_batch_layouts"));
   const json& p = j["per_batch_layouts"];
@@ -352,4 +353,12 @@ TEST_CASE("hetu plan --evaluate: per-batch layouts of a job packing documents, e
   CHECK(p["predicted_s"].get<double>() <= p["best_single_s"].get<double>() * (1 + 1e-9));
   // Windows (the default packing): no per-batch layouts.
   CHECK_FALSE(plan_json("gpt2-switch-cpu.toml", "--profile none").contains("per_batch_layouts"));
+  // The search: the planner picks among the ranked layouts that fit, named by rank.
+  const auto searched = run_hetu("plan --json --profile none --top 3 --set data.packing=documents " +
+                                 std::string(HETU_SOURCE_DIR) + "/configs/gpt2-switch-cpu.toml");
+  INFO(searched.output);
+  REQUIRE(searched.exit_code == 0);
+  const json s = json::parse(searched.output)["per_batch_layouts"];
+  REQUIRE(!s["buckets"].empty());
+  for (const json& b : s["buckets"]) CHECK((b["strategy"] == "1" || b["strategy"] == "2" || b["strategy"] == "3"));
 }
