@@ -32,11 +32,18 @@ namespace hetu::plan {
 // between them: exact at the grid and wherever one stage stays the bottleneck (G_m then is
 // linear), otherwise within a small fraction (G_m is a max of linear functions, convex);
 // test_bucket_planner checks it against load_time_s. Memory is tabulated the same way
-// (max_fitting_tokens per m, exact). Past the tables, replicas are priced exactly
-// (pipeline_time), slower but the same plan.
+// (max_fitting_tokens per m, exact). Equal replicas (a data-parallel strategy's) are priced
+// once. Tables stop at 6 x stages + 4 micro-batches: past that,
+// G_m is extrapolated linearly by the last window of 2 x stages (the steady state repeats, as
+// the layout search's Note [Layout search]; exact for one stage), memory priced exactly. A
+// batch larger than max_batch_tokens said, with fewer micro-batches than that, is priced
+// exactly (pipeline_time), slower but the same plan.
 namespace {
 
 constexpr int64_t kDefaultTabulatedMicroBatches = 64;
+// Pipelines are tabulated up to this many micro-batches, then extrapolated by the last window
+// of 2 x stages (the steady state repeats; as the layout search does, Note [Layout search]).
+int64_t tabulated_up_to(int64_t stages) { return 6 * stages + 4; }
 constexpr double kTie = 1e-9;  // plans within this share of each other are ties (rounding)
 
 }  // namespace
@@ -65,7 +72,13 @@ BucketPlanner::BucketPlanner(std::vector<DocumentStrategy> strategies, BucketPla
     const double top = std::log(std::max(2.0, static_cast<double>(widest)));
     for (size_t k = 0; k < points; ++k) ratios[k] = std::exp(top * static_cast<double>(k) / static_cast<double>(points - 1));
     std::vector<ReplicaTable> tables;
+    std::vector<size_t> alike;
     for (size_t r = 0; r < s.replicas.size(); ++r) {
+      alike.push_back(static_cast<size_t>(std::find(s.replicas.begin(), s.replicas.end(), s.replicas[r]) - s.replicas.begin()));
+      if (alike.back() != r) {  // an equal replica's share of any bucket runs as long: priced once
+        tables.push_back(tables[alike.back()]);
+        continue;
+      }
       ReplicaTable t;
       t.micro_batches = options_.max_batch_tokens > 0
                             ? static_cast<int64_t>(std::ceil(s.replicas[r].share / shares *
@@ -73,6 +86,8 @@ BucketPlanner::BucketPlanner(std::vector<DocumentStrategy> strategies, BucketPla
                                                              static_cast<double>(s.replicas[r].micro_batch_tokens)))
                             : kDefaultTabulatedMicroBatches;
       t.micro_batches = std::max<int64_t>(1, t.micro_batches);
+      t.extrapolate_after = tabulated_up_to(static_cast<int64_t>(s.replicas[r].stages.size()));
+      t.micro_batches = std::min(t.micro_batches, t.extrapolate_after);
       for (int64_t m = 1; m <= t.micro_batches; ++m) {
         t.fitting.push_back(max_fitting_tokens(s, r, m));
         for (double ratio : ratios) {
@@ -85,13 +100,14 @@ BucketPlanner::BucketPlanner(std::vector<DocumentStrategy> strategies, BucketPla
     }
     ratios_.push_back(std::move(ratios));
     tables_.push_back(std::move(tables));
+    alike_.push_back(std::move(alike));
   }
 }
 
 double BucketPlanner::replica_s(size_t s, size_t r, const ReplicaPart& part, double ratio) const {
   const DocumentStrategy& strategy = strategies_[s];
   const ReplicaTable& t = tables_[s][r];
-  if (part.micro_batches > t.micro_batches) {
+  if (part.micro_batches > t.micro_batches && t.micro_batches < t.extrapolate_after) {  // past a batch's tables
     std::vector<StageTimes> times;
     for (const StageCost& stage : strategy.replicas[r].stages) {
       times.push_back(micro_batch_times(strategy, r, stage, part.tokens, part.square_tokens));
@@ -105,8 +121,15 @@ double BucketPlanner::replica_s(size_t s, size_t r, const ReplicaPart& part, dou
   const double w = std::clamp((ratio - grid[static_cast<size_t>(k)]) /
                                   (grid[static_cast<size_t>(k + 1)] - grid[static_cast<size_t>(k)]),
                               0.0, 1.0);
-  const size_t row = static_cast<size_t>((part.micro_batches - 1) * (last + 1) + k);
-  return part.tokens * ((1 - w) * t.makespan[row] + w * t.makespan[row + 1]);
+  auto at = [&](int64_t m) {  // G_m at the ratio, m <= the tables
+    const size_t row = static_cast<size_t>((m - 1) * (last + 1) + k);
+    return (1 - w) * t.makespan[row] + w * t.makespan[row + 1];
+  };
+  if (part.micro_batches <= t.micro_batches) return part.tokens * at(part.micro_batches);
+  const int64_t window = 2 * static_cast<int64_t>(strategy.replicas[r].stages.size());
+  const double per_window = at(t.micro_batches) - at(t.micro_batches - window);
+  return part.tokens * (at(t.micro_batches) +
+                        per_window * static_cast<double>(part.micro_batches - t.micro_batches) / static_cast<double>(window));
 }
 
 double BucketPlanner::bucket_s(size_t s, const DocumentLoad& load) const {
@@ -116,6 +139,7 @@ double BucketPlanner::bucket_s(size_t s, const DocumentLoad& load) const {
   const double ratio = load.square_tokens / load.tokens;
   double slowest = 0;
   for (size_t r = 0; r < strategy.replicas.size(); ++r) {
+    if (alike_[s][r] != r) continue;
     const ReplicaTable& t = tables_[s][r];
     const ReplicaPart part = replica_part(strategy, r, load, [&](int64_t m) {
       return m <= t.micro_batches ? t.fitting[static_cast<size_t>(m - 1)] : max_fitting_tokens(strategy, r, m);

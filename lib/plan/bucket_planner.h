@@ -65,6 +65,7 @@ class BucketPlanner {
  private:
   struct ReplicaTable {
     int64_t micro_batches = 0;         // tabulated for 1..micro_batches
+    int64_t extrapolate_after = 0;     // past this many, G_m is extrapolated (Note [Bucket planner])
     std::vector<double> makespan;      // [(m - 1) x ratio points + k]: per token of a micro-batch
     std::vector<int64_t> fitting;      // [m - 1]: max_fitting_tokens
   };
@@ -74,6 +75,7 @@ class BucketPlanner {
   BucketPlannerOptions options_;
   std::vector<std::vector<double>> ratios_;          // [strategy]: the grid, increasing
   std::vector<std::vector<ReplicaTable>> tables_;    // [strategy][replica]
+  std::vector<std::vector<size_t>> alike_;           // [strategy][replica]: the first replica equal to it
 };
 
 }  // namespace hetu::plan

@@ -40,6 +40,7 @@ struct StageCost {
   double zero_state_share = 0;
   double head_activation_bytes = 0;  // the part of activation_bytes the LM head keeps (last stage)
   double sync_buffer_bytes = 0;      // the gradient sync's flat buffer (0 with one replica)
+  bool operator==(const StageCost&) const = default;
 };
 
 struct ReplicaCost {

@@ -42,6 +42,7 @@ struct DocumentReplica {
   double priced_tokens = 1;           // the micro-batch the stage costs were priced at (in
                                       // sequences of DocumentStrategy::priced_seq_len)
   int64_t micro_batch_tokens = 1;     // the most tokens one of its micro-batches packs
+  bool operator==(const DocumentReplica&) const = default;
 };
 
 struct DocumentStrategy {

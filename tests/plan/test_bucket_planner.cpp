@@ -213,6 +213,24 @@ TEST_CASE("bucket planner: its tabulated prices are load_time_s within 2%", "[bu
   CHECK(worst <= 0.02);
 }
 
+TEST_CASE("bucket planner: long pipelines past its tables are extrapolated within 1%", "[bucket_planner]") {
+  // 3 uneven stages with sends, micro-batches of 256 tokens: 30 to 200 of them, past the
+  // tables' 22; each schedule against load_time_s (pipeline_time played out).
+  for (ScheduleKind kind : {ScheduleKind::one_f_one_b, ScheduleKind::gpipe}) {
+    const std::vector<StageCost> stages = {stage(0.3, 0.2, 1e6, 1e6, 0.05), stage(0.5, 0.1, 1e6, 1e6, 0.02),
+                                           stage(0.2, 0.3, 1e6, 1e6, 0)};
+    const std::vector<DocumentStrategy> strategies = {strategy("pp", {stages}, {1}, 0, 0, kind, 256)};
+    for (int64_t documents : {120, 401, 800}) {
+      DocumentLoad load;
+      for (int64_t i = 0; i < documents; ++i) load.add(16 + (i * 37) % 113);
+      const BucketPlanner planner(strategies, {.max_batch_tokens = static_cast<int64_t>(load.tokens)});
+      INFO(pipeline::to_string(kind) << ", " << documents << " documents");
+      CHECK(replica_part(strategies[0], 0, load).micro_batches > 22);
+      CHECK(planner.bucket_s(0, load) == Approx(load_time_s(strategies[0], load)).epsilon(0.01));
+    }
+  }
+}
+
 TEST_CASE("bucket planner: long documents go where attention is cheap", "[bucket_planner]") {
   // "fast" runs tokens 20% faster, "cheap_attention" runs attention at half the cost; many short
   // documents and two of 2,048 tokens (attention 2/3 of their time there).
