@@ -6,9 +6,14 @@
 // micro-batch, its peak memory per device against the device's memory and its bubble; the
 // step time, tokens/s and MFU. Without --profile the cluster's CPU types are profiled in this
 // process first (cluster_profile.h); `--profile none` prices everything from the catalogue.
+// A job with `data.packing = "documents"` also gets the per-batch layouts the bucket planner
+// (lib/plan/bucket_planner.h) picks for a long-tailed batch, a table per bucket next to the
+// best single strategy: from the ranked layouts that fit (named by rank), or with --evaluate
+// from the job's own strategies (with [[parallel.strategy]] layouts).
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -17,7 +22,9 @@
 #include "app/commands.h"
 #include "app/layout_cost.h"
 #include "app/layout_search.h"
+#include "lib/io/document_packing.h"
 #include "lib/ops/ops.h"
+#include "lib/plan/bucket_planner.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -83,6 +90,107 @@ void print_table(const LayoutEstimate& e) {
               100 * e.flops_per_token * e.tokens_per_step / p.step_s / e.peak_flops);
 }
 
+// The cluster's slowest link: what a strategy's parameters come in and gradients go back over.
+plan::Link slowest_link(const config::LoadedConfig& loaded, const Profile& profile) {
+  const plan::SearchCluster cluster = search_cluster(loaded, profile);
+  plan::Link slowest = cluster.links.at(0).at(0);
+  for (const auto& row : cluster.links)
+    for (const plan::Link& l : row)
+      if (l.transfer_s(1e6) > slowest.transfer_s(1e6)) slowest = l;
+  return slowest;
+}
+
+// A priced layout as a strategy for documents; `reshard` null: it holds the parameters.
+plan::DocumentStrategy document_strategy(const std::string& name, const LayoutEstimate& e,
+                                         const config::ParallelSection& parallel, int64_t seq_len,
+                                         const plan::Link* reshard) {
+  std::vector<std::vector<double>> memory;
+  std::vector<int64_t> micro_batch;
+  for (size_t r = 0; r < e.stages.size(); ++r) {
+    memory.emplace_back();
+    for (const StageEstimateInfo& info : e.stages[r]) memory.back().push_back(info.memory_bytes);
+    micro_batch.push_back(parallel.replicas[r].micro_batch);
+  }
+  return plan::document_strategy(name, e.replicas, memory, micro_batch, seq_len, reshard);
+}
+
+// Every strategy of the job (default first), each its own layout's estimate.
+std::vector<plan::DocumentStrategy> job_strategies(const config::LoadedConfig& loaded, const Profile& profile) {
+  const plan::Link link = slowest_link(loaded, profile);
+  std::vector<std::string> names{config::kDefaultStrategy};
+  for (const config::StrategySection& s : loaded.config.strategies) names.push_back(s.name);
+  std::vector<plan::DocumentStrategy> out;
+  for (const std::string& name : names) {
+    config::LoadedConfig under = loaded;
+    under.config.parallel = loaded.config.strategy(name);
+    out.push_back(document_strategy(name, estimate_layout(under, profile), under.config.parallel,
+                                    loaded.config.training.seq_len, name == config::kDefaultStrategy ? nullptr : &link));
+  }
+  return out;
+}
+
+// The layouts the search ranked that fit, named by rank ("1" holds the parameters).
+std::vector<plan::DocumentStrategy> searched_strategies(const config::LoadedConfig& loaded, const Profile& profile,
+                                                        const std::vector<PlannedLayout>& ranked) {
+  const plan::Link link = slowest_link(loaded, profile);
+  std::vector<plan::DocumentStrategy> out;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (!ranked[i].fits) continue;
+    out.push_back(document_strategy(std::to_string(i + 1), ranked[i].estimate, ranked[i].job.parallel,
+                                    loaded.config.training.seq_len, out.empty() ? nullptr : &link));
+  }
+  return out;
+}
+
+// The bucket planner on a long-tailed global batch (lib/io long_tailed_lengths, 32 to seq_len
+// tokens, the job's seed) of the job's tokens per step.
+nlohmann::json plan_buckets(const config::LoadedConfig& loaded, std::vector<plan::DocumentStrategy> strategies,
+                            bool print) {
+  const config::JobConfig& c = loaded.config;
+  const double batch_tokens = static_cast<double>(c.training.global_batch * c.training.seq_len);
+  const int64_t shortest = std::min<int64_t>(32, c.training.seq_len);
+  const std::vector<int64_t> drawn = io::long_tailed_lengths(static_cast<int64_t>(batch_tokens) / shortest + 1, shortest,
+                                                             c.training.seq_len, c.job.seed);
+  std::vector<int64_t> lengths;
+  double tokens = 0;
+  for (size_t i = 0; tokens < batch_tokens; ++i) {  // the last one cut to fill the batch exactly
+    lengths.push_back(std::min<int64_t>(drawn[i], static_cast<int64_t>(batch_tokens - tokens)));
+    tokens += static_cast<double>(lengths.back());
+  }
+  const plan::BucketPlanner planner(std::move(strategies), {.max_batch_tokens = static_cast<int64_t>(tokens)});
+  const auto start = std::chrono::steady_clock::now();
+  const plan::BucketPlan plan = planner.plan(lengths);
+  const double plan_ms = 1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  plan::DocumentLoad all;
+  for (int64_t l : lengths) all.add(l);
+  size_t single = 0;
+  for (size_t s = 1; s < planner.strategies().size(); ++s)
+    if (planner.bucket_s(s, all) < planner.bucket_s(single, all)) single = s;
+  const double single_s = planner.bucket_s(single, all);
+  nlohmann::json buckets = nlohmann::json::array();
+  for (const plan::PlannedBucket& b : plan.buckets) {
+    buckets.push_back({{"max_len", b.max_len ? nlohmann::json(*b.max_len) : nlohmann::json(nullptr)},
+                       {"strategy", b.strategy}, {"documents", b.documents}, {"tokens", b.tokens},
+                       {"predicted_s", b.predicted_s}});
+  }
+  if (print) {
+    std::printf("per-batch layouts (data.packing = \"documents\"): %zu long-tailed documents of up to %lld tokens "
+                "(seed %llu), planned in %.2f ms; compute and switches only (gradient sync and optimizer as above)\n",
+                lengths.size(), static_cast<long long>(c.training.seq_len), static_cast<unsigned long long>(c.job.seed),
+                plan_ms);
+    std::printf("  %6s  %8s  %-14s  %9s  %9s  %11s\n", "bucket", "max_len", "strategy", "documents", "tokens", "predicted s");
+    for (size_t i = 0; i < plan.buckets.size(); ++i) {
+      const plan::PlannedBucket& b = plan.buckets[i];
+      std::printf("  %6zu  %8s  %-14s  %9lld  %9.0f  %11.4f\n", i, b.max_len ? std::to_string(*b.max_len).c_str() : "-",
+                  b.strategy.c_str(), static_cast<long long>(b.documents), b.tokens, b.predicted_s);
+    }
+    std::printf("  buckets %.4f s against %.4f s for the best single strategy (%s): %.2fx\n", plan.predicted_s, single_s,
+                planner.strategies()[single].name.c_str(), single_s / plan.predicted_s);
+  }
+  return {{"buckets", buckets}, {"predicted_s", plan.predicted_s}, {"best_single_strategy", planner.strategies()[single].name},
+          {"best_single_s", single_s}, {"documents", lengths.size()}, {"plan_ms", plan_ms}};
+}
+
 double mfu(const LayoutEstimate& e) { return e.flops_per_token * e.tokens_per_step / e.prediction.step_s / e.peak_flops; }
 
 double max_bubble(const plan::LayoutPrediction& p) {
@@ -106,6 +214,10 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
                       found.exact ? "exact: the whole space" : "by runs of alike nodes", found.layouts_priced);
   }
   HT_USAGE_CHECK(!ranked.empty(), "hetu plan: no valid layout of {} for this cluster", loaded.config.source);
+  // With documents, the bucket planner over the ranked layouts that fit (what auto picks from).
+  const bool documents = loaded.config.data.packing == config::Packing::documents && !options.exhaustive;
+  std::vector<plan::DocumentStrategy> candidates = documents ? searched_strategies(loaded, profile, ranked)
+                                                             : std::vector<plan::DocumentStrategy>{};
   if (options.json) {
     nlohmann::json all = nlohmann::json::array();
     for (const PlannedLayout& l : ranked) {
@@ -115,8 +227,9 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
       j["uniform"] = l.uniform;
       all.push_back(std::move(j));
     }
-    std::printf("%s\n",
-                nlohmann::json{{"candidates", all}, {"search", how}, {"source", "catalogue estimate"}}.dump(2).c_str());
+    nlohmann::json out{{"candidates", all}, {"search", how}, {"source", "catalogue estimate"}};
+    if (!candidates.empty()) out["per_batch_layouts"] = plan_buckets(loaded, std::move(candidates), false);
+    std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("hetu plan %s: %s (%s; see docs/config.md)\n", loaded.config.source.c_str(), how.c_str(),
                 profile.empty() ? "catalogue estimates" : "measured times of the profiled types, catalogue estimates "
@@ -142,6 +255,7 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
         break;
       }
     }
+    if (!candidates.empty()) plan_buckets(loaded, std::move(candidates), true);
   }
   if (!options.out.empty()) {
     write_file_atomic(options.out, config::to_toml(ranked[0].job));
@@ -184,11 +298,15 @@ int run_plan(const PlanOptions& options) {
                  "device (hetu plan without --evaluate shows what auto would choose)", loaded.config.source);
   }
   const LayoutEstimate estimate = estimate_layout(loaded, profile);
+  const bool buckets = loaded.config.data.packing == config::Packing::documents && !loaded.config.strategies.empty();
   if (options.json) {
-    std::printf("%s\n", to_json(estimate).dump(2).c_str());
+    nlohmann::json j = to_json(estimate);
+    if (buckets) j["per_batch_layouts"] = plan_buckets(loaded, job_strategies(loaded, profile), false);
+    std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("hetu plan --evaluate %s\n", loaded.config.source.c_str());
     print_table(estimate);
+    if (buckets) plan_buckets(loaded, job_strategies(loaded, profile), true);
   }
   return 0;
 }

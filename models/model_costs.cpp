@@ -22,7 +22,8 @@ plan::ModelFacts model_facts(const ModelConfig& config, int64_t seq_len, double 
   f.last_params = padded * C;
   f.head_shares_embedding = config.tie_embeddings;
   // Matmuls: 2 FLOPs per weight per token; attention scores and their weighted sum: 2 x 2 x T x C.
-  f.layer_forward_flops_per_token = 2 * f.layer_params + 4 * C * static_cast<double>(seq_len);
+  f.layer_attention_flops_per_token = 4 * C * static_cast<double>(seq_len);
+  f.layer_forward_flops_per_token = 2 * f.layer_params + f.layer_attention_flops_per_token;
   f.head_forward_flops_per_token = 2 * padded * C;
   // The training tape, counted from the family's forward (ModelFamily::activations), and the
   // LM head every family shares (LanguageModel::head_loss, fused): the final norm keeps its

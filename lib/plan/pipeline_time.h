@@ -20,6 +20,7 @@ struct StageTimes {
   double forward_s = 0;   // one micro-batch through the stage (embedding / LM head included on the ends)
   double backward_s = 0;
   double send_s = 0;      // the activation to the next stage, and its gradient back (unused on the last)
+  bool operator==(const StageTimes&) const = default;
 };
 
 struct ActionSpan {

@@ -10,7 +10,11 @@ namespace hetu::plan {
 // Note [Catalogue estimates]: without a profile, a stage's forward takes its FLOPs (its
 // layers' and, on the last stage, the LM head's, split over tp) at the device's sustained
 // rate plus its tp all_reduces of the hidden activation (ring, on the tp link); the backward
-// twice the FLOPs and the same all_reduces. The activation crossing a stage edge (and its
+// twice the FLOPs and the same all_reduces. The part of that compute growing with the square
+// of the sequence length (attention's share of the layers' FLOPs, or a profile's measured
+// attention time) is kept apart (attention_forward_s, attention_backward_s) for pricing
+// documents of other lengths (document_cost.h); measured times are split by the FLOP share
+// where the profile did not measure it. The activation crossing a stage edge (and its
 // gradient back) pays the next-stage link once. Memory: f32 parameters / tp, activations
 // kept for the backward (each tp rank keeps its shard of the MLP and attention and the whole
 // residual stream and norms), the LM head's on the last stage, and one layer's backward
@@ -59,9 +63,20 @@ StageCost estimate_stage(const ModelFacts& facts, const StageShape& shape, const
                             (shape.last ? m->last_backward_s : 0.0);
     c.times.forward_s = m->includes_tp ? forward : forward / tp + tp_comm_s;
     c.times.backward_s = m->includes_tp ? backward : backward / tp + tp_comm_s;
+    const double share = facts.layer_forward_flops_per_token > 0
+                             ? facts.layer_attention_flops_per_token / facts.layer_forward_flops_per_token
+                             : 0.0;
+    const double split = m->includes_tp ? 1.0 : tp;
+    // A measured attention time is at most the layer's (a noisy difference may say more).
+    c.attention_forward_s = layers * std::min(m->layer_forward_s, m->layer_attention_forward_s > 0 ? m->layer_attention_forward_s
+                                                                                                  : share * m->layer_forward_s) / split;
+    c.attention_backward_s = layers * std::min(m->layer_backward_s, m->layer_attention_backward_s > 0 ? m->layer_attention_backward_s
+                                                                                                     : share * m->layer_backward_s) / split;
   } else {
     c.times.forward_s = forward_flops / tp / rates.flops_per_s + tp_comm_s;
     c.times.backward_s = 2 * forward_flops / tp / rates.flops_per_s + tp_comm_s;
+    c.attention_forward_s = layers * facts.layer_attention_flops_per_token * tokens / tp / rates.flops_per_s;
+    c.attention_backward_s = 2 * c.attention_forward_s;
   }
   c.times.send_s = shape.last ? 0 : rates.next_stage.transfer_s(hidden_bytes);
   c.param_bytes = 4 * params / tp;

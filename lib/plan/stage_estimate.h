@@ -23,6 +23,7 @@ struct ModelFacts {
   double last_params = 0;                     // the LM head, on the last stage
   bool head_shares_embedding = false;         // tied: one stage that is first and last holds it once
   double layer_forward_flops_per_token = 0;   // at the job's sequence length
+  double layer_attention_flops_per_token = 0; // the part of that growing with the length (0: not split)
   double head_forward_flops_per_token = 0;    // the LM head, on the last stage
   // Kept for the backward, per layer: split over tp, and whole on every tp rank.
   double layer_activation_bytes_per_token = 0;
@@ -52,6 +53,9 @@ struct MeasuredTimes {
   // whole model (its tp shard); optimizer_s 0: not measured.
   double optimizer_s = 0;
   double optimizer_params = 0;
+  // The part of one layer's forward / backward that grows with the square of the length
+  // (attention), measured; 0: split by ModelFacts' FLOP share (layer_attention_flops_per_token).
+  double layer_attention_forward_s = 0, layer_attention_backward_s = 0;
 };
 
 // Measured memory of one device of the stage's tp group (a profile), per micro-batch.

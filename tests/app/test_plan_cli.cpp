@@ -323,3 +323,42 @@ TEST_CASE("hetu plan --profile: measured links, tp entries and the AdamW step re
     CHECK(p["replicas"][0]["stages"][0]["backward_s"].get<double>() == Approx(2 * (0.0003 + 4 * 0.005 + 0.001)));
   }
 }
+
+TEST_CASE("hetu plan: per-batch layouts of a job packing documents, every document in one bucket", "[plan_cli]") {
+  // configs/gpt2-switch-cpu.toml lists four strategies; with documents, the bucket planner
+  // splits a long-tailed batch of global_batch x seq_len tokens over them (--evaluate), or
+  // over the layouts the search ranked.
+  const json j = plan_json("gpt2-switch-cpu.toml", "--profile none --set data.packing=documents");
+  REQUIRE(j.contains("per_batch_layouts"));
+  const json& p = j["per_batch_layouts"];
+  const json& buckets = p["buckets"];
+  REQUIRE(!buckets.empty());
+  CHECK(buckets.back()["max_len"].is_null());
+  int64_t documents = 0;
+  double tokens = 0, seconds = 0, previous = 0;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    if (b + 1 < buckets.size()) {
+      CHECK(buckets[b]["max_len"].get<double>() > previous);
+      previous = buckets[b]["max_len"].get<double>();
+    }
+    const std::string strategy = buckets[b]["strategy"];
+    CHECK((strategy == "default" || strategy == "pp2-dp2" || strategy == "hetero" || strategy == "tp2-half"));
+    documents += buckets[b]["documents"].get<int64_t>();
+    tokens += buckets[b]["tokens"].get<double>();
+    seconds += buckets[b]["predicted_s"].get<double>();
+  }
+  CHECK(documents == p["documents"].get<int64_t>());
+  CHECK(tokens == 16 * 128);  // global_batch x seq_len
+  CHECK(seconds == Approx(p["predicted_s"].get<double>()));
+  CHECK(p["predicted_s"].get<double>() <= p["best_single_s"].get<double>() * (1 + 1e-9));
+  // Windows (the default packing): no per-batch layouts.
+  CHECK_FALSE(plan_json("gpt2-switch-cpu.toml", "--profile none").contains("per_batch_layouts"));
+  // The search: the planner picks among the ranked layouts that fit, named by rank.
+  const auto searched = run_hetu("plan --json --profile none --top 3 --set data.packing=documents " +
+                                 std::string(HETU_SOURCE_DIR) + "/configs/gpt2-switch-cpu.toml");
+  INFO(searched.output);
+  REQUIRE(searched.exit_code == 0);
+  const json s = json::parse(searched.output)["per_batch_layouts"];
+  REQUIRE(!s["buckets"].empty());
+  for (const json& b : s["buckets"]) CHECK((b["strategy"] == "1" || b["strategy"] == "2" || b["strategy"] == "3"));
+}

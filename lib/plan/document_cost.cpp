@@ -1,0 +1,212 @@
+// Documents priced under a strategy. See Note [Documents under a strategy].
+#include "lib/plan/document_cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "lib/util/error.h"
+
+namespace hetu::plan {
+
+// Note [Documents under a strategy]
+// A strategy's stage costs are priced once, at each replica's micro-batch of priced_tokens
+// tokens in sequences of priced_seq_len (estimate_stage): each forward and backward is a part per token
+// and an attention part (StageCost::attention_*_s) that grows with the square of a sequence's
+// length; the priced micro-batch's squares sum to priced_tokens x priced_seq_len. A
+// micro-batch of t tokens whose documents' squares sum to q then takes
+//   (forward_s - attention_forward_s) x t / priced_tokens + attention_forward_s x q / (priced_tokens x priced_seq_len)
+// (the same for the backward; the send scales with t). Its activations scale with t (the
+// varlen kernels keep no T x T matrix), the training state does not (peak_bytes,
+// cost_model.h). A set of documents is split over the strategy's replicas by their shares,
+// tokens and Σ L² alike (the cost-balanced packing, lib/io/document_packing.h, evens both per
+// share), each replica packing its part into alike micro-batches (ReplicaPart: fluid, so a
+// set of few documents is priced as if it split evenly), as few as its devices hold: at most
+// its micro_batch_tokens each, and at most max_fitting_tokens(m) with m of them in flight (a
+// micro-batch holds whole tokens; the limit does not grow with m; the gradients count as held
+// even with one micro-batch, since a bucket's accumulate with the other buckets'). The set runs in the slowest
+// replica's pipeline time (pipeline_time) plus the strategy's switch_s. It fits when its
+// longest document fits one micro-batch (every micro-batch in flight counted at max(tokens per
+// micro-batch, longest): an upper bound) and every replica finds such an m.
+void DocumentLoad::add(int64_t length) {
+  HT_USAGE_CHECK(length >= 1, "document cost: a document of {} tokens", length);
+  ++documents;
+  const auto l = static_cast<double>(length);
+  tokens += l;
+  square_tokens += l * l;
+  longest = std::max(longest, length);
+}
+
+int64_t DocumentStrategy::micro_batch_tokens() const {
+  int64_t least = std::numeric_limits<int64_t>::max();
+  for (const DocumentReplica& r : replicas) least = std::min(least, r.micro_batch_tokens);
+  return least;
+}
+
+StageTimes micro_batch_times(const DocumentStrategy& strategy, size_t r, const StageCost& stage, double tokens,
+                             double square_tokens) {
+  const double priced = strategy.replicas.at(r).priced_tokens;
+  const double per_token = tokens / priced;
+  const double per_square = square_tokens / (priced * strategy.priced_seq_len);
+  StageTimes t;
+  t.forward_s = (stage.times.forward_s - stage.attention_forward_s) * per_token + stage.attention_forward_s * per_square;
+  t.backward_s =
+      (stage.times.backward_s - stage.attention_backward_s) * per_token + stage.attention_backward_s * per_square;
+  t.send_s = stage.times.send_s * per_token;
+  return t;
+}
+
+double micro_batch_peak_bytes(const DocumentReplica& replica, const StageCost& stage, double tokens,
+                              int64_t in_flight, int64_t micro_batches) {
+  const double scale = tokens / replica.priced_tokens;
+  StageCost scaled = stage;
+  scaled.activation_bytes *= scale;
+  scaled.head_activation_bytes *= scale;
+  scaled.workspace_bytes *= scale;
+  return peak_bytes(scaled, in_flight, micro_batches);
+}
+
+ReplicaPart replica_part(const DocumentStrategy& strategy, size_t replica, const DocumentLoad& load,
+                         const std::function<int64_t(int64_t)>& fitting) {
+  double total_share = 0;
+  for (const DocumentReplica& r : strategy.replicas) total_share += r.share;
+  const DocumentReplica& mine = strategy.replicas.at(replica);
+  const double part = mine.share / total_share;
+  ReplicaPart out;
+  const double tokens = part * load.tokens;
+  if (tokens <= 0) return out;
+  if (load.longest > mine.micro_batch_tokens) {
+    out.fits = false;
+    return out;
+  }
+  // The fewest micro-batches of at most micro_batch_tokens that the devices hold; fitting(m)
+  // does not grow with m (more in flight), so once the longest document does not fit, none do.
+  int64_t m = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(tokens / static_cast<double>(mine.micro_batch_tokens))));
+  for (int step = 0; step < 64; ++step) {
+    const auto most = static_cast<double>(fitting(m));
+    if (static_cast<double>(load.longest) > most || most <= 0) break;
+    if (tokens / static_cast<double>(m) <= most) {
+      out.micro_batches = m;
+      out.tokens = tokens / static_cast<double>(m);
+      out.square_tokens = part * load.square_tokens / static_cast<double>(m);
+      return out;
+    }
+    m = std::max(m + 1, static_cast<int64_t>(std::ceil(tokens / most)));
+  }
+  out.fits = false;
+  return out;
+}
+
+ReplicaPart replica_part(const DocumentStrategy& strategy, size_t replica, const DocumentLoad& load) {
+  return replica_part(strategy, replica, load, [&](int64_t m) { return max_fitting_tokens(strategy, replica, m); });
+}
+
+int64_t max_fitting_tokens(const DocumentStrategy& strategy, size_t replica, int64_t micro_batches) {
+  const DocumentReplica& r = strategy.replicas.at(replica);
+  const auto stages = static_cast<int64_t>(r.stages.size());
+  int64_t most = r.micro_batch_tokens;
+  for (int64_t s = 0; s < stages; ++s) {
+    const double memory = r.memory_bytes.at(static_cast<size_t>(s));
+    if (memory <= 0) continue;
+    const StageCost& stage = r.stages[static_cast<size_t>(s)];
+    const int64_t in_flight = micro_batches_in_flight(r.schedule, stages, micro_batches, s);
+    auto fits = [&](int64_t tokens) {
+      // A bucket's gradients accumulate with the step's other buckets': held throughout, as in
+      // a step of more than one micro-batch (peak_bytes).
+      return micro_batch_peak_bytes(r, stage, static_cast<double>(tokens), in_flight,
+                                    std::max<int64_t>(2, micro_batches)) <= memory;
+    };
+    if (fits(most)) continue;
+    int64_t lo = 0, hi = most;  // fits(lo) or lo == 0; !fits(hi)
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      (fits(mid) ? lo : hi) = mid;
+    }
+    most = lo;
+  }
+  return most;
+}
+
+bool load_fits(const DocumentStrategy& strategy, const DocumentLoad& load) {
+  for (size_t r = 0; r < strategy.replicas.size(); ++r) {
+    if (!replica_part(strategy, r, load).fits) return false;
+  }
+  return true;
+}
+
+double load_time_s(const DocumentStrategy& strategy, const DocumentLoad& load) {
+  if (load.documents == 0) return 0;
+  double slowest = 0;
+  for (size_t r = 0; r < strategy.replicas.size(); ++r) {
+    const ReplicaPart part = replica_part(strategy, r, load);
+    if (!part.fits) return kDocumentsDoNotFit;
+    if (part.micro_batches == 0) continue;
+    std::vector<StageTimes> times;
+    for (const StageCost& stage : strategy.replicas[r].stages) {
+      times.push_back(micro_batch_times(strategy, r, stage, part.tokens, part.square_tokens));
+    }
+    slowest = std::max(slowest, pipeline_time(strategy.replicas[r].schedule, part.micro_batches, times).makespan_s);
+  }
+  return slowest + strategy.switch_s;
+}
+
+double switch_estimate_s(const std::vector<DocumentReplica>& replicas, const Link& link) {
+  double slowest = 0;
+  for (const DocumentReplica& r : replicas) {
+    for (const StageCost& stage : r.stages) slowest = std::max(slowest, 2 * link.transfer_s(stage.param_bytes));
+  }
+  return slowest;
+}
+
+DocumentStrategy document_strategy(std::string name, const std::vector<ReplicaCost>& costs,
+                                   const std::vector<std::vector<double>>& memory_bytes,
+                                   const std::vector<int64_t>& micro_batch, int64_t seq_len, const Link* reshard) {
+  HT_USAGE_CHECK(!costs.empty() && memory_bytes.size() == costs.size() && micro_batch.size() == costs.size() &&
+                     seq_len >= 1,
+                 "document cost: strategy '{}' is not a priced layout", name);
+  DocumentStrategy s;
+  s.name = std::move(name);
+  s.priced_seq_len = static_cast<double>(seq_len);
+  for (size_t r = 0; r < costs.size(); ++r) {
+    HT_USAGE_CHECK(memory_bytes[r].size() == costs[r].stages.size() && micro_batch[r] >= 1,
+                   "document cost: strategy '{}' replica {} has no memory per stage or micro-batch", s.name, r);
+    DocumentReplica replica;
+    replica.schedule = costs[r].schedule;
+    replica.share = static_cast<double>(costs[r].micro_batches);
+    replica.stages = costs[r].stages;
+    replica.memory_bytes = memory_bytes[r];
+    replica.priced_tokens = static_cast<double>(micro_batch[r] * seq_len);
+    replica.micro_batch_tokens = micro_batch[r] * seq_len;
+    s.replicas.push_back(std::move(replica));
+  }
+  if (reshard != nullptr) s.switch_s = switch_estimate_s(s.replicas, *reshard);
+  return s;
+}
+
+DocumentStrategy document_strategy(std::string name, const SearchCluster& cluster, const SearchJob& job,
+                                   const SearchedLayout& layout, const Link* reshard) {
+  HT_USAGE_CHECK(layout.costs.size() == layout.replicas.size() && !layout.costs.empty(),
+                 "document cost: strategy '{}' is not a priced layout", name);
+  std::vector<double> device_memory;  // per device, in node order
+  for (const SearchNode& node : cluster.nodes) {
+    device_memory.insert(device_memory.end(), static_cast<size_t>(node.devices),
+                         cluster.types.at(static_cast<size_t>(node.type)).memory_bytes);
+  }
+  std::vector<std::vector<double>> memory;
+  for (const SearchedReplica& replica : layout.replicas) {
+    std::vector<double> stages;
+    for (const SearchedStage& stage : replica.stages) {
+      double least = 0;  // the smallest of its devices' (0: unbounded)
+      for (int64_t d = stage.first_device; d < stage.first_device + stage.devices; ++d) {
+        const double m = device_memory.at(static_cast<size_t>(d));
+        if (m > 0) least = least > 0 ? std::min(least, m) : m;
+      }
+      stages.push_back(least);
+    }
+    memory.push_back(std::move(stages));
+  }
+  return document_strategy(std::move(name), layout.costs, memory,
+                           std::vector<int64_t>(layout.costs.size(), job.micro_batch), job.seq_len, reshard);
+}
+
+}  // namespace hetu::plan

@@ -1,0 +1,105 @@
+// The cost of running a set of documents (their lengths) under one strategy (a layout), from
+// the cost model's stage costs: per stage, a micro-batch's forward and backward split into a
+// part per token (projections, MLP, LM head, tp collectives, sends) and attention, which grows
+// with the square of each document's length (StageCost::attention_*_s), scaled from the
+// micro-batch the stages were priced at; the replicas run their share of the documents side
+// by side (pipeline_time.h), and a device that cannot hold a micro-batch containing the
+// longest document makes the strategy infeasible for them (see Note [Documents under a
+// strategy] in document_cost.cpp).
+//
+//   DocumentStrategy s = document_strategy("long", cluster, job, layout, &link);
+//   DocumentLoad load;  for (int64_t L : lengths) load.add(L);
+//   load_time_s(s, load);   // seconds; kNoFit when a device cannot hold it
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "lib/plan/cost_model.h"
+#include "lib/plan/layout_search.h"
+
+namespace hetu::plan {
+
+inline constexpr double kDocumentsDoNotFit = std::numeric_limits<double>::infinity();
+
+// What a set of documents asks of a strategy.
+struct DocumentLoad {
+  int64_t documents = 0;
+  double tokens = 0;         // Σ L
+  double square_tokens = 0;  // Σ L², attention's work
+  int64_t longest = 0;
+  void add(int64_t length);
+};
+
+struct DocumentReplica {
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
+  double share = 1;                   // its part of the documents, relative to the others' (> 0)
+  std::vector<StageCost> stages;      // per device, priced at its micro-batch of priced_tokens
+  std::vector<double> memory_bytes;   // per stage, its devices' memory (0: unbounded)
+  double priced_tokens = 1;           // the micro-batch the stage costs were priced at (in
+                                      // sequences of DocumentStrategy::priced_seq_len)
+  int64_t micro_batch_tokens = 1;     // the most tokens one of its micro-batches packs
+  bool operator==(const DocumentReplica&) const = default;
+};
+
+struct DocumentStrategy {
+  std::string name;
+  std::vector<DocumentReplica> replicas;
+  double priced_seq_len = 1;          // the sequences its stage costs were priced at
+  double switch_s = 0;                // per bucket run under it: parameters in, gradients back (0: it holds them)
+  // The longest document every replica's micro-batch may pack (each takes a share of a bucket).
+  int64_t micro_batch_tokens() const;
+};
+
+// One micro-batch of replica `r` of `tokens` tokens whose documents' squared lengths sum to
+// `square_tokens`, through `stage` (one of the replica's).
+StageTimes micro_batch_times(const DocumentStrategy& strategy, size_t r, const StageCost& stage, double tokens,
+                             double square_tokens);
+// A device's peak holding `in_flight` of `micro_batches` micro-batches of `tokens` tokens each.
+double micro_batch_peak_bytes(const DocumentReplica& replica, const StageCost& stage, double tokens,
+                              int64_t in_flight, int64_t micro_batches);
+
+// The most tokens a micro-batch of replica `r` may hold (at most its micro_batch_tokens) when it
+// runs `micro_batches` of them: every stage's device holds those in flight at that size, and
+// its gradients (a bucket's accumulate with the step's others).
+int64_t max_fitting_tokens(const DocumentStrategy& strategy, size_t replica, int64_t micro_batches);
+
+// How replica `r` runs its share of `load`: micro-batches and the tokens and Σ L² of each.
+// micro_batches 0: no documents, or none fits (fits false).
+struct ReplicaPart {
+  int64_t micro_batches = 0;
+  double tokens = 0, square_tokens = 0;  // per micro-batch
+  bool fits = true;
+};
+// `fitting(m)`: max_fitting_tokens of the replica at m micro-batches (the planner tabulates it).
+ReplicaPart replica_part(const DocumentStrategy& strategy, size_t replica, const DocumentLoad& load,
+                         const std::function<int64_t(int64_t)>& fitting);
+ReplicaPart replica_part(const DocumentStrategy& strategy, size_t replica, const DocumentLoad& load);
+
+// True when every device of the strategy holds its micro-batches of `load` (the one with the
+// longest document included) and that document fits a micro-batch.
+bool load_fits(const DocumentStrategy& strategy, const DocumentLoad& load);
+
+// The time to run `load` under the strategy: the slowest replica's pipeline (pipeline_time) plus
+// switch_s; 0 for no documents; kDocumentsDoNotFit when !load_fits.
+double load_time_s(const DocumentStrategy& strategy, const DocumentLoad& load);
+
+// Moving a strategy's compute copy of the parameters in and its gradients back: every device
+// receives its f32 parameters and sends a gradient as big over `link`, the slowest device's.
+double switch_estimate_s(const std::vector<DocumentReplica>& replicas, const Link& link);
+
+// A layout the search priced (price_layout), as a strategy for documents: stage costs at the
+// job's micro-batch, memory from the cluster's device types, shares its micro-batches.
+// `reshard`: the link its parameters come over (switch_estimate_s); nullptr: it holds them.
+DocumentStrategy document_strategy(std::string name, const SearchCluster& cluster, const SearchJob& job,
+                                   const SearchedLayout& layout, const Link* reshard);
+// The same from a layout's replica costs (cost_model.h) with each stage's device memory
+// ([replica][stage], 0: unbounded), each replica's micro-batch in sequences of seq_len.
+DocumentStrategy document_strategy(std::string name, const std::vector<ReplicaCost>& costs,
+                                   const std::vector<std::vector<double>>& memory_bytes,
+                                   const std::vector<int64_t>& micro_batch, int64_t seq_len, const Link* reshard);
+
+}  // namespace hetu::plan

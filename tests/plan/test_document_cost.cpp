@@ -1,0 +1,176 @@
+// Documents priced under a strategy (lib/plan/document_cost.h) against independent references:
+// a micro-batch of documents against the catalogue estimate of each document as its own
+// sequence (estimate_stage with the model's facts at that length, summed), the memory limit
+// against predict_layout's peak of a micro-batch of that document, replicas of different
+// speed and the switch cost worked out by hand.
+#include <catch2/catch.hpp>
+
+#include "lib/plan/document_cost.h"
+#include "lib/plan/stage_estimate.h"
+
+using namespace hetu::plan;
+using hetu::pipeline::ScheduleKind;
+
+namespace {
+
+constexpr double kHidden = 64;
+
+// A GPT-like model's facts at sequence length `seq_len`: matmuls 2 x 50,000 FLOPs per token and
+// attention 4 x hidden x seq_len (as models/model_costs.cpp counts them).
+ModelFacts facts_at(int64_t seq_len) {
+  ModelFacts f;
+  f.layers = 4;
+  f.layer_params = 50000;
+  f.first_params = 20000;
+  f.last_params = 20000;
+  f.layer_attention_flops_per_token = 4 * kHidden * static_cast<double>(seq_len);
+  f.layer_forward_flops_per_token = 2 * f.layer_params + f.layer_attention_flops_per_token;
+  f.head_forward_flops_per_token = 2 * f.last_params;
+  f.layer_activation_bytes_per_token = 9000;
+  f.layer_replicated_activation_bytes_per_token = 3000;
+  f.workspace_bytes_per_token = 200;
+  f.head_activation_bytes_per_token = 520;
+  f.hidden_bytes_per_token = 4 * kHidden;
+  return f;
+}
+
+DeviceRates rates(double flops_per_s) {
+  DeviceRates r;
+  r.flops_per_s = flops_per_s;
+  r.memory_bytes_per_s = 1e9;
+  r.tp = {2e8, 0};          // no latency: every message is linear in the tokens
+  r.next_stage = {1e8, 0};
+  return r;
+}
+
+// One stage of layers [first, last] at micro_batch x seq_len tokens.
+StageCost stage_at(int64_t seq_len, int64_t micro_batch, int64_t first, int64_t last, int64_t tp, double flops) {
+  return estimate_stage(facts_at(seq_len), {first, last, first == 0, last == 3, tp, micro_batch, seq_len, 1},
+                        rates(flops));
+}
+
+// A strategy of `replicas` (stages per replica, priced at micro-batch 2 x 64 tokens).
+DocumentStrategy strategy_of(std::vector<std::vector<StageCost>> replicas, std::vector<double> shares,
+                             double memory = 0) {
+  DocumentStrategy s;
+  s.name = std::string("strategy");
+  s.priced_seq_len = 64;
+  for (size_t r = 0; r < replicas.size(); ++r) {
+    DocumentReplica replica;
+    replica.share = shares[r];
+    replica.stages = replicas[r];
+    replica.memory_bytes.assign(replica.stages.size(), memory);
+    replica.priced_tokens = 128;
+    replica.micro_batch_tokens = 128;
+    s.replicas.push_back(replica);
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("document cost: a micro-batch of documents is the sum of each as its own sequence", "[document_cost]") {
+  for (int64_t tp : {1, 2}) {
+    for (auto [first, last] : {std::pair<int64_t, int64_t>{0, 1}, {2, 3}, {0, 3}}) {
+      const StageCost priced = stage_at(64, 2, first, last, tp, 1e9);
+      const DocumentStrategy s = strategy_of({{priced}}, {1});
+      // Documents of 100, 17 and 5 tokens in one micro-batch of 122.
+      double forward = 0, backward = 0, send = 0;
+      for (int64_t length : {100, 17, 5}) {
+        const StageCost alone = stage_at(length, 1, first, last, tp, 1e9);
+        forward += alone.times.forward_s;
+        backward += alone.times.backward_s;
+        send += alone.times.send_s;
+      }
+      const StageTimes t = micro_batch_times(s, 0, priced, 122, 100 * 100 + 17 * 17 + 5 * 5);
+      CHECK(t.forward_s == Approx(forward).epsilon(1e-12));
+      CHECK(t.backward_s == Approx(backward).epsilon(1e-12));
+      CHECK(t.send_s == Approx(send).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("document cost: a document fits when a micro-batch holding it fits the device", "[document_cost]") {
+  // One stage of the whole model: the peak as predict_layout gives it for micro-batches that
+  // are the document alone, with the gradients held (a step of two; a bucket's gradients
+  // accumulate with the others').
+  const StageCost priced = stage_at(64, 2, 0, 3, 1, 1e9);
+  auto peak_alone = [](int64_t length) {
+    return predict_layout({{ScheduleKind::one_f_one_b, 2, {stage_at(length, 1, 0, 3, 1, 1e9)}}}).peak_bytes[0][0];
+  };
+  const double memory = peak_alone(100);
+  const DocumentStrategy s = strategy_of({{priced}}, {1}, memory);
+  DocumentLoad holds, too_long;
+  holds.add(100);
+  too_long.add(101);
+  CHECK(peak_alone(101) > memory);
+  CHECK(load_fits(s, holds));
+  CHECK_FALSE(load_fits(s, too_long));
+  CHECK(load_time_s(s, too_long) == kDocumentsDoNotFit);
+  CHECK(max_fitting_tokens(s, 0, 1) == 100);
+  DocumentLoad longer_than_a_micro_batch;  // 129 > micro_batch_tokens, memory unbounded
+  longer_than_a_micro_batch.add(129);
+  CHECK_FALSE(load_fits(strategy_of({{priced}}, {1}), longer_than_a_micro_batch));
+}
+
+TEST_CASE("document cost: replicas of different speed run their shares side by side", "[document_cost]") {
+  // Replica 0 (share 1) at 1 GFLOP/s, replica 1 (share 3) at 2 GFLOP/s; 8 documents of 64
+  // tokens = 512 tokens: replica 0 gets 128 (one micro-batch of two documents), replica 1 384
+  // (three micro-batches of two): 3 x (F + B) of two documents each.
+  const DocumentStrategy s = strategy_of({{stage_at(64, 2, 0, 3, 1, 1e9)}, {stage_at(64, 2, 0, 3, 1, 2e9)}}, {1, 3});
+  DocumentLoad load;
+  for (int i = 0; i < 8; ++i) load.add(64);
+  const StageCost slow = stage_at(64, 2, 0, 3, 1, 1e9), fast = stage_at(64, 2, 0, 3, 1, 2e9);
+  const double replica0 = slow.times.forward_s + slow.times.backward_s;
+  const double replica1 = 3 * (fast.times.forward_s + fast.times.backward_s);
+  CHECK(load_time_s(s, load) == Approx(std::max(replica0, replica1)).epsilon(1e-12));
+  CHECK(replica_part(s, 1, load).micro_batches == 3);
+  DocumentLoad none;
+  CHECK(load_time_s(s, none) == 0);
+}
+
+TEST_CASE("document cost: a two-stage pipeline of documents and the switch cost", "[document_cost]") {
+  // 1F1B over layers 0-1 and 2-3, 6 documents of 64 tokens: 3 micro-batches of two documents.
+  const StageCost a = stage_at(64, 2, 0, 1, 1, 1e9), b = stage_at(64, 2, 2, 3, 1, 1e9);
+  DocumentStrategy s = strategy_of({{a, b}}, {1});
+  s.switch_s = 0.25;
+  DocumentLoad load;
+  for (int i = 0; i < 6; ++i) load.add(64);
+  const double pipeline = pipeline_time(ScheduleKind::one_f_one_b, 3, {a.times, b.times}).makespan_s;
+  CHECK(load_time_s(s, load) == Approx(pipeline + 0.25).epsilon(1e-12));
+  // Every device receives its parameters and sends their gradient: the larger stage's 2 x
+  // (latency + bytes / bandwidth).
+  Link link{1e6, 1e-3};
+  const double bytes = std::max(a.param_bytes, b.param_bytes);
+  CHECK(switch_estimate_s(s.replicas, link) == Approx(2 * (1e-3 + bytes / 1e6)));
+}
+
+TEST_CASE("document cost: measured times split off attention by its FLOP share, or as measured", "[document_cost]") {
+  // A profile that measured exactly the catalogue's compute (one device) splits like the
+  // catalogue, at tp 1 and split over tp 2; a measured attention time is taken as it is.
+  const ModelFacts f = facts_at(64);
+  const double tokens = 128, flops = 1e9;
+  DeviceRates measured = rates(flops);
+  measured.measured = MeasuredTimes{};
+  measured.measured->layer_forward_s = f.layer_forward_flops_per_token * tokens / flops;
+  measured.measured->layer_backward_s = 2 * measured.measured->layer_forward_s;
+  for (int64_t tp : {1, 2}) {
+    const StageShape shape{1, 2, false, false, tp, 2, 64, 1};
+    const StageCost catalogue = estimate_stage(f, shape, rates(flops));
+    const StageCost from_profile = estimate_stage(f, shape, measured);
+    CHECK(from_profile.attention_forward_s == Approx(catalogue.attention_forward_s).epsilon(1e-12));
+    CHECK(from_profile.attention_backward_s == Approx(catalogue.attention_backward_s).epsilon(1e-12));
+    CHECK(catalogue.attention_forward_s == Approx(2 * 4 * kHidden * 64 * tokens / static_cast<double>(tp) / flops));
+  }
+  const double forward = measured.measured->layer_forward_s, backward = measured.measured->layer_backward_s;
+  measured.measured->layer_attention_forward_s = 0.25 * forward;
+  measured.measured->layer_attention_backward_s = 0.5 * backward;
+  const StageCost c = estimate_stage(f, {1, 2, false, false, 2, 2, 64, 1}, measured);
+  CHECK(c.attention_forward_s == Approx(2 * 0.25 * forward / 2));  // 2 layers, split over tp 2
+  CHECK(c.attention_backward_s == Approx(2 * 0.5 * backward / 2));
+  // A measured attention time past the layer's own (a noisy difference) is held at the layer's.
+  measured.measured->layer_attention_forward_s = 2 * forward;
+  const StageCost capped = estimate_stage(f, {1, 2, false, false, 1, 2, 64, 1}, measured);
+  CHECK(capped.attention_forward_s == Approx(2 * forward));  // 2 layers, each at most its whole time
+  CHECK(capped.attention_forward_s <= capped.times.forward_s);
+}
