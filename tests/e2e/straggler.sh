@@ -10,8 +10,8 @@
 #   - a run forced (HETU_TEST_STRAGGLER_PLAN=tp-across-nodes) to re-plan into a layout that
 #     pairs a normal device with the slowed one in a tp group across the nodes switches once
 #     and never re-plans again: each rank's measured compute stays within straggler.threshold
-#     of its prediction (a slowed tp group was priced at its first device's speed, and a tp 2
-#     stage at the tp-1 time, which once gave 2.8x and 7.9x and a second re-plan);
+#     (2 here) of its prediction (a slowed tp group was priced at its first device's speed,
+#     and a tp 2 stage at the tp-1 time, which once gave 2.8x and 7.9x and a second re-plan);
 #   - every run's losses equal the single-device run's within 1e-6 at every step.
 # Every device computes 50x slower than this CPU (the emulation sleeps 49/50 of its compute), so
 # 4 ranks on a machine of 2 busy cores mostly sleep and the comparison measures the layouts,
@@ -96,6 +96,12 @@ write_job "$work/jitter" "$jitter]"
 # price, see Note [Straggler decisions]).
 forced_steps=16
 write_job "$work/forced" "[[3, 150.0]]" 40 "$forced_steps"
+# A generous threshold for the pair: the profile's tp-2 entry is one short measurement (its
+# ratio to tp 1 moved between 1.65 and 2.3 across profiles on a loaded machine), while the
+# defects it guards against were off by 2.8x, 3x (a straggler hidden in the pair) and 1/3x (a
+# fast member priced at its slow partner's pace).
+forced_threshold=2.0
+sed -i "s/^\[straggler\]$/[straggler]\nthreshold = $forced_threshold/" "$work/forced/job.toml"
 # The same model and batch on one device.
 single_job() {  # JOB OUT
   sed -e '/^\[cluster\]/,$d' "$1" > "$2"
@@ -151,7 +157,7 @@ assert ratio >= 1.5, f"the re-planned layout runs {ratio:.2f}x the tokens/s of s
 PY
 grep -q "switched strategy default -> straggler-1 after" "$log" || fail "no switch to straggler-1"
 ! grep -q "\[straggler\]" "$work/jitter-run/logs/rank-0.log" || { grep "\[straggler\]" "$work/jitter-run/logs/rank-0.log"; fail "jitter re-planned"; }
-/usr/bin/python3 - "$work/forced-run/logs/rank-0.log" 1.2 <<'PY' || fail "the forced tp pair across the nodes"
+/usr/bin/python3 - "$work/forced-run/logs/rank-0.log" "$forced_threshold" <<'PY' || fail "the forced tp pair across the nodes"
 import re, sys
 log, threshold = open(sys.argv[1]).read(), float(sys.argv[2])
 decisions = re.findall(r"\[straggler\] after step (\d+): (.*)", log)
@@ -165,9 +171,13 @@ for step, measured, expected in re.findall(r"\[straggler\] step (\d+): compute p
         pace = sorted(ratios)[(len(ratios) - 1) // 2]
         samples.append([r / pace for r in ratios])
 assert len(samples) >= 5, f"{len(samples)} samples after the switch"
-worst = [max(s[r] for s in samples) for r in range(4)]
-print("after the switch, each rank's largest measured / predicted compute (over the cluster's pace): " +
-      ", ".join(f"rank {r} {w:.2f}" for r, w in enumerate(worst)))
+# Per rank, its median over the steps after the switch (the detector's window is a run of
+# consecutive steps, so one slow step is no mismatch).
+middle = [sorted(s[r] for s in samples)[len(samples) // 2] for r in range(4)]
+print("after the switch, each rank's measured / predicted compute (over the cluster's pace), median of "
+      f"{len(samples)} steps: " + ", ".join(f"rank {r} {m:.2f}" for r, m in enumerate(middle)))
+assert all(1 / threshold < m < threshold for m in middle), f"a median outside 1/{threshold}..{threshold}x"
+
 PY
 compare_runs single-forced-run forced-run 1e-6 --steps "$forced_steps"
 compare_runs single-run slow-run 1e-6 --steps "$steps"
