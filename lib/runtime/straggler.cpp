@@ -47,7 +47,7 @@ namespace {
 //   Still inexact: compute a step does once besides the micro-batches and the optimizer
 //   step (gradient norm, sync bookkeeping) is not priced, and a profile's tp-2 entry is one
 //   short measurement (its ratio to tp 1 moved between 1.65 and 2.3 across profiles on a
-//   loaded machine): after a switch into such a pair its ranks measured 1.0-1.7x their
+//   loaded machine): after a switch into such a pair its ranks measured 1.0-2.4x their
 //   predictions, against 2.8x and 7.9x before (tests/e2e/straggler.sh, the forced run).
 // - Every rank the same. The measured times are summed over all ranks (each rank fills its
 //   own slot), so every rank holds identical numbers, and everything after is a
