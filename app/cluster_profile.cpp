@@ -172,7 +172,9 @@ Profile profile_launched(const config::LoadedConfig& loaded, const RankMap& rank
   const config::DeviceId& device = ranks.device_of_rank.at(static_cast<size_t>(world->rank()));
   limit_cpu_memory(loaded, device);
   const Device compute = compute_device(loaded, device);
-  std::unique_ptr<Communicator> host = with_emulation(std::move(world), loaded, ranks);
+  // A [straggler] job is profiled as it will run: the slowdown paced by CPU time (its
+  // predictions are compared with CPU-time measurements; Note [Emulated devices]).
+  std::unique_ptr<Communicator> host = with_emulation(std::move(world), loaded, ranks, loaded.config.straggler.enabled);
   std::unique_ptr<Communicator> device_comm;
   if (compute.is_cuda()) {
     device_comm = world_size == 1 ? make_local_communicator(compute) : make_nccl_communicator(compute.index);

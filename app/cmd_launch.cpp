@@ -174,6 +174,7 @@ std::vector<std::string> train_argv(const LaunchOptions& o, const std::string& j
 }
 
 std::string describe(const LaunchFailure& f) {
+  if (f.stopped) return fmt::format("rank {} stopped answering (a communication deadline expired)", f.rank);
   return f.signal != 0 ? fmt::format("rank {} died on signal {}", f.rank, f.signal)
                        : fmt::format("rank {} exited with code {}", f.rank, f.exit_code);
 }

@@ -3,9 +3,18 @@
 
 #include <regex>
 
+#include "lib/hspmd/comm_deadline.h"
+
 namespace hetu::app {
 
 void LaunchFailureParser::feed(const std::string& line) {
+  // comm_deadline.cpp's message: "... waited 20 s for rank(s) 1, 2; rank(s) 1 stopped answering ...".
+  static const std::regex deadline_stopped(R"(communication timed out: .*rank\(s\) (\d+)[0-9, ]* stopped answering)");
+  std::smatch m;
+  if ((!failure_ || !failure_->stopped) && std::regex_search(line, m, deadline_stopped)) {
+    failure_ = LaunchFailure{std::stoll(m[1]), 0, kExitCommTimeout, line, true};
+    return;
+  }
   if (failure_) return;
   static const std::regex mpirun_signal(R"(process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+))");
   static const std::regex mpirun_name(R"(Process name: \[\[\d+,\d+\],(\d+)\])");
@@ -13,7 +22,6 @@ void LaunchFailureParser::feed(const std::string& line) {
   static const std::regex mpi_abort(R"(MPI_ABORT was invoked on rank (\d+).*)");
   static const std::regex srun_task(R"(srun: error: \S+: tasks? (\d+)[-0-9,]*: (.*))");
   static const std::regex srun_exit(R"(Exited with exit code (\d+))");
-  std::smatch m;
   if (std::regex_search(line, m, mpirun_signal)) {
     failure_ = LaunchFailure{std::stoll(m[1]), std::stoi(m[2]), 0, line};
   } else if (std::regex_search(line, m, mpirun_name)) {

@@ -2,7 +2,10 @@
 // the launcher's stderr): Open MPI's mpirun ("process rank 2 with PID .. exited on signal
 // 9", "Process name: [[j,1],2] / Exit code: 1", "MPI_ABORT was invoked on rank 2") and
 // Slurm's srun ("srun: error: node: task 2: Killed"). The first report wins: the ranks the
-// launcher tears down afterwards are not lost.
+// launcher tears down afterwards are not lost. Except after a hang: a rank's communication
+// deadline (lib/hspmd/comm_deadline) logs "rank(s) 1 stopped answering" and then aborts the
+// job, so the launcher reports the aborting rank; the rank the deadline names as stopped
+// wins over any report but another such line (the first rank named when it names several).
 //
 //   LaunchFailureParser p;
 //   for (line : stderr_lines) p.feed(line);
@@ -20,6 +23,7 @@ struct LaunchFailure {
   int signal = 0;      // the signal that ended it, or 0
   int exit_code = 0;   // its exit code when it exited (signal 0)
   std::string line;    // the launcher's line that said so
+  bool stopped = false;  // named by a communication deadline as the rank that stopped answering
 };
 
 class LaunchFailureParser {

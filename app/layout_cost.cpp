@@ -336,6 +336,12 @@ plan::SearchCluster search_cluster(const config::LoadedConfig& loaded, const Pro
       t.rates.memory_bytes_per_s = type.memory_bandwidth_gbs * 1e9;
       const double tokens = static_cast<double>(c.training.micro_batch * c.training.seq_len);
       t.rates.measured = measured_times(profile_for(profile, type.name, 1, tokens), 1, tokens);
+      if (t.rates.measured) t.rates.measured->includes_tp = false;  // a stage of tp k splits it over k
+      // What the profile measured (or borrows, profile_for) on a rank of a tp group.
+      for (int64_t tp = 2; t.rates.measured && tp <= c.cluster.num_devices(); ++tp) {
+        const std::optional<DeviceTypeProfile> at = profile_for(profile, type.name, tp, tokens);
+        if (at && at->tp == tp) t.measured_at_tp.push_back({tp, *measured_times(at, tp, tokens)});
+      }
       t.memory_bytes = type.memory_gib * double(1 << 30);
       cluster.types.push_back(std::move(t));
       it = names.insert(names.end(), type.name);

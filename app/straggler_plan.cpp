@@ -3,7 +3,9 @@
 
 #include <fmt/core.h>
 
+#include <cstdlib>
 #include <map>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -81,13 +83,14 @@ plan::SearchDeviceType slowed(plan::SearchDeviceType type, double factor) {
   type.name += fmt::format(" (x{:.3f})", factor);
   type.rates.flops_per_s /= factor;
   type.rates.memory_bytes_per_s /= factor;
-  if (type.rates.measured) {
-    plan::MeasuredTimes& m = *type.rates.measured;
+  auto slow = [factor](plan::MeasuredTimes& m) {
     for (double* t : {&m.layer_forward_s, &m.layer_backward_s, &m.first_forward_s, &m.first_backward_s,
                       &m.last_forward_s, &m.last_backward_s, &m.optimizer_s}) {
       *t *= factor;
     }
-  }
+  };
+  if (type.rates.measured) slow(*type.rates.measured);
+  for (plan::SearchDeviceType::AtTp& at : type.measured_at_tp) slow(at.times);
   return type;
 }
 
@@ -103,8 +106,13 @@ class CostModelPlanner final : public runtime::StragglerPlanner {
     current_ = searched_layout(loaded_.config);
   }
 
+  // Per rank, its own compute: a rank of a tp group of unlike devices (another type, or
+  // another slowdown) is priced as if every member were its own device, since what it
+  // measures is its own compute, not the wait inside each collective for the slowest member
+  // (which the stage's time, priced at that member's pace, includes). Note [Straggler decisions].
   std::vector<double> expected_compute(const std::vector<double>& slowdown) override {
-    const plan::SearchedLayout priced = plan::price_layout(cluster_at(slowdown), job_, current_.schedule, current_.replicas);
+    const std::vector<DeviceSpeed> speed = speeds_at(slowdown);
+    const plan::SearchedLayout priced = price(speed);
     std::vector<double> out(position_of_rank_.size(), 0.0);
     for (size_t rank = 0; rank < out.size(); ++rank) {
       const int64_t d = position_of_rank_[rank];
@@ -112,8 +120,14 @@ class CostModelPlanner final : public runtime::StragglerPlanner {
         for (size_t s = 0; s < priced.replicas[r].stages.size(); ++s) {
           const plan::SearchedStage& stage = priced.replicas[r].stages[s];
           if (d < stage.first_device || d >= stage.first_device + stage.devices) continue;
-          const plan::StageCost& cost = priced.costs[r].stages[s];
-          out[rank] = static_cast<double>(priced.costs[r].micro_batches) * (cost.times.forward_s + cost.times.backward_s) +
+          std::vector<DeviceSpeed> own = speed;
+          for (int64_t i = stage.first_device; i < stage.first_device + stage.devices; ++i)
+            own[static_cast<size_t>(i)] = speed[static_cast<size_t>(d)];
+          const bool alike = own == speed;
+          const plan::SearchedLayout priced_own = alike ? plan::SearchedLayout{} : price(own);
+          const plan::SearchedLayout& p = alike ? priced : priced_own;
+          const plan::StageCost& cost = p.costs[r].stages[s];
+          out[rank] = static_cast<double>(p.costs[r].micro_batches) * (cost.times.forward_s + cost.times.backward_s) +
                       cost.optimizer_s;
         }
       }
@@ -122,17 +136,20 @@ class CostModelPlanner final : public runtime::StragglerPlanner {
   }
 
   Plan replan(const std::vector<double>& slowdown) override {
-    const plan::SearchCluster cluster = cluster_at(slowdown);
+    const plan::SearchCluster cluster = cluster_of(speeds_at(slowdown));
     const plan::SearchedLayout now = plan::price_layout(cluster, job_, current_.schedule, current_.replicas);
     Plan plan;
     plan.current_step_s = now.prediction.step_s;
-    const plan::SearchResult found = plan::search_layouts(cluster, job_, {.top = 1});
-    if (found.best.empty() || !found.best[0].fits) {
+    const bool force_cross_node_tp = test_forces_cross_node_tp();
+    const plan::SearchResult found = plan::search_layouts(cluster, job_, {.top = force_cross_node_tp ? 256 : 1});
+    size_t pick = 0;
+    while (force_cross_node_tp && pick < found.best.size() && !spans_nodes(found.best[pick])) ++pick;
+    if (pick == found.best.size() || !found.best[pick].fits) {
       plan.planned_step_s = now.prediction.step_s;
       plan.summary = "no layout fits the devices' memory";
       return plan;
     }
-    const plan::SearchedLayout& best = found.best[0];
+    const plan::SearchedLayout& best = found.best[pick];
     const PlannedLayout planned = planned_layout(loaded_, best, profile_);
     plan.planned_step_s = best.prediction.step_s;
     plan.changes_layout = !same_layout(best, current_);
@@ -153,13 +170,46 @@ class CostModelPlanner final : public runtime::StragglerPlanner {
   }
 
  private:
-  // The search cluster with the device at each rank's position `slowdown[rank]` times slower;
-  // a run of alike factors on one node stays one node part (links as the node's).
-  plan::SearchCluster cluster_at(const std::vector<double>& slowdown) const {
-    std::vector<double> factor;  // per device position
-    for (const plan::SearchNode& node : base_.nodes) factor.insert(factor.end(), static_cast<size_t>(node.devices), 1.0);
+  // Test only (tests/e2e/straggler.sh): HETU_TEST_STRAGGLER_PLAN=tp-across-nodes makes every
+  // re-plan take the best layout with a tp group over two nodes (a normal device paired with
+  // the straggler), the layout whose prediction once went wrong (Note [Straggler decisions]).
+  static bool test_forces_cross_node_tp() {
+    const char* v = std::getenv("HETU_TEST_STRAGGLER_PLAN");
+    return v != nullptr && std::string_view(v) == "tp-across-nodes";
+  }
+
+  bool spans_nodes(const plan::SearchedLayout& layout) const {
+    std::vector<int64_t> node_of;  // per device position
+    for (size_t n = 0; n < base_.nodes.size(); ++n) node_of.insert(node_of.end(), static_cast<size_t>(base_.nodes[n].devices), static_cast<int64_t>(n));
+    for (const plan::SearchedReplica& replica : layout.replicas)
+      for (const plan::SearchedStage& stage : replica.stages)
+        if (node_of[static_cast<size_t>(stage.first_device)] != node_of[static_cast<size_t>(stage.first_device + stage.devices - 1)]) return true;
+    return false;
+  }
+
+  // A device's type (an index into base_.types) and how many times slower it computes.
+  struct DeviceSpeed {
+    int64_t type = 0;
+    double factor = 1;
+    bool operator==(const DeviceSpeed&) const = default;
+  };
+
+  // Per device position: its node's type, slowed by `slowdown[rank]` at each rank's position.
+  std::vector<DeviceSpeed> speeds_at(const std::vector<double>& slowdown) const {
+    std::vector<DeviceSpeed> out;
+    for (const plan::SearchNode& node : base_.nodes) out.insert(out.end(), static_cast<size_t>(node.devices), {node.type, 1.0});
     for (size_t rank = 0; rank < position_of_rank_.size() && rank < slowdown.size(); ++rank)
-      factor[static_cast<size_t>(position_of_rank_[rank])] = slowdown[rank];
+      out[static_cast<size_t>(position_of_rank_[rank])].factor = slowdown[rank];
+    return out;
+  }
+
+  plan::SearchedLayout price(const std::vector<DeviceSpeed>& speed) const {
+    return plan::price_layout(cluster_of(speed), job_, current_.schedule, current_.replicas);
+  }
+
+  // The search cluster of devices at `speed`: a run of alike devices on one node stays one
+  // node part (links as the node's), so one slowed device among alike ones is priced alone.
+  plan::SearchCluster cluster_of(const std::vector<DeviceSpeed>& speed) const {
     plan::SearchCluster out;
     out.types = base_.types;
     std::map<std::pair<int64_t, double>, int64_t> slowed_types;  // (type, factor) -> index
@@ -168,13 +218,13 @@ class CostModelPlanner final : public runtime::StragglerPlanner {
     for (size_t n = 0; n < base_.nodes.size(); ++n) {
       const plan::SearchNode& node = base_.nodes[n];
       for (int64_t i = 0; i < node.devices;) {
-        const double f = factor[d];
+        const DeviceSpeed here = speed[d];
         int64_t run = 0;
-        while (i + run < node.devices && factor[d + static_cast<size_t>(run)] == f) ++run;
-        int64_t type = node.type;
-        if (f != 1) {
-          auto [it, added] = slowed_types.emplace(std::pair{node.type, f}, static_cast<int64_t>(out.types.size()));
-          if (added) out.types.push_back(slowed(base_.types[static_cast<size_t>(node.type)], f));
+        while (i + run < node.devices && speed[d + static_cast<size_t>(run)] == here) ++run;
+        int64_t type = here.type;
+        if (here.factor != 1) {
+          auto [it, added] = slowed_types.emplace(std::pair{here.type, here.factor}, static_cast<int64_t>(out.types.size()));
+          if (added) out.types.push_back(slowed(base_.types[static_cast<size_t>(here.type)], here.factor));
           type = it->second;
         }
         out.nodes.push_back({type, run});

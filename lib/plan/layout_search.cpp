@@ -361,8 +361,8 @@ SearchedLayout price_layout(const SearchCluster& cluster, const SearchJob& job, 
   out.prediction = predict_layout(out.costs);
   for (size_t r = 0; r < replicas.size(); ++r)
     for (size_t s = 0; s < replicas[r].stages.size(); ++s) {
-      const int64_t type = index.place(replicas[r].stages[s].first_device, 1).type;
-      const double memory = cluster.types[static_cast<size_t>(type)].memory_bytes;
+      const SearchedStage& stage = replicas[r].stages[s];
+      const double memory = index.memory_bytes(index.place(stage.first_device, stage.devices));
       if (memory > 0 && out.prediction.peak_bytes[r][s] > memory) out.fits = false;
     }
   out.replicas = std::move(replicas);

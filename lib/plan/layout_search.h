@@ -22,6 +22,13 @@ struct SearchDeviceType {
   std::string name;
   DeviceRates rates;        // flops_per_s, memory_bytes_per_s, measured; the links come from the cluster
   double memory_bytes = 0;  // per device; 0: unbounded
+  // Times measured on one rank of a tp group of `tp` devices (includes_tp), which replace
+  // rates.measured for stages of that tp (tp splits rates.measured for the others).
+  struct AtTp {
+    int64_t tp = 2;
+    MeasuredTimes times;
+  };
+  std::vector<AtTp> measured_at_tp;
 };
 
 struct SearchNode {

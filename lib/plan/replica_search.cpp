@@ -57,15 +57,38 @@ Link ClusterIndex::between(const StagePlace& a, const StagePlace& b) const {
   return worst;
 }
 
+double ClusterIndex::memory_bytes(const StagePlace& place) const {
+  double least = 0;
+  for (int64_t a = place.first_node; a <= place.last_node; ++a) {
+    const double m = cluster_.types[static_cast<size_t>(cluster_.nodes[static_cast<size_t>(a)].type)].memory_bytes;
+    if (m > 0 && (least == 0 || m < least)) least = m;
+  }
+  return least;
+}
+
 StageCost stage_cost(const ClusterIndex& index, const SearchJob& job, const StagePlace& place, const Link& next,
                      int64_t first_layer, int64_t layers, bool first, bool last, int64_t replicas) {
-  DeviceRates rates = index.cluster().types[static_cast<size_t>(place.type)].rates;
-  rates.tp = place.tp;
-  rates.next_stage = last ? Link{} : next;
-  rates.replicas = place.everyone;
   const StageShape shape{first_layer, first_layer + layers - 1, first, last, place.devices, job.micro_batch,
                          job.seq_len, replicas};
-  return estimate_stage(job.facts, shape, rates);
+  auto cost_as = [&](int64_t type_index) {
+    const SearchDeviceType& type = index.cluster().types[static_cast<size_t>(type_index)];
+    DeviceRates rates = type.rates;
+    for (const SearchDeviceType::AtTp& at : type.measured_at_tp)
+      if (at.tp == place.devices) rates.measured = at.times;
+    rates.tp = place.tp;
+    rates.next_stage = last ? Link{} : next;
+    rates.replicas = place.everyone;
+    return estimate_stage(job.facts, shape, rates);
+  };
+  // A stage over several nodes (a tp group across them) runs at its slowest type's pace.
+  StageCost slowest = cost_as(place.type);
+  for (int64_t a = place.first_node + 1; a <= place.last_node; ++a) {
+    const int64_t type = index.cluster().nodes[static_cast<size_t>(a)].type;
+    if (type == place.type) continue;
+    StageCost c = cost_as(type);
+    if (c.times.forward_s + c.times.backward_s > slowest.times.forward_s + slowest.times.backward_s) slowest = c;
+  }
+  return slowest;
 }
 
 bool tp_allowed(const SearchJob& job, int64_t tp, bool holds_an_end) {
@@ -86,7 +109,7 @@ ReplicaCandidate make_replica(const ClusterIndex& index, const SearchJob& job, p
   for (size_t s = 0; s < n; ++s) {
     r.next.push_back(s + 1 < n ? index.between(places[s], places[s + 1]) : Link{});
     r.costs.push_back(stage_cost(index, job, places[s], r.next[s], layer, layers[s], s == 0, s + 1 == n, 1));
-    r.memory_bytes.push_back(index.cluster().types[static_cast<size_t>(places[s].type)].memory_bytes);
+    r.memory_bytes.push_back(index.memory_bytes(places[s]));
     layer += layers[s];
     r.bottleneck_s = std::max(r.bottleneck_s, r.costs[s].times.forward_s + r.costs[s].times.backward_s);
   }
@@ -177,7 +200,7 @@ std::optional<ReplicaCandidate> best_layer_split(const ClusterIndex& index, cons
   std::vector<std::vector<bool>> fits(static_cast<size_t>(stages));
   for (int64_t s = 0; s < stages; ++s) {
     const size_t si = static_cast<size_t>(s);
-    const double memory = index.cluster().types[static_cast<size_t>(places[si].type)].memory_bytes;
+    const double memory = index.memory_bytes(places[si]);
     cost[si].resize(static_cast<size_t>(layers + 1));
     fits[si].assign(static_cast<size_t>(layers + 1), false);
     for (int64_t k = 1; k <= layers - stages + 1; ++k) {

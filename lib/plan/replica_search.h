@@ -24,7 +24,7 @@ inline constexpr double kNoFit = std::numeric_limits<double>::infinity();
 struct StagePlace {
   int64_t first_device = 0, devices = 1;
   int64_t first_node = 0, last_node = 0;
-  int64_t type = 0;     // the type of its first device (the cost model prices a stage by it)
+  int64_t type = 0;     // the type of its first device (stage_cost prices a stage by its slowest)
   Link tp;              // the slowest link between two of its devices
   Link everyone;        // the slowest link from its devices to any device of the cluster
 };
@@ -37,6 +37,8 @@ class ClusterIndex {
   int64_t node_of(int64_t device) const { return node_of_[static_cast<size_t>(device)]; }
   int64_t first_device(int64_t node) const { return first_device_[static_cast<size_t>(node)]; }
   StagePlace place(int64_t first_device, int64_t devices) const;
+  // The smallest memory of the place's devices (0: unbounded).
+  double memory_bytes(const StagePlace& place) const;
   // The slowest link between any device of `a` and any of `b` (compared at a megabyte; the first of equals).
   Link between(const StagePlace& a, const StagePlace& b) const;
 
@@ -49,7 +51,9 @@ class ClusterIndex {
 // The slower of two links at a megabyte (a when equal).
 Link slower(const Link& a, const Link& b);
 
-// One stage's cost: `layers` layers from `first_layer`, `replicas` replicas syncing gradients.
+// One stage's cost: `layers` layers from `first_layer`, `replicas` replicas syncing gradients,
+// at the pace of the slowest device type among the place's nodes (a tp group waits for its
+// slowest member at every collective).
 StageCost stage_cost(const ClusterIndex& index, const SearchJob& job, const StagePlace& place, const Link& next,
                      int64_t first_layer, int64_t layers, bool first, bool last, int64_t replicas);
 

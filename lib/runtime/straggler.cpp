@@ -32,6 +32,23 @@ namespace {
 //   expectations follow them, so the same speeds do not trigger again; a device that
 //   recovers is out of line the other way, and gets its work back only through a re-plan
 //   that predicts the gain.
+// - What a rank's prediction is. A rank measures its own compute (CPU time between its
+//   messages, times its own slowdown), never the waits inside collectives, so its prediction
+//   is its stage's compute priced as if every member of its tp group were its own device
+//   (app/straggler_plan.cpp expected_compute); the step time the planner compares layouts by
+//   prices a tp group at its slowest member's pace (lib/plan stage_cost). A tp-k stage takes
+//   the profile's times measured at tp k where it has them (the collectives and what tp cannot
+//   split included), else splits the tp-1 times over k and adds the collectives.
+//   The defect this fixed: the search priced a tp group over two nodes at its first device's
+//   type, so a normal device paired with the straggler hid the straggler's slowdown, and it
+//   used the tp-1 times unsplit for any tp; on the tiny rehearsal model a tp-2 rank computes
+//   about 2.3x a tp-1 rank's time, so after switching to "a:2; b:0" the pair measured 2.8x
+//   and 7.9x (2.8 x its slowdown 3) their predictions and the run re-planned again.
+//   Still inexact: compute a step does once besides the micro-batches and the optimizer
+//   step (gradient norm, sync bookkeeping) is not priced, and a profile's tp-2 entry is one
+//   short measurement (its ratio to tp 1 moved between 1.65 and 2.3 across profiles on a
+//   loaded machine): after a switch into such a pair its ranks measured 1.0-2.4x their
+//   predictions, against 2.8x and 7.9x before (tests/e2e/straggler.sh, the forced run).
 // - Every rank the same. The measured times are summed over all ranks (each rank fills its
 //   own slot), so every rank holds identical numbers, and everything after is a
 //   deterministic function of them and of inputs every rank shares (the profile, the

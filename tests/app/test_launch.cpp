@@ -49,6 +49,34 @@ devices = { type = "cpu", count = 1 }
 
 }  // namespace
 
+// After a hang the rank whose deadline expired aborts the job, and mpirun reports that rank;
+// the rank the deadline names as stopped is the lost one (lines as comm_deadline logs them).
+TEST_CASE("launch: after a hang, the rank a communication deadline names as stopped", "[launch]") {
+  const std::string deadline = "[2026-12-01 21:04:11.204] [rank 0] [error] communication timed out: all_reduce at "
+                               "step 7 on rank 0 waited 20 s for rank(s) 2, 1; rank(s) 1, 2 stopped answering (no "
+                               "reply to a ping within 5 s); aborting the job (exit code 3)";
+  const std::string abort = "MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD";
+  for (const auto& lines : {std::vector<std::string>{deadline, abort}, std::vector<std::string>{abort, deadline},
+                            std::vector<std::string>{"  Process name: [[36278,1],0]", "  Exit code:    3", deadline}}) {
+    auto f = parse(lines);
+    REQUIRE(f);
+    CHECK(f->rank == 1);
+    CHECK(f->stopped);
+    CHECK(f->exit_code == 3);
+  }
+  // A deadline whose peers all answer names no stopped rank: the launcher's report stands.
+  auto none = parse({"[rank 2] [error] communication timed out: send at step 3 on rank 2 waited 20 s for rank(s) 0, "
+                     "but every rank answers a ping: the ranks wait for each other", abort});
+  REQUIRE(none);
+  CHECK(none->rank == 0);
+  CHECK_FALSE(none->stopped);
+  // The first stopped rank named wins over a later deadline's line (another rank's view).
+  auto first = parse({deadline, "[rank 1] [error] communication timed out: recv at step 7 on rank 1 waited 20 s for "
+                                "rank(s) 2; rank(s) 2 stopped answering (no reply to a ping within 5 s)"});
+  REQUIRE(first);
+  CHECK(first->rank == 1);
+}
+
 TEST_CASE("launch: the first rank the launcher reports dead", "[launch]") {
   auto killed = parse({"noise", "mpirun noticed that process rank 2 with PID 0 on node vm exited on signal 9 (Killed).",
                        "mpirun noticed that process rank 0 with PID 0 on node vm exited on signal 15 (Terminated)."});

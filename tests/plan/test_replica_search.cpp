@@ -16,7 +16,7 @@ namespace {
 
 SearchCluster cluster() {
   SearchCluster c;
-  SearchDeviceType fast{"fast", {}, 0}, slow{"slow", {}, 0};
+  SearchDeviceType fast{"fast", {}, 0, {}}, slow{"slow", {}, 0, {}};
   fast.rates.flops_per_s = 1e12;
   fast.rates.memory_bytes_per_s = 1e11;
   slow.rates.flops_per_s = 3e11;
@@ -166,4 +166,44 @@ TEST_CASE("ReplicaCandidate: past exact_up_to the pipeline time follows the stea
       CHECK(extrapolated.pipeline_s(m) == Approx(exact.pipeline_s(m)).epsilon(1e-9));
     }
   }
+}
+
+// A tp group over two nodes waits for its slowest member at every collective: a fast device
+// paired with a slow one is priced as the slow type (by hand: the estimator with the slow
+// type's rates), whichever node comes first, with the smaller memory.
+TEST_CASE("stage_cost: a tp group across unlike nodes runs at its slowest type", "[replica_search]") {
+  const SearchCluster c = cluster();
+  const ClusterIndex index(c);
+  const SearchJob j = job();
+  for (const int64_t first : {1, 2}) {  // fast then slow (devices 1-2), slow then fast (devices 2-3)
+    const StagePlace place = index.place(first, 2);
+    REQUIRE(place.first_node != place.last_node);
+    DeviceRates slow = c.types[1].rates;
+    slow.tp = c.links[0][1];
+    slow.replicas = place.everyone;
+    const StageCost want = estimate_stage(j.facts, {0, 2, true, true, 2, j.micro_batch, j.seq_len, 1}, slow);
+    const StageCost got = stage_cost(index, j, place, Link{}, 0, 3, true, true, 1);
+    INFO("devices " << first << "-" << first + 1);
+    CHECK(got.times.forward_s == Approx(want.times.forward_s).epsilon(1e-12));
+    CHECK(got.times.backward_s == Approx(want.times.backward_s).epsilon(1e-12));
+    CHECK(index.memory_bytes(place) == 50e6);
+  }
+}
+
+// Times a profile measured on a rank of a tp group replace the split of the tp-1 times for
+// stages of that tp only.
+TEST_CASE("stage_cost: times measured at a tp are used as they are for that tp", "[replica_search]") {
+  SearchCluster c = cluster();
+  c.types[0].rates.measured = MeasuredTimes{3, 5, 1, 2, 7, 11};  // tp 1: split over tp
+  MeasuredTimes at_two{13, 17, 0, 0, 0, 0};
+  at_two.includes_tp = true;
+  c.types[0].measured_at_tp.push_back({2, at_two});
+  const ClusterIndex index(c);
+  const SearchJob j = job();
+  const StageCost two = stage_cost(index, j, index.place(0, 2), Link{}, 1, 2, false, false, 1);
+  CHECK(two.times.forward_s == Approx(2 * 13.0));
+  CHECK(two.times.backward_s == Approx(2 * 17.0));
+  const StageCost one = stage_cost(index, j, index.place(0, 1), Link{}, 1, 2, false, false, 1);
+  CHECK(one.times.forward_s == Approx(2 * 3.0));
+  CHECK(one.times.backward_s == Approx(2 * 5.0));
 }
