@@ -18,9 +18,7 @@ namespace {
 struct RowMaxExp {
   // *max = max of x[0, n); *sum = Σ exp(x - max), written back into x when `store`.
   template <typename T> static void run(T* x, int64_t n, bool store, T* max, T* sum) {
-    T m = -std::numeric_limits<T>::infinity();
-#pragma omp simd reduction(max : m)
-    for (int64_t c = 0; c < n; ++c) m = std::max(m, x[c]);
+    const T m = max_of(x, n, -std::numeric_limits<T>::infinity());
     T s = 0;
     if (store) {
 #pragma omp simd reduction(+ : s)
