@@ -123,7 +123,7 @@ size_t peak_bytes(const Bench& b, const std::function<void()>& fn) {
 }
 
 // The LM head and its loss, forward and both gradients (6·N·C·V FLOPs): the fused op
-// (ops::linear_cross_entropy, one tile of logits at a time) against the unfused reference
+// (ops::linear_cross_entropy, one block of a tile of logits at a time) against the unfused reference
 // (matmul to the (N, V) logits, cross-entropy, its gradient, two matmuls); time and peak bytes.
 void lm_head_rows(const Bench& b, int64_t N, int64_t C, int64_t V) {
   const Tensor h = b.random({N, C}, 13), w = b.random({V, C}, 14);
@@ -144,7 +144,9 @@ void lm_head_rows(const Bench& b, int64_t N, int64_t C, int64_t V) {
   const std::string shape = fmt::format("(N {} C {} V {})", N, C, V);
   row("lm head + loss unfused " + shape, fmt::format("{}, {:.0f} MiB", gflops_text(flops / unfused_s / 1e9), unfused_mib),
       "1.00x (peer)");
-  row(fmt::format("lm head + loss fused, {}-row tiles", ops::linear_cross_entropy_chunk_rows(N, V, b.dtype, b.device)),
+  const int64_t tile_rows = ops::linear_cross_entropy_chunk_rows(N, V, b.dtype, b.device);
+  row(fmt::format("lm head + loss fused, {}-row tiles x {} columns", tile_rows,
+                  ops::linear_cross_entropy_vocab_block(std::min(tile_rows, N), V, b.dtype, b.device)),
       fmt::format("{}, {:.0f} MiB", gflops_text(flops / fused_s / 1e9), fused_mib),
       fmt::format("{:.2f}x speed, {:.3f}x peak", unfused_s / fused_s, fused_mib / unfused_mib));
 }

@@ -1,11 +1,14 @@
 // The fused LM head + cross-entropy (ops.h, linear_cross_entropy): the chunk loop, the same
 // on every device, over three device pieces (a tile GEMM, the statistics pass, the gradient
-// pass). Per chunk of R rows h_c:
-//   tile = h_c Wᵀ                                  (R, V_local): the only logits that exist
-//   m, s, t = row max, Σ exp(z - m), target logit  (local; `combine` makes them global M, S, T)
+// pass). Per chunk of R rows h_c, per vocabulary block W_b of its weight rows (one block on a
+// GPU; Note [CPU vocabulary blocks]):
+//   tile_b = h_c W_bᵀ                              (R, block): the only logits that exist
+//   m, s, t = row max, Σ exp(z - m), target logit  (per block, folded over the blocks; `combine`
+//                                                   makes them global M, S, T)
 //   loss += Σ_kept log S - (T - M)
-//   tile = scale · (exp(z - M) / S - onehot)       (in place; 0 in padding columns, ignored rows)
-//   dhidden[c] = tile W,  dweight += tileᵀ h_c
+// and then per block again:
+//   tile_b = scale · (exp(z - M) / S - onehot)     (in place; 0 in padding columns, ignored rows)
+//   dhidden[c] += tile_b W_b,  dweight_b += tile_bᵀ h_c
 // CPU: OpenBLAS GEMMs, tile kernels of cpu/linear_cross_entropy.cpp (the exps stored by the
 // statistics pass are rescaled by the gradient pass). CUDA: cuBLAS GEMMs (bf16 in, f32
 // accumulation; dweight accumulates in f32 over the chunks), the vocabulary-shard kernels of
@@ -34,7 +37,9 @@ constexpr std::string_view kOp = "linear_cross_entropy";
 // a, b: 2-d row-major with unit stride on the last dim (contiguous rows of a bigger matrix).
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double beta, const Tensor& out) {
   const int64_t m = out.size(0), n = out.size(1), k = trans_a ? a.size(0) : a.size(1);
-  const int64_t lda = a.strides()[0], ldb = b.strides()[0], ldc = out.strides()[0];
+  // A one-row matrix's row stride may be anything (a view of a flat buffer); BLAS wants >= its columns.
+  auto ld = [](const Tensor& x) { return x.size(0) == 1 ? std::max<int64_t>(x.size(1), 1) : x.strides()[0]; };
+  const int64_t lda = ld(a), ldb = ld(b), ldc = ld(out);
   if constexpr (hetu::cuda::kBuilt) {
     if (out.device().is_cuda()) {
       cuda::gemm(a.dtype(), out.dtype(), m, n, k, 1.0f, {a.raw_data(), lda, 0, trans_a},
@@ -102,6 +107,17 @@ void tile_grad(const Tensor& tile, const Tensor& targets, const CrossEntropyShar
   });
 }
 
+// into += the statistics of one more vocabulary block of the same rows (CPU).
+void fold_block_stats(CrossEntropyShardStats& into, const CrossEntropyShardStats& block) {
+  const int64_t R = into.max.size(0);
+  HT_CHECK(!into.max.device().is_cuda(), "{}: internal error: vocabulary blocks on a GPU", kOp);
+  HT_DISPATCH_FLOAT(into.max.dtype(), kOp, into.max.device(), [&] {
+    cpu::fold_block_stats<scalar_t>(into.max.data<scalar_t>(), into.sum_exp.data<scalar_t>(),
+                                    into.target_logit.data<scalar_t>(), block.max.data<scalar_t>(),
+                                    block.sum_exp.data<scalar_t>(), block.target_logit.data<scalar_t>(), R);
+  });
+}
+
 // Note [CPU tile rows]: the dweight GEMM of a chunk (V_local × C += tileᵀ h_c) has the chunk's
 // rows as its inner dimension, and OpenBLAS reads and writes all of dweight once per call:
 // with few rows that traffic, not the FLOPs, sets its speed. Measured on GPT-2's head (C 256,
@@ -112,19 +128,32 @@ void tile_grad(const Tensor& tile, const Tensor& targets, const CrossEntropyShar
 constexpr int64_t kCpuMinTileRows = 256;
 constexpr size_t kCpuTileCapBytes = size_t{64} << 20;
 
-int64_t env_chunk_rows() {
-  const char* env = std::getenv("HETU_LM_HEAD_CHUNK_ROWS");
+
+// Note [CPU vocabulary blocks]: a row chunk's logits tile (R × V_local: 51 MB at R = 256, V =
+// 50,257) is far larger than any cache, and each pass over it (the GEMM writing it, the max,
+// the exps, the gradient, the two gradient GEMMs reading it) went to memory: ~13 passes of the
+// tile per chunk. So on the CPU the chunk's vocabulary runs in blocks of columns sized to half
+// the per-core L2 (at least kCpuMinBlockColumns, a multiple of 64): the logits GEMM and the
+// statistics of a block run while the block is in cache, the statistics of the blocks are
+// folded per row (fold_block_stats), and after `combine` each block's gradient, its dhidden
+// GEMM (accumulating over the blocks) and its own dweight rows follow while it is in cache
+// again. The FLOPs are the same; the tile is written once and read once. GPUs take the whole
+// vocabulary in one block.
+constexpr int64_t kCpuMinBlockColumns = 256;
+
+int64_t env_positive(const char* name) {
+  const char* env = std::getenv(name);
   if (env == nullptr || *env == '\0') return 0;
   char* end = nullptr;
-  const long long rows = std::strtoll(env, &end, 10);
-  HT_CHECK(end != nullptr && *end == '\0' && rows >= 1, "HETU_LM_HEAD_CHUNK_ROWS={}: expected an integer >= 1", env);
-  return rows;
+  const long long value = std::strtoll(env, &end, 10);
+  HT_CHECK(end != nullptr && *end == '\0' && value >= 1, "{}={}: expected an integer >= 1", name, env);
+  return value;
 }
 
 }  // namespace
 
 int64_t linear_cross_entropy_chunk_rows(int64_t rows, int64_t local_vocab, DType dtype, Device device) {
-  int64_t chunk = env_chunk_rows();
+  int64_t chunk = env_positive("HETU_LM_HEAD_CHUNK_ROWS");
   if (chunk == 0) {
     const double row_bytes = static_cast<double>(std::max<int64_t>(local_vocab, 1) * dtype_size(dtype));
     if (device.is_cuda()) {
@@ -145,6 +174,23 @@ int64_t linear_cross_entropy_chunk_rows(int64_t rows, int64_t local_vocab, DType
     chunk = (std::max<int64_t>(rows, 1) + chunks - 1) / chunks;
   }
   return std::clamp<int64_t>(chunk, 1, std::max<int64_t>(rows, 1));
+}
+
+int64_t linear_cross_entropy_vocab_block(int64_t rows, int64_t local_vocab, DType dtype, Device device) {
+  const int64_t V = std::max<int64_t>(local_vocab, 1);
+  int64_t block = env_positive("HETU_LM_HEAD_VOCAB_BLOCK");
+  if (block == 0) {
+    if (device.is_cuda()) return V;
+    // See Note [CPU vocabulary blocks].
+    long cache = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (cache <= 0) cache = 1L << 20;
+    const double column_bytes = static_cast<double>(std::max<int64_t>(rows, 1) * dtype_size(dtype));
+    block = static_cast<int64_t>(static_cast<double>(cache) / 2 / column_bytes) / 64 * 64;
+    block = std::max(block, kCpuMinBlockColumns);
+  }
+  HT_CHECK(!device.is_cuda() || block >= V, "{}: HETU_LM_HEAD_VOCAB_BLOCK={}: a GPU takes the whole vocabulary ({}) "
+           "in one block", kOp, block, V);
+  return std::min(block, V);
 }
 
 LinearCrossEntropyResult linear_cross_entropy(const Tensor& hidden, const Tensor& weight, const Tensor& targets,
@@ -177,21 +223,49 @@ LinearCrossEntropyResult linear_cross_entropy(const Tensor& hidden, const Tensor
   }
   const int64_t R = o.chunk_rows > 0 ? std::min(o.chunk_rows, std::max<int64_t>(N, 1))
                                      : linear_cross_entropy_chunk_rows(N, V, hidden.dtype(), device);
-  const Tensor tile_buffer = empty({std::min(R, N), V}, hidden.dtype(), device);
+  const int64_t block = o.vocab_block > 0 ? std::min(o.vocab_block, V)
+                                          : linear_cross_entropy_vocab_block(std::min(R, N), V, hidden.dtype(), device);
+  const int64_t blocks = (V + block - 1) / block;
+  // Block-major: a chunk's block [v0, v0 + nb) is its (rows, nb) matrix at rows · v0.
+  const Tensor tile_buffer = empty({std::min(R, N) * V}, hidden.dtype(), device);
   const Tensor grad_rows = device.is_cuda() ? full({R}, scale, DType::f32, device) : Tensor();
+  std::vector<CrossEntropyShardStats> block_stats(static_cast<size_t>(blocks));
   for (int64_t r0 = 0; r0 < N; r0 += R) {
     const int64_t rows = std::min(R, N - r0);
-    const Tensor tile = tile_buffer.narrow(0, 0, rows), h_c = h.narrow(0, r0, rows), t_c = t.narrow(0, r0, rows);
-    gemm(h_c, false, w, true, 0.0, tile);
-    const CrossEntropyShardStats local = tile_stats(tile, t_c, shape, o.grads);
+    const Tensor h_c = h.narrow(0, r0, rows), t_c = t.narrow(0, r0, rows);
+    auto tile_of = [&](int64_t b) {
+      const int64_t v0 = b * block, nb = std::min(block, V - v0);
+      return tile_buffer.narrow(0, rows * v0, rows * nb).view({rows, nb});
+    };
+    auto shape_of = [&](int64_t b) {
+      const int64_t v0 = b * block, nb = std::min(block, V - v0);
+      return TileShape{nb, std::clamp<int64_t>(shape.real - v0, 0, nb), shape.offset + v0, shape.ignore_index};
+    };
+    for (int64_t b = 0; b < blocks; ++b) {
+      const Tensor tile = tile_of(b);
+      gemm(h_c, false, w.narrow(0, b * block, tile.size(1)), true, 0.0, tile);
+      block_stats[static_cast<size_t>(b)] = tile_stats(tile, t_c, shape_of(b), o.grads);
+    }
+    // The shard's statistics: block 0's, with the other blocks folded in (CPU only: one block on a GPU).
+    CrossEntropyShardStats local = block_stats[0];
+    if (blocks > 1) {
+      local = {block_stats[0].max.clone(), block_stats[0].sum_exp.clone(), block_stats[0].target_logit.clone(),
+               block_stats[0].kept};
+      for (int64_t b = 1; b < blocks; ++b) fold_block_stats(local, block_stats[static_cast<size_t>(b)]);
+    }
     const VocabRowStats global = o.combine ? o.combine(local) : VocabRowStats{local.max, local.sum_exp, local.target_logit};
     // log S - (T - M), never M + log S, which rounds log S away for huge logits.
     const Tensor row_loss = mul(sub(log(global.sum_exp), sub(global.target_logit, global.max)), local.kept);
     loss_sum = add(loss_sum, sum(row_loss));
     if (!o.grads) continue;
-    tile_grad(tile, t_c, local, global, device.is_cuda() ? grad_rows.narrow(0, 0, rows) : grad_rows, scale, shape);
-    gemm(tile, false, w, false, 0.0, r.dhidden.narrow(0, r0, rows));
-    gemm(tile, true, h_c, false, r0 == 0 ? 0.0 : 1.0, r.dweight);
+    for (int64_t b = 0; b < blocks; ++b) {
+      // While the block is in cache: its gradient, its share of dhidden and its rows of dweight.
+      const Tensor tile = tile_of(b), w_b = w.narrow(0, b * block, tile.size(1));
+      tile_grad(tile, t_c, block_stats[static_cast<size_t>(b)], global,
+                device.is_cuda() ? grad_rows.narrow(0, 0, rows) : grad_rows, scale, shape_of(b));
+      gemm(tile, false, w_b, false, b == 0 ? 0.0 : 1.0, r.dhidden.narrow(0, r0, rows));
+      gemm(tile, true, h_c, false, r0 == 0 ? 0.0 : 1.0, r.dweight.narrow(0, b * block, tile.size(1)));
+    }
   }
   r.loss = mul_scalar(loss_sum, scale);
   if (o.grads && r.dweight.dtype() != weight.dtype()) r.dweight = cast(r.dweight, weight.dtype());

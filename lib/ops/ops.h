@@ -183,11 +183,13 @@ Tensor cross_entropy_shard_backward(const Tensor& grad, const Tensor& logits, co
 // hidden (N, C), weight (V_local, C) (this rank's rows of the padded vocabulary, classes
 // [vocab_offset, vocab_offset + V_local); classes at or past `vocab` are padding), targets
 // (N) global ids or ignore_index. Rows run in chunks of R (chunk_rows; 0: the default of
-// linear_cross_entropy_chunk_rows): per chunk one GEMM writes an (R, V_local) logits tile, one
-// pass takes each row's max, Σ exp and target logit, `combine` (tensor parallelism: the
-// statistics over every rank's classes; none: these are the whole vocabulary's) makes them
-// global, and the tile becomes scale · (softmax - onehot) in place and feeds the two gradient
-// GEMMs: dhidden rows = tile · weight, dweight += tileᵀ · hidden rows. scale = 1 / normalizer
+// linear_cross_entropy_chunk_rows), and a chunk's vocabulary in blocks (vocab_block; 0: the
+// default of linear_cross_entropy_vocab_block): per block one GEMM writes an (R, block) logits
+// tile and one pass takes each row's max, Σ exp and target logit; the blocks' statistics are
+// folded, `combine` (tensor parallelism: the statistics over every rank's classes; none: these
+// are the whole vocabulary's) makes them global, and each block's tile becomes scale ·
+// (softmax - onehot) in place and feeds the two gradient GEMMs: dhidden rows += tile · weight
+// block, dweight block += tileᵀ · hidden rows. scale = 1 / normalizer
 // (0: the rows not ignored). Peak memory: one tile, whatever N.
 //   auto r = linear_cross_entropy(h, w, y, {.vocab = 50257});  // r.loss = mean loss, r.dhidden, r.dweight
 struct VocabRowStats {
@@ -201,6 +203,7 @@ struct LinearCrossEntropyOptions {
   double normalizer = 0;
   bool grads = true;  // false: the loss only (one GEMM per chunk)
   int64_t chunk_rows = 0;
+  int64_t vocab_block = 0;  // columns per tile block; 0: linear_cross_entropy_vocab_block's default
   VocabStatsCombine combine;  // empty: one shard holds the whole vocabulary
 };
 struct LinearCrossEntropyResult {
@@ -215,6 +218,10 @@ LinearCrossEntropyResult linear_cross_entropy(const Tensor& hidden, const Tensor
 // [CPU tile rows]); on a GPU as many as fit in an eighth of the free memory (at most a 1 GiB
 // tile, at least 128 rows), then evened out over the chunks; never more than `rows`.
 int64_t linear_cross_entropy_chunk_rows(int64_t rows, int64_t local_vocab, DType dtype, Device device);
+// Vocabulary columns per tile block (Note [CPU vocabulary blocks]): HETU_LM_HEAD_VOCAB_BLOCK
+// when set; else on the CPU as many as keep a block of `rows` rows in half the per-core L2 (a
+// multiple of 64, at least 256); on a GPU the whole local vocabulary; never more than it.
+int64_t linear_cross_entropy_vocab_block(int64_t rows, int64_t local_vocab, DType dtype, Device device);
 
 // ---- shape (lib/ops/shape_ops.cpp) ----
 Tensor concat(const std::vector<Tensor>& tensors, int64_t dim);

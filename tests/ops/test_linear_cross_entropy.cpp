@@ -1,7 +1,8 @@
 // ops::linear_cross_entropy (the fused LM head + cross-entropy) against a naive f64 loop
 // written here (logits = h Wᵀ, log-sum-exp, softmax - onehot, both gradient products):
 // loss, dhidden and dweight within 1e-5 relative in f32 and 1e-12 in f64; chunk sizes that
-// leave a ragged last chunk, one row per chunk and one chunk; one row (T = 1); ignored rows;
+// leave a ragged last chunk, one row per chunk and one chunk; vocabulary blocks of one column,
+// a ragged last block, a block of padding only, one block; one row (T = 1); ignored rows;
 // padding rows of the weight; a vocabulary shard (offset) whose targets lie elsewhere; a
 // `combine` that rescales the statistics (what tensor parallelism does); extreme logits whose
 // row maxima differ across a chunk boundary; the loss-only form; errors.
@@ -90,12 +91,15 @@ TEST_CASE("linear_cross_entropy matches the naive loss and both gradients", "[li
       const std::vector<int64_t> t = targets_with_ignored(k.N, k.real, 3);
       for (double normalizer : {0.0, 50.0}) {
         const Reference ref = naive(to_vector(h), to_vector(w), t, k.C, k.V, k.real, -100, normalizer);
-        for (int64_t chunk : {int64_t{1}, int64_t{4}, int64_t{7}, int64_t{0}}) {
-          INFO(to_string(dtype) << " N " << k.N << " V " << k.V << " normalizer " << normalizer << " chunk " << chunk);
+        for (int64_t chunk : {int64_t{1}, int64_t{4}, int64_t{7}, int64_t{0}})
+        for (int64_t block : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{8}}) {
+          INFO(to_string(dtype) << " N " << k.N << " V " << k.V << " normalizer " << normalizer << " chunk " << chunk
+                                << " vocab block " << block);
           ops::LinearCrossEntropyOptions o;
           o.vocab = k.real;
           o.normalizer = normalizer;
           o.chunk_rows = chunk;
+          o.vocab_block = block;  // V 37 / 33 real in blocks of 5: [30, 35) part padding, [35, 37) padding only
           const ops::LinearCrossEntropyResult r = ops::linear_cross_entropy(h, w, tensor_from(t, {k.N}), o);
           CHECK(r.count == ref.count);
           CHECK(std::fabs(r.loss.item() - ref.loss) <= tol * std::fabs(ref.loss));
@@ -118,9 +122,12 @@ TEST_CASE("linear_cross_entropy zeroes ignored rows and never sees padding rows"
   w.narrow(0, real, V - real).copy_from(full({V - real, C}, 50.0, DType::f64));
   const Tensor h = random_tensor({N, C}, DType::f64, 5);
   const std::vector<int64_t> t{-100, 1, 4, -100, 0, -100};
+  for (int64_t block : {int64_t{0}, int64_t{2}}) {  // blocks of 2: [4, 6) part padding, [6, 7) padding only
+  INFO("vocab block " << block);
   ops::LinearCrossEntropyOptions o;
   o.vocab = real;
   o.chunk_rows = 4;
+  o.vocab_block = block;
   const ops::LinearCrossEntropyResult r = ops::linear_cross_entropy(h, w, tensor_from(t, {N}), o);
   const Reference ref = naive(to_vector(h), to_vector(w), t, C, V, real, -100, 0);
   CHECK(r.count == 3);
@@ -132,6 +139,7 @@ TEST_CASE("linear_cross_entropy zeroes ignored rows and never sees padding rows"
   for (int64_t i = real * C; i < V * C; ++i) CHECK(dw[static_cast<size_t>(i)] == 0.0);
   check_close(r.dhidden, ref.dh, 1e-12);
   check_close(r.dweight, ref.dw, 1e-12);
+  }
 }
 
 TEST_CASE("linear_cross_entropy stays exact when row maxima differ across a chunk boundary", "[linear_cross_entropy]") {
@@ -142,13 +150,16 @@ TEST_CASE("linear_cross_entropy stays exact when row maxima differ across a chun
   const Tensor h = tensor_from(std::vector<double>{900, 899, 450, 451, -900, -899, -450, -452}, {4, C});
   const std::vector<int64_t> t{2, 0, 1, 2};
   const Reference ref = naive(to_vector(h), to_vector(w), t, C, V, V, -100, 0);
-  for (DType dtype : {DType::f64, DType::f32}) {
+  // Vocabulary blocks of one column: a row's blocks have maxima ~900 apart (logits 900, 899, 1799).
+  for (DType dtype : {DType::f64, DType::f32})
+  for (int64_t block : {int64_t{0}, int64_t{1}, int64_t{2}}) {
     const double tol = dtype == DType::f64 ? 1e-12 : 1e-5;
     ops::LinearCrossEntropyOptions o;
     o.chunk_rows = 2;
+    o.vocab_block = block;
     const ops::LinearCrossEntropyResult r =
         ops::linear_cross_entropy(h.to(dtype), w.to(dtype), tensor_from(t, {4}), o);
-    INFO(to_string(dtype));
+    INFO(to_string(dtype) << " vocab block " << block);
     CHECK(std::isfinite(r.loss.item()));
     CHECK(std::fabs(r.loss.item() - ref.loss) <= tol * ref.loss);
     check_close(r.dhidden, ref.dh, tol);
@@ -207,6 +218,13 @@ TEST_CASE("linear_cross_entropy on a vocabulary shard uses the combined statisti
   CHECK(std::fabs(r.loss.item() - loss / 4.0) <= 1e-12 * std::fabs(loss / 4.0));
   check_close(r.dhidden, dh, 1e-12);
   check_close(r.dweight, dw, 1e-12);
+  // Vocabulary blocks of 2 ([4, 6), [6, 8), [8, 9)): targets 5 and 8 lie in the first and last.
+  row = 0;
+  o.vocab_block = 2;
+  const ops::LinearCrossEntropyResult b = ops::linear_cross_entropy(h, w, tensor_from(t, {N}), o);
+  CHECK(std::fabs(b.loss.item() - loss / 4.0) <= 1e-12 * std::fabs(loss / 4.0));
+  check_close(b.dhidden, dh, 1e-12);
+  check_close(b.dweight, dw, 1e-12);
 }
 
 TEST_CASE("linear_cross_entropy checks its inputs", "[linear_cross_entropy]") {

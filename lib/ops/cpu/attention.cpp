@@ -75,9 +75,7 @@ struct AttendBlock {
           std::fill(s, s + nk, T(0));
           continue;
         }
-        T block_max = kNegInf;
-#pragma omp simd reduction(max : block_max)
-        for (int64_t j = 0; j < visible; ++j) block_max = std::max(block_max, s[j]);
+        const T block_max = max_of(s, visible, kNegInf);
         const T new_max = std::max(row_max[r], block_max);
         const T correction = fast_exp(row_max[r] - new_max);  // 0 on the row's first chunk
         T sum = 0;

@@ -1,5 +1,6 @@
 // Vectorisable float approximations of exp and tanh for the CPU kernels: inline, branch-free
-// (selects only), so loops over them vectorise (with run_isa, at the CPU's widest vectors).
+// (selects only), so loops over them vectorise (with run_isa, at the CPU's widest vectors);
+// and max_of, a max that vectorises.
 // The double overloads are std::exp / std::tanh, so templates over scalar_t keep double exact.
 // tests/ops/test_fast_math.cpp checks both against std:: in double over their whole range.
 #pragma once
@@ -60,5 +61,26 @@ inline float fast_exp(float x) {
   return x < -87.0f ? 0.0f : p * two_n;
 }
 inline double fast_exp(double x) { return std::exp(x); }
+
+// max(init, x[0], ..., x[n - 1]) as std::max over them in order would give it (NaNs skipped
+// alike: std::max(m, x) = m < x ? x : m, per lane here). An `omp simd reduction(max)` loop
+// stays scalar without -ffinite-math-only (GCC 12: one vmaxss per element, 40% of the fused
+// LM head's statistics pass); kLanes independent running maxima vectorise. Only the sign of a
+// zero maximum can differ from the in-order max (max(-0, +0) depends on the order).
+template <typename T> [[gnu::always_inline]] inline T max_of(const T* x, int64_t n, T init) {
+  constexpr int64_t kLanes = 64 / sizeof(T);  // one AVX-512 register (two AVX2 registers)
+  int64_t i = 0;
+  if (n >= kLanes) {
+    T lanes[kLanes];
+    std::fill(lanes, lanes + kLanes, init);
+    for (; i + kLanes <= n; i += kLanes) {
+#pragma omp simd
+      for (int64_t l = 0; l < kLanes; ++l) lanes[l] = lanes[l] < x[i + l] ? x[i + l] : lanes[l];
+    }
+    for (T lane : lanes) init = std::max(init, lane);
+  }
+  for (; i < n; ++i) init = std::max(init, x[i]);
+  return init;
+}
 
 }  // namespace hetu::ops::cpu
