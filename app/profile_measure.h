@@ -4,14 +4,36 @@
 // detaching the hidden state between them, so each backward runs alone), the bytes each
 // layer keeps for its backward, and one AdamW step over the part's parameters.
 //
-// `settle` runs at the end of every timed piece, inside its timing: on an emulated slow device
-// it sleeps the slowdown owed for that piece (EmulatedCommunicator::settle_compute), so the
-// sleep counts as the piece's compute and not as the next message's wait.
+// Note [Profile windows]: a burst of machine noise must not move the profile. The
+// measurement is split into windows; one window is one pass over every piece at every
+// micro-batch size asked for, then one AdamW step, so a window is a short stretch of time in
+// which every piece is timed once. After `warmup` windows (first touches, allocator growth;
+// discarded) come `measured` windows, and each piece's time is the median of its times over
+// them: a burst that slows one window (or up to half of them, less one) moves no estimate by
+// more than the spread of the quiet windows, where the mean of the windows would move by the
+// burst's size / windows. The windows follow one another with no gap, so the budget is
+// (warmup + measured) passes over the micro-batch sizes and as many AdamW steps: 8 by default.
+// `spread` records how much the windows
+// disagreed (see PieceTimes), so a profile taken on a busy machine says so.
 //
-//   PieceTimes t = time_pieces(model, device, 4, 128, settle, 3);   // t.layer_forward_s, ...
+// Emulated devices: training sleeps (F - 1) x the wall time of the compute before each
+// message and pays any oversleep (a late wake-up on a busy machine) back from its next
+// sleeps, so compute costs F x its wall time there on average (Note [Emulated devices];
+// [straggler] paces by CPU time instead). Here likewise: each piece is recorded as
+// `pacing.slowdown` x its wall time, and `pacing.settle` sleeps the slowdown owed outside
+// every timing, after each micro-batch's forward and after its backward, where a pipeline
+// stage sends, so the rank idles as in training (the other ranks see the same load). Inside
+// the timing, a late wake-up would land in one piece and its credit shorten the next ones
+// (their sum holds, each piece's median does not), and a sleep after every piece would make
+// every piece start cold (caches, clock speed), which training's pieces do not.
+//
+//   PartTimes t = time_part(model, device, micro_batches, 128, {2.0, settle});
+//   t.micro_batches[2].layer_forward_s;   // one layer at micro_batches[2], the emulated device's
 #pragma once
 
 #include <functional>
+#include <span>
+#include <vector>
 
 #include "lib/core/device.h"
 #include "models/language_model.h"
@@ -23,13 +45,41 @@ struct PieceTimes {
   double layer_forward_s = 0, layer_backward_s = 0;  // per layer, averaged over the layers
   double head_forward_s = 0, head_backward_s = 0;
   double layer_activation_bytes = 0;                 // per layer, per micro-batch; 0 where not countable
+  // In an estimate: the windows' disagreement, the median absolute deviation of the windows'
+  // whole micro-batch times (every piece, forward and backward) over their median. 0.01: the
+  // windows were typically within 1% of one another.
+  double spread = 0;
 };
 
-// The mean over `repeats` runs after one warm-up run.
-PieceTimes time_pieces(const LanguageModel& model, Device device, int64_t micro_batch, int64_t seq_len,
-                       const std::function<void()>& settle, int repeats);
+struct ProfileWindows {
+  int warmup = 1;    // windows run and discarded
+  int measured = 7;  // windows whose median is the estimate (odd: the median is one of them)
+};
 
-// The median of `repeats` AdamW steps over the model's parameters (gradients set to ones).
-double time_optimizer_step(const LanguageModel& model, const std::function<void()>& settle, int repeats);
+struct PartTimes {
+  std::vector<PieceTimes> micro_batches;  // one per micro-batch size asked for, in that order
+  double optimizer_s = 0;                 // one AdamW step over the part's parameters, the median
+};
+
+// How a rank's compute is paced: the emulated device's slowdown (1: none) and what sleeps
+// it (EmulatedCommunicator::settle_compute: the slowdown owed for the compute since the
+// last call, whatever ran in between).
+struct ComputePacing {
+  double slowdown = 1;
+  std::function<void()> settle = [] {};
+};
+
+// The part's pieces at each of `micro_batches` (Note [Profile windows]).
+PartTimes time_part(const LanguageModel& model, Device device, std::span<const int64_t> micro_batches,
+                    int64_t seq_len, const ComputePacing& pacing, ProfileWindows windows = {});
+
+// The estimate from one micro-batch size's windows (`layers`: the part's, for the spread).
+PieceTimes estimate_windows(const std::vector<PieceTimes>& windows, int64_t layers);
+
+// The estimator of Note [Profile windows]: the median of one piece's times, one per window
+// (of an even count, the mean of the middle two). Throws on no samples.
+double window_median(std::vector<double> samples);
+// The median absolute deviation of `samples` over their median (0 when the median is 0).
+double window_spread(const std::vector<double>& samples);
 
 }  // namespace hetu::app
