@@ -9,12 +9,13 @@
 // micro-batch size asked for, then one AdamW step, so a window is a short stretch of time in
 // which every piece is timed once. After `warmup` windows (first touches, allocator growth;
 // discarded) come `measured` windows, and each piece's time is the median of its times over
-// them: a burst that slows one window (or up to half of them, less one) moves no estimate by
-// more than the spread of the quiet windows, where the mean of the windows would move by the
-// burst's size / windows. The windows follow one another with no gap, so the budget is
-// (warmup + measured) passes over the micro-batch sizes and as many AdamW steps: 8 by default.
-// `spread` records how much the windows
-// disagreed (see PieceTimes), so a profile taken on a busy machine says so.
+// them: a burst that slows one window (or any number fewer than half of them) moves no
+// estimate by more than the spread of the quiet windows, where the mean of the windows would
+// move by the burst's size / windows. The windows follow one another with no gap, so the
+// budget is (warmup + measured) passes over the micro-batch sizes and as many AdamW steps: 8
+// by default. What the median cannot remove is a change of the machine's load that outlasts
+// the profile. `spread` records how much the windows disagreed (see PieceTimes), so a
+// profile taken on a busy machine says so.
 //
 // Emulated devices: training sleeps (F - 1) x the wall time of the compute before each
 // message and pays any oversleep (a late wake-up on a busy machine) back from its next
