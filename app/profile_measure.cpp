@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "lib/autograd/engine.h"
@@ -42,7 +43,7 @@ Tensor cut(const Tensor& x) {
   return y;
 }
 
-// The measurements of one pass, each estimated on its own over the windows.
+// The measurements of one pass, each averaged over the middle windows.
 constexpr double PieceTimes::*kMeasured[] = {
     &PieceTimes::embed_forward_s, &PieceTimes::embed_backward_s, &PieceTimes::layer_forward_s,
     &PieceTimes::layer_backward_s, &PieceTimes::head_forward_s,  &PieceTimes::head_backward_s,
@@ -97,17 +98,34 @@ double whole_pass_s(const PieceTimes& t, int64_t layers) {
 }  // namespace
 
 PieceTimes estimate_windows(const std::vector<PieceTimes>& windows, int64_t layers) {
+  std::vector<double> totals(windows.size());
+  std::transform(windows.begin(), windows.end(), totals.begin(),
+                 [&](const PieceTimes& w) { return whole_pass_s(w, layers); });
+  const std::vector<size_t> kept = middle_windows(totals);
   PieceTimes out;
-  std::vector<double> values(windows.size());
   for (double PieceTimes::*field : kMeasured) {
-    std::transform(windows.begin(), windows.end(), values.begin(), [&](const PieceTimes& w) { return w.*field; });
-    out.*field = window_median(values);
+    for (size_t w : kept) out.*field += windows[w].*field;
+    out.*field /= static_cast<double>(kept.size());
   }
   out.layer_activation_bytes = std::max(0.0, out.layer_activation_bytes);
-  std::transform(windows.begin(), windows.end(), values.begin(),
-                 [&](const PieceTimes& w) { return whole_pass_s(w, layers); });
-  out.spread = window_spread(values);
+  out.spread = window_spread(totals);
   return out;
+}
+
+std::vector<size_t> middle_windows(const std::vector<double>& totals) {
+  HT_CHECK(!totals.empty(), "profile: no windows");
+  std::vector<size_t> order(totals.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return totals[a] < totals[b]; });
+  const std::ptrdiff_t trim = static_cast<std::ptrdiff_t>(totals.size() / 3);
+  return {order.begin() + trim, order.end() - trim};
+}
+
+double window_trimmed_mean(const std::vector<double>& samples) {
+  double sum = 0;
+  const std::vector<size_t> kept = middle_windows(samples);
+  for (size_t w : kept) sum += samples[w];
+  return sum / static_cast<double>(kept.size());
 }
 
 double window_median(std::vector<double> samples) {
@@ -158,7 +176,7 @@ PartTimes time_part(const LanguageModel& model, Device device, std::span<const i
   for (const std::vector<PieceTimes>& s : samples) {
     out.micro_batches.push_back(estimate_windows(s, model.config().layers));
   }
-  out.optimizer_s = window_median(optimizer);
+  out.optimizer_s = window_trimmed_mean(optimizer);
   return out;
 }
 

@@ -8,12 +8,17 @@
 // measurement is split into windows; one window is one pass over every piece at every
 // micro-batch size asked for, then one AdamW step, so a window is a short stretch of time in
 // which every piece is timed once. After `warmup` windows (first touches, allocator growth;
-// discarded) come `measured` windows, and each piece's time is the median of its times over
-// them: a burst that slows one window (or any number fewer than half of them) moves no
-// estimate by more than the spread of the quiet windows, where the mean of the windows would
-// move by the burst's size / windows. The windows follow one another with no gap, so the
-// budget is (warmup + measured) passes over the micro-batch sizes and as many AdamW steps: 8
-// by default. What the median cannot remove is a change of the machine's load that outlasts
+// discarded) come `measured` windows. Per micro-batch size, the windows are ranked by their
+// whole pass (every piece, forward and backward); the third with the shortest and the third
+// with the longest are dropped, and each piece is its mean over the middle windows (the AdamW
+// step likewise over its own times). A burst that slows one or two of 7 windows is dropped
+// with them, where a mean of all windows would move by the burst's size / windows. Not each
+// piece's own median: under steady contention (more runnable threads than cores) most short
+// pieces run untouched and a few lose a whole time slice, so each piece's median misses the
+// slices that a training step, a sum of many pieces, always pays (and an emulated device pays
+// F times); whole windows keep them. The windows follow one another with no gap, so the budget
+// is (warmup + measured) passes over the micro-batch sizes and as many AdamW steps: 8 by
+// default. What no estimator here removes is a change of the machine's load that outlasts
 // the profile. `spread` records how much the windows disagreed (see PieceTimes), so a
 // profile taken on a busy machine says so.
 //
@@ -25,7 +30,7 @@
 // every timing, after each micro-batch's forward and after its backward, where a pipeline
 // stage sends, so the rank idles as in training (the other ranks see the same load). Inside
 // the timing, a late wake-up would land in one piece and its credit shorten the next ones
-// (their sum holds, each piece's median does not), and a sleep after every piece would make
+// (their sum holds, each piece's own time does not), and a sleep after every piece would make
 // every piece start cold (caches, clock speed), which training's pieces do not.
 //
 //   PartTimes t = time_part(model, device, micro_batches, 128, {2.0, settle});
@@ -54,12 +59,12 @@ struct PieceTimes {
 
 struct ProfileWindows {
   int warmup = 1;    // windows run and discarded
-  int measured = 7;  // windows whose median is the estimate (odd: the median is one of them)
+  int measured = 7;  // windows the estimate is taken from (the middle third and more: 3 of 7)
 };
 
 struct PartTimes {
   std::vector<PieceTimes> micro_batches;  // one per micro-batch size asked for, in that order
-  double optimizer_s = 0;                 // one AdamW step over the part's parameters, the median
+  double optimizer_s = 0;                 // one AdamW step over the part's parameters
 };
 
 // How a rank's compute is paced: the emulated device's slowdown (1: none) and what sleeps
@@ -77,8 +82,13 @@ PartTimes time_part(const LanguageModel& model, Device device, std::span<const i
 // The estimate from one micro-batch size's windows (`layers`: the part's, for the spread).
 PieceTimes estimate_windows(const std::vector<PieceTimes>& windows, int64_t layers);
 
-// The estimator of Note [Profile windows]: the median of one piece's times, one per window
-// (of an even count, the mean of the middle two). Throws on no samples.
+// The windows Note [Profile windows] keeps, by their whole-pass `totals`: all but the third
+// (rounded down) with the shortest and the third with the longest (ties in window order).
+// Throws on no windows.
+std::vector<size_t> middle_windows(const std::vector<double>& totals);
+// The mean of `samples` over their middle windows.
+double window_trimmed_mean(const std::vector<double>& samples);
+// The median of `samples` (of an even count, the mean of the middle two). Throws on none.
 double window_median(std::vector<double> samples);
 // The median absolute deviation of `samples` over their median (0 when the median is 0).
 double window_spread(const std::vector<double>& samples);
