@@ -18,8 +18,6 @@
 namespace hetu::app {
 namespace {
 
-constexpr int kRepeats = 3;
-
 // The device types of the cluster, in node order, each once.
 std::vector<std::string> device_types(const config::JobConfig& c) {
   std::vector<std::string> out;
@@ -62,8 +60,8 @@ pipeline::ParallelLayout tp_layout(const config::JobConfig& c, const RankMap& ra
 }
 
 // Sums of the measurements of every (type, tp, micro-batch) slot over the ranks.
-enum Field : size_t { kEmbedF, kEmbedB, kLayerF, kLayerB, kHeadF, kHeadB, kActivation, kOptimizer, kParams, kCount,
-                      kFields };
+enum Field : size_t { kEmbedF, kEmbedB, kLayerF, kLayerB, kHeadF, kHeadB, kActivation, kOptimizer, kParams, kSpread,
+                      kCount, kFields };
 
 void add(double* slot, const PieceTimes& t, double optimizer_s, double params) {
   slot[kEmbedF] += t.embed_forward_s, slot[kEmbedB] += t.embed_backward_s;
@@ -71,6 +69,7 @@ void add(double* slot, const PieceTimes& t, double optimizer_s, double params) {
   slot[kHeadF] += t.head_forward_s, slot[kHeadB] += t.head_backward_s;
   slot[kActivation] += t.layer_activation_bytes;
   slot[kOptimizer] += optimizer_s, slot[kParams] += params;
+  slot[kSpread] += t.spread;
   slot[kCount] += 1;
 }
 
@@ -89,6 +88,7 @@ DeviceTypeProfile entry(const config::JobConfig& c, std::string type, int64_t tp
   p.head_forward_s = slot[kHeadF] / n, p.head_backward_s = slot[kHeadB] / n;
   p.layer_activation_bytes = slot[kActivation] / n;
   p.optimizer_s = slot[kOptimizer] / n, p.optimizer_params = slot[kParams] / n;
+  p.spread = slot[kSpread] / n;
   return p;
 }
 
@@ -117,7 +117,7 @@ Profile profile_cluster(const config::LoadedConfig& loaded, const RankMap& ranks
   const size_t my_type = std::find(types.begin(), types.end(), device_profile(loaded, mine)->name) - types.begin();
   auto slot_of = [&](size_t type, size_t k, size_t m) { return ((type * tps.size() + k) * mbs.size() + m) * kFields; };
   std::vector<double> sums(types.size() * tps.size() * mbs.size() * kFields, 0.0);
-  const std::function<void()> settle = [&host] { settle_emulated_compute(host); };
+  const ComputePacing pacing{emulated_slowdown(host), [&host] { settle_emulated_compute(host); }};
 
   for (size_t k = 0; k < tps.size(); ++k) {
     const pipeline::ParallelLayout layout = tp_layout(c, ranks, tps[k]);
@@ -138,16 +138,11 @@ Profile profile_cluster(const config::LoadedConfig& loaded, const RankMap& ranks
     }
     part->model().to(compute);
     const double params = static_cast<double>(part->model().num_parameters());
-    double optimizer_s = 0;
-    for (size_t m = 0; m < mbs.size(); ++m) {
-      host.barrier(host.world());  // all ranks start each measurement together
-      settle();
-      const PieceTimes t = time_pieces(part->model(), compute, mbs[m], c.training.seq_len, settle, kRepeats);
-      if (m + 1 == mbs.size()) optimizer_s = time_optimizer_step(part->model(), settle, kRepeats);
-      if (recorded) add(&sums[slot_of(my_type, k, m)], t, 0, params);
-    }
-    if (recorded) {
-      for (size_t m = 0; m < mbs.size(); ++m) sums[slot_of(my_type, k, m) + kOptimizer] += optimizer_s;
+    host.barrier(host.world());  // all ranks measure together
+    pacing.settle();
+    const PartTimes t = time_part(part->model(), compute, mbs, c.training.seq_len, pacing);
+    for (size_t m = 0; m < mbs.size() && recorded; ++m) {
+      add(&sums[slot_of(my_type, k, m)], t.micro_batches[m], t.optimizer_s, params);
     }
   }
   Tensor all = tensor_from(sums, {static_cast<int64_t>(sums.size())});
@@ -194,13 +189,9 @@ Profile profile_one_process(const config::LoadedConfig& loaded) {
     if (type->kind != DeviceKind::cpu) continue;  // left to the catalogue
     if (!measured) {
       measured.emplace(mbs.size() * kFields, 0.0);
-      const std::function<void()> none = [] {};
       const double params = static_cast<double>(model->num_parameters());
-      const double optimizer_s = time_optimizer_step(*model, none, kRepeats);
-      for (size_t m = 0; m < mbs.size(); ++m) {
-        add(&(*measured)[m * kFields], time_pieces(*model, Device::cpu(), mbs[m], c.training.seq_len, none, kRepeats),
-            optimizer_s, params);
-      }
+      const PartTimes t = time_part(*model, Device::cpu(), mbs, c.training.seq_len, {});
+      for (size_t m = 0; m < mbs.size(); ++m) add(&(*measured)[m * kFields], t.micro_batches[m], t.optimizer_s, params);
     }
     for (size_t m = 0; m < mbs.size(); ++m) {
       DeviceTypeProfile p = entry(c, name, 1, mbs[m], &(*measured)[m * kFields]);
@@ -217,13 +208,22 @@ Profile profile_one_process(const config::LoadedConfig& loaded) {
 
 std::vector<std::string> describe_profile(const Profile& profile) {
   std::vector<std::string> lines;
+  double noisiest = 0;
   for (const DeviceTypeProfile& p : profile.devices) {
     lines.push_back(fmt::format(
         "{} tp {} micro-batch {} x {}: layer forward {:.3f} ms, backward {:.3f} ms, {:.2f} MiB kept; embedding "
-        "{:.3f} / {:.3f} ms; head and loss {:.3f} / {:.3f} ms; AdamW {:.3f} ms ({} rank{})",
+        "{:.3f} / {:.3f} ms; head and loss {:.3f} / {:.3f} ms; AdamW {:.3f} ms ({} rank{}{})",
         p.device_type, p.tp, p.micro_batch, p.seq_len, 1e3 * p.layer_forward_s, 1e3 * p.layer_backward_s,
         p.layer_activation_bytes / double(1 << 20), 1e3 * p.embed_forward_s, 1e3 * p.embed_backward_s,
-        1e3 * p.head_forward_s, 1e3 * p.head_backward_s, 1e3 * p.optimizer_s, p.ranks, p.ranks == 1 ? "" : "s"));
+        1e3 * p.head_forward_s, 1e3 * p.head_backward_s, 1e3 * p.optimizer_s, p.ranks, p.ranks == 1 ? "" : "s",
+        p.spread > 0 ? fmt::format("; windows within {:.1f}%", 100 * p.spread) : ""));
+    noisiest = std::max(noisiest, p.spread);
+  }
+  // The accuracy goal's median error: a profile noisier than that cannot meet it.
+  if (noisiest > 0.05) {
+    lines.push_back(fmt::format("the profile's windows disagreed by up to {:.0f}% (spread): the machine was busy, "
+                                "and predictions from this profile are about that uncertain; profile again when it "
+                                "is quiet", 100 * noisiest));
   }
   for (const LinkProfile& l : profile.links) {
     std::string hosts;

@@ -37,7 +37,8 @@ Profile profile_launched(const config::LoadedConfig& loaded, const RankMap& rank
 
 Profile profile_one_process(const config::LoadedConfig& loaded);
 
-// One line per measured entry and link, for the console.
+// One line per measured entry and link, for the console, and a warning when the entries' windows
+// disagreed by more than 5% (PieceTimes::spread).
 std::vector<std::string> describe_profile(const Profile& profile);
 
 }  // namespace hetu::app

@@ -118,6 +118,11 @@ std::optional<double> emulated_compute_s(const Communicator& comm) {
   return emulated->emulated_compute_s();
 }
 
+double emulated_slowdown(const Communicator& comm) {
+  const auto* emulated = dynamic_cast<const EmulatedCommunicator*>(&comm);
+  return emulated != nullptr ? emulated->slowdown() : 1.0;
+}
+
 void settle_emulated_compute(Communicator& comm) {
   if (auto* emulated = dynamic_cast<EmulatedCommunicator*>(&comm)) emulated->settle_compute();
 }

@@ -50,8 +50,11 @@ std::function<void(int64_t step)> slowdown_schedule(Communicator& comm, const co
 // between its communications times the slowdown (none for other communicators).
 std::optional<double> emulated_compute_s(const Communicator& comm);
 
+// The factor `comm` slows this rank's compute by now (1 for a communicator that does not emulate).
+double emulated_slowdown(const Communicator& comm);
+
 // Sleeps now the slowdown owed for this rank's compute since its last message (a no-op for
-// a communicator that does not emulate): hetu profile calls it at the end of each timed piece.
+// a communicator that does not emulate): hetu profile calls it after each timed piece.
 void settle_emulated_compute(Communicator& comm);
 
 // What the emulation added on this rank ("" for a communicator that does not emulate).

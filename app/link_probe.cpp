@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 
 #include "lib/core/cuda_runtime.h"
 #include "lib/ops/ops.h"
@@ -15,10 +16,15 @@ namespace {
 // and kLarge bytes; latency is
 // the small message's time, bandwidth (kLarge - kSmall) over the difference. all_reduce: the
 // ring model the cost model prices it by (ring_all_reduce_s: 2(p-1) steps of n/p bytes), so
-// the fitted numbers are per ring step and plug into it directly. Each size takes the fastest
-// of kSmallRuns or kRuns after a warm-up (delays only add: a descheduled rank or a late wake-up from an
-// emulated link's sleep makes a run slower, never faster). Between nodes, every pair is probed up to kAllPairsNodes nodes, and
-// beyond that consecutive nodes only (node i with i+1), to keep the probe linear.
+// the fitted numbers are per ring step and plug into it directly. Each size takes the mean of
+// kSmallRuns or kRuns after a warm-up, not the fastest: an emulated link pays a late wake-up
+// back from its next sleeps (Note [Emulated devices]), so after one run overslept by more
+// than the latency the next runs sleep nothing, and the fastest run is one that paid no
+// latency at all (2 us measured for an emulated 200 us on a busy machine). Over the runs the
+// credit cancels (the warm-up absorbs what the previous probe left), so their mean is the
+// link's cost, high by at most the last run's oversleep / runs. Between nodes, every pair is
+// probed up to kAllPairsNodes nodes, and beyond that consecutive nodes only (node i with
+// i+1), to keep the probe linear.
 constexpr int64_t kSmall = 8;
 constexpr int64_t kLarge = 4 << 20;
 constexpr int kRuns = 4;        // at kLarge
@@ -27,7 +33,9 @@ constexpr size_t kAllPairsNodes = 8;
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-double fastest(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+double mean(const std::vector<double>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
 
 // The rank of every device of a node, in device order.
 std::vector<DeviceId> node_ranks(const config::NodeSection& node, const RankMap& ranks) {
@@ -57,7 +65,7 @@ void sync(Device device) {
   if (device.is_cuda()) cuda::synchronize(device.index);
 }
 
-// The fastest exchange of a message each way between a and b (batch_send_recv): both ranks
+// The mean exchange of a message each way between a and b (batch_send_recv): both ranks
 // enter it together, as in a pipeline's send/recv pairs, so neither waits in a receive while
 // the other is still on its way (a rank waiting in MPI on a busy machine yields its core and
 // may see the message a scheduler tick late).
@@ -73,7 +81,7 @@ double exchange(Communicator& comm, DeviceId a, DeviceId b, int64_t bytes, Devic
     sync(device);
     if (run > 0) times.push_back(now_s() - start);
   }
-  return fastest(times);
+  return mean(times);
 }
 
 double ring_step(Communicator& comm, const DeviceGroup& group, int64_t bytes, Device device) {
@@ -86,7 +94,7 @@ double ring_step(Communicator& comm, const DeviceGroup& group, int64_t bytes, De
     sync(device);
     if (run > 0) times.push_back(now_s() - start);
   }
-  return fastest(times) / (2.0 * static_cast<double>(group.size() - 1));
+  return mean(times) / (2.0 * static_cast<double>(group.size() - 1));
 }
 
 LinkProfile probe_p2p(Communicator& comm, Communicator& host, DeviceId a, DeviceId b, Device device, LinkProfile link) {

@@ -29,6 +29,7 @@ constexpr std::pair<const char*, double DeviceTypeProfile::*> kNumberKeys[] = {
     {"reserved_bytes", &DeviceTypeProfile::reserved_bytes},
     {"optimizer_s", &DeviceTypeProfile::optimizer_s},
     {"optimizer_params", &DeviceTypeProfile::optimizer_params},
+    {"spread", &DeviceTypeProfile::spread},
 };
 constexpr size_t kTimeKeyCount = 6;  // the first six: always written
 constexpr std::pair<const char*, int64_t DeviceTypeProfile::*> kCountKeys[] = {

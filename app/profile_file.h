@@ -11,7 +11,7 @@
 //   [[profile]]
 //   device_type = "cpu-slow"   tp = 1   micro_batch = 4   seq_len = 128   precision = "fp32"
 //   layer_forward_s = 0.004    layer_backward_s = 0.008   ...   layer_activation_bytes = 2.1e6
-//   optimizer_s = 0.002        optimizer_params = 830000
+//   optimizer_s = 0.002        optimizer_params = 830000   spread = 0.012
 //   [[link]]
 //   kind = "p2p"   scope = "between"   hosts = ["fast", "slow"]   ranks = 2   gbps = 0.98   latency_us = 212
 //   [[link]]
@@ -41,6 +41,10 @@ struct DeviceTypeProfile {
   // whole model's step on one device of the entry's tp group.
   double optimizer_s = 0;
   double optimizer_params = 0;
+  // How much the profile's windows disagreed (app/profile_measure.h, PieceTimes::spread; the
+  // mean over the ranks): above a few percent the machine was busy while it measured, and
+  // predictions built on the entry are that uncertain.
+  double spread = 0;
 };
 
 // A link the profile knows: measured between `hosts` (a fitted gbps and latency), or, with

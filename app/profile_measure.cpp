@@ -1,8 +1,11 @@
-// Piece-by-piece timing of one micro-batch of a model part, and of its AdamW step.
+// Piece-by-piece timing of one micro-batch of a model part, and of its AdamW step, over
+// interleaved windows (Note [Profile windows] in the header).
 #include "app/profile_measure.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "lib/autograd/engine.h"
@@ -11,20 +14,21 @@
 #include "lib/nn/tensor_parallel.h"
 #include "lib/optim/adamw.h"
 #include "lib/ops/ops.h"
+#include "lib/util/error.h"
 
 namespace hetu::app {
 namespace {
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-// Times fn to its end on the device, the emulated slowdown of it included.
+// fn's time to its end on the device, on the emulated device: pacing.slowdown x it (the
+// sleep that emulates the slowdown comes later, outside every timing: see the header).
 template <typename Fn>
-double timed(Device device, const std::function<void()>& settle, Fn&& fn) {
+double timed(Device device, const ComputePacing& pacing, Fn&& fn) {
   const double start = now_s();
   fn();
   if (device.is_cuda()) cuda::synchronize(device.index);
-  settle();
-  return now_s() - start;
+  return pacing.slowdown * (now_s() - start);
 }
 
 double bytes_in_use(Device device) {
@@ -39,77 +43,141 @@ Tensor cut(const Tensor& x) {
   return y;
 }
 
-}  // namespace
+// The measurements of one pass, each averaged over the middle windows.
+constexpr double PieceTimes::*kMeasured[] = {
+    &PieceTimes::embed_forward_s, &PieceTimes::embed_backward_s, &PieceTimes::layer_forward_s,
+    &PieceTimes::layer_backward_s, &PieceTimes::head_forward_s,  &PieceTimes::head_backward_s,
+    &PieceTimes::layer_activation_bytes,
+};
 
-PieceTimes time_pieces(const LanguageModel& model, Device device, int64_t micro_batch, int64_t seq_len,
-                       const std::function<void()>& settle, int repeats) {
-  const ModelConfig& config = model.config();
-  const int64_t layers = config.layers;
-  const Tensor ids = full({micro_batch, seq_len}, 7, DType::i64).to(device);
-  const Tensor targets = full({micro_batch, seq_len}, 11, DType::i64).to(device);
+// Every piece of one micro-batch, forward then backward; layer figures per layer.
+PieceTimes time_one_pass(const LanguageModel& model, Device device, const Tensor& ids, const Tensor& targets,
+                         const ComputePacing& pacing) {
+  const int64_t layers = model.config().layers;
   // The loss is the same on every rank of a tp group; one of them seeds its backward.
   const bool seeds = model.tensor_parallel() == nullptr || model.tensor_parallel()->index() == 0;
-  PieceTimes sum;
-  for (int run = 0; run <= repeats; ++run) {  // run 0 warms up
-    PieceTimes t;
-    Tensor embedded;
-    t.embed_forward_s = timed(device, settle, [&] { embedded = model.embed(ids, 0); });
-    std::vector<Tensor> inputs, outputs;
-    Tensor x = cut(embedded);
-    for (int64_t layer = 0; layer < layers; ++layer) {
-      inputs.push_back(x);
-      const double before = bytes_in_use(device);
-      t.layer_forward_s += timed(device, settle, [&] { outputs.push_back(model.block(layer, x, nullptr)); });
-      t.layer_activation_bytes += bytes_in_use(device) - before;
-      x = cut(outputs.back());
-    }
-    Tensor loss;
-    t.head_forward_s = timed(device, settle, [&] { loss = model.head_loss(x, targets); });
-    t.head_backward_s = timed(device, settle, [&] {
-      autograd::backward(loss, full({}, seeds ? 1.0 : 0.0, loss.dtype(), loss.device()));
-    });
-    Tensor grad = x.grad();
-    for (int64_t layer = layers - 1; layer >= 0; --layer) {
-      const size_t l = static_cast<size_t>(layer);
-      t.layer_backward_s += timed(device, settle, [&] { autograd::backward(outputs[l], grad); });
-      grad = inputs[l].grad();
-    }
-    t.embed_backward_s = timed(device, settle, [&] { autograd::backward(embedded, grad); });
-    model.zero_grad();
-    if (run == 0) continue;
-    for (auto field : {&PieceTimes::embed_forward_s, &PieceTimes::embed_backward_s, &PieceTimes::layer_forward_s,
-                       &PieceTimes::layer_backward_s, &PieceTimes::head_forward_s, &PieceTimes::head_backward_s,
-                       &PieceTimes::layer_activation_bytes}) {
-      sum.*field += t.*field;
-    }
+  PieceTimes t;
+  Tensor embedded;
+  t.embed_forward_s = timed(device, pacing, [&] { embedded = model.embed(ids, 0); });
+  std::vector<Tensor> inputs, outputs;
+  Tensor x = cut(embedded);
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    inputs.push_back(x);
+    const double before = bytes_in_use(device);
+    t.layer_forward_s += timed(device, pacing, [&] { outputs.push_back(model.block(layer, x, nullptr)); });
+    t.layer_activation_bytes += bytes_in_use(device) - before;
+    x = cut(outputs.back());
   }
-  const double n = repeats, L = static_cast<double>(layers);
-  PieceTimes mean;
-  mean.embed_forward_s = sum.embed_forward_s / n;
-  mean.embed_backward_s = sum.embed_backward_s / n;
-  mean.layer_forward_s = sum.layer_forward_s / n / L;
-  mean.layer_backward_s = sum.layer_backward_s / n / L;
-  mean.head_forward_s = sum.head_forward_s / n;
-  mean.head_backward_s = sum.head_backward_s / n;
-  mean.layer_activation_bytes = std::max(0.0, sum.layer_activation_bytes / n / L);
-  return mean;
+  Tensor loss;
+  t.head_forward_s = timed(device, pacing, [&] { loss = model.head_loss(x, targets); });
+  pacing.settle();  // as a pipeline stage sleeps before it sends its forward's output
+  t.head_backward_s = timed(device, pacing, [&] {
+    autograd::backward(loss, full({}, seeds ? 1.0 : 0.0, loss.dtype(), loss.device()));
+  });
+  Tensor grad = x.grad();
+  for (int64_t layer = layers - 1; layer >= 0; --layer) {
+    const size_t l = static_cast<size_t>(layer);
+    t.layer_backward_s += timed(device, pacing, [&] { autograd::backward(outputs[l], grad); });
+    grad = inputs[l].grad();
+  }
+  t.embed_backward_s = timed(device, pacing, [&] { autograd::backward(embedded, grad); });
+  pacing.settle();  // and its backward's
+  model.zero_grad();
+  const double L = static_cast<double>(layers);
+  t.layer_forward_s /= L, t.layer_backward_s /= L, t.layer_activation_bytes /= L;
+  return t;
 }
 
-double time_optimizer_step(const LanguageModel& model, const std::function<void()>& settle, int repeats) {
+// One micro-batch, every piece forward and backward.
+double whole_pass_s(const PieceTimes& t, int64_t layers) {
+  const double per_layer = t.layer_forward_s + t.layer_backward_s;
+  return t.embed_forward_s + t.embed_backward_s + static_cast<double>(layers) * per_layer + t.head_forward_s +
+         t.head_backward_s;
+}
+
+}  // namespace
+
+PieceTimes estimate_windows(const std::vector<PieceTimes>& windows, int64_t layers) {
+  std::vector<double> totals(windows.size());
+  std::transform(windows.begin(), windows.end(), totals.begin(),
+                 [&](const PieceTimes& w) { return whole_pass_s(w, layers); });
+  const std::vector<size_t> kept = middle_windows(totals);
+  PieceTimes out;
+  for (double PieceTimes::*field : kMeasured) {
+    for (size_t w : kept) out.*field += windows[w].*field;
+    out.*field /= static_cast<double>(kept.size());
+  }
+  out.layer_activation_bytes = std::max(0.0, out.layer_activation_bytes);
+  out.spread = window_spread(totals);
+  return out;
+}
+
+std::vector<size_t> middle_windows(const std::vector<double>& totals) {
+  HT_CHECK(!totals.empty(), "profile: no windows");
+  std::vector<size_t> order(totals.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return totals[a] < totals[b]; });
+  const std::ptrdiff_t trim = static_cast<std::ptrdiff_t>(totals.size() / 3);
+  return {order.begin() + trim, order.end() - trim};
+}
+
+double window_trimmed_mean(const std::vector<double>& samples) {
+  double sum = 0;
+  const std::vector<size_t> kept = middle_windows(samples);
+  for (size_t w : kept) sum += samples[w];
+  return sum / static_cast<double>(kept.size());
+}
+
+double window_median(std::vector<double> samples) {
+  HT_CHECK(!samples.empty(), "profile: a median of no windows");
+  const size_t n = samples.size(), mid = n / 2;
+  std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(mid), samples.end());
+  const double upper = samples[mid];
+  if (n % 2 == 1) return upper;
+  return (*std::max_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
+}
+
+double window_spread(const std::vector<double>& samples) {
+  const double median = window_median(samples);
+  if (median == 0) return 0;
+  std::vector<double> deviations;
+  for (double s : samples) deviations.push_back(std::abs(s - median));
+  return window_median(std::move(deviations)) / std::abs(median);
+}
+
+PartTimes time_part(const LanguageModel& model, Device device, std::span<const int64_t> micro_batches,
+                    int64_t seq_len, const ComputePacing& pacing, ProfileWindows windows) {
+  HT_CHECK(windows.warmup >= 0 && windows.measured >= 1 && pacing.slowdown >= 1,
+           "profile: {} warm-up and {} measured windows at slowdown {}", windows.warmup, windows.measured,
+           pacing.slowdown);
+  std::vector<std::pair<Tensor, Tensor>> batches;  // ids and targets per micro-batch size
+  for (int64_t mb : micro_batches) {
+    batches.emplace_back(full({mb, seq_len}, 7, DType::i64).to(device), full({mb, seq_len}, 11, DType::i64).to(device));
+  }
   std::vector<nn::NamedParameter> params = model.named_parameters();
-  for (nn::NamedParameter& p : params) {
-    p.tensor.set_grad(full(p.tensor.shape(), 1e-3, p.tensor.dtype(), p.tensor.device()));
-  }
   optim::AdamW adamw(params, optim::AdamWConfig{});
-  const Device device = params.empty() ? Device::cpu() : params[0].tensor.device();
-  std::vector<double> times;
-  for (int run = 0; run <= repeats; ++run) {
-    const double t = timed(device, settle, [&] { adamw.step(1e-9); });
-    if (run > 0) times.push_back(t);
+  std::vector<std::vector<PieceTimes>> samples(micro_batches.size());
+  std::vector<double> optimizer;
+  for (int w = 0; w < windows.warmup + windows.measured; ++w) {
+    const bool measured = w >= windows.warmup;
+    for (size_t m = 0; m < batches.size(); ++m) {
+      const PieceTimes t = time_one_pass(model, device, batches[m].first, batches[m].second, pacing);
+      if (measured) samples[m].push_back(t);
+    }
+    for (nn::NamedParameter& p : params) {
+      p.tensor.set_grad(full(p.tensor.shape(), 1e-3, p.tensor.dtype(), p.tensor.device()));
+    }
+    const double step_s = timed(device, pacing, [&] { adamw.step(1e-9); });
+    pacing.settle();
+    model.zero_grad();
+    if (measured) optimizer.push_back(step_s);
   }
-  model.zero_grad();
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  PartTimes out;
+  for (const std::vector<PieceTimes>& s : samples) {
+    out.micro_batches.push_back(estimate_windows(s, model.config().layers));
+  }
+  out.optimizer_s = window_trimmed_mean(optimizer);
+  return out;
 }
 
 }  // namespace hetu::app

@@ -4,14 +4,42 @@
 // detaching the hidden state between them, so each backward runs alone), the bytes each
 // layer keeps for its backward, and one AdamW step over the part's parameters.
 //
-// `settle` runs at the end of every timed piece, inside its timing: on an emulated slow device
-// it sleeps the slowdown owed for that piece (EmulatedCommunicator::settle_compute), so the
-// sleep counts as the piece's compute and not as the next message's wait.
+// Note [Profile windows]: a burst of machine noise must not move the profile. The
+// measurement is split into windows; one window is one pass over every piece at every
+// micro-batch size asked for, then one AdamW step, so a window is a short stretch of time in
+// which every piece is timed once. After `warmup` windows (first touches, allocator growth;
+// discarded) come `measured` windows. Per micro-batch size, the windows are ranked by their
+// whole pass (every piece, forward and backward); the third with the shortest and the third
+// with the longest are dropped, and each piece is its mean over the middle windows (the AdamW
+// step likewise over its own times). A burst that slows one or two of 7 windows is dropped
+// with them, where a mean of all windows would move by the burst's size / windows. Not each
+// piece's own median: under steady contention (more runnable threads than cores) most short
+// pieces run untouched and a few lose a whole time slice, so each piece's median misses the
+// slices that a training step, a sum of many pieces, always pays (and an emulated device pays
+// F times); whole windows keep them. The windows follow one another with no gap, so the budget
+// is (warmup + measured) passes over the micro-batch sizes and as many AdamW steps: 8 by
+// default. What no estimator here removes is a change of the machine's load that outlasts
+// the profile. `spread` records how much the windows disagreed (see PieceTimes), so a
+// profile taken on a busy machine says so.
 //
-//   PieceTimes t = time_pieces(model, device, 4, 128, settle, 3);   // t.layer_forward_s, ...
+// Emulated devices: training sleeps (F - 1) x the wall time of the compute before each
+// message and pays any oversleep (a late wake-up on a busy machine) back from its next
+// sleeps, so compute costs F x its wall time there on average (Note [Emulated devices];
+// [straggler] paces by CPU time instead). Here likewise: each piece is recorded as
+// `pacing.slowdown` x its wall time, and `pacing.settle` sleeps the slowdown owed outside
+// every timing, after each micro-batch's forward and after its backward, where a pipeline
+// stage sends, so the rank idles as in training (the other ranks see the same load). Inside
+// the timing, a late wake-up would land in one piece and its credit shorten the next ones
+// (their sum holds, each piece's own time does not), and a sleep after every piece would make
+// every piece start cold (caches, clock speed), which training's pieces do not.
+//
+//   PartTimes t = time_part(model, device, micro_batches, 128, {2.0, settle});
+//   t.micro_batches[2].layer_forward_s;   // one layer at micro_batches[2], the emulated device's
 #pragma once
 
 #include <functional>
+#include <span>
+#include <vector>
 
 #include "lib/core/device.h"
 #include "models/language_model.h"
@@ -23,13 +51,46 @@ struct PieceTimes {
   double layer_forward_s = 0, layer_backward_s = 0;  // per layer, averaged over the layers
   double head_forward_s = 0, head_backward_s = 0;
   double layer_activation_bytes = 0;                 // per layer, per micro-batch; 0 where not countable
+  // In an estimate: the windows' disagreement, the median absolute deviation of the windows'
+  // whole micro-batch times (every piece, forward and backward) over their median. 0.01: the
+  // windows were typically within 1% of one another.
+  double spread = 0;
 };
 
-// The mean over `repeats` runs after one warm-up run.
-PieceTimes time_pieces(const LanguageModel& model, Device device, int64_t micro_batch, int64_t seq_len,
-                       const std::function<void()>& settle, int repeats);
+struct ProfileWindows {
+  int warmup = 1;    // windows run and discarded
+  int measured = 7;  // windows the estimate is taken from (the middle third and more: 3 of 7)
+};
 
-// The median of `repeats` AdamW steps over the model's parameters (gradients set to ones).
-double time_optimizer_step(const LanguageModel& model, const std::function<void()>& settle, int repeats);
+struct PartTimes {
+  std::vector<PieceTimes> micro_batches;  // one per micro-batch size asked for, in that order
+  double optimizer_s = 0;                 // one AdamW step over the part's parameters
+};
+
+// How a rank's compute is paced: the emulated device's slowdown (1: none) and what sleeps
+// it (EmulatedCommunicator::settle_compute: the slowdown owed for the compute since the
+// last call, whatever ran in between).
+struct ComputePacing {
+  double slowdown = 1;
+  std::function<void()> settle = [] {};
+};
+
+// The part's pieces at each of `micro_batches` (Note [Profile windows]).
+PartTimes time_part(const LanguageModel& model, Device device, std::span<const int64_t> micro_batches,
+                    int64_t seq_len, const ComputePacing& pacing, ProfileWindows windows = {});
+
+// The estimate from one micro-batch size's windows (`layers`: the part's, for the spread).
+PieceTimes estimate_windows(const std::vector<PieceTimes>& windows, int64_t layers);
+
+// The windows Note [Profile windows] keeps, by their whole-pass `totals`: all but the third
+// (rounded down) with the shortest and the third with the longest (ties in window order).
+// Throws on no windows.
+std::vector<size_t> middle_windows(const std::vector<double>& totals);
+// The mean of `samples` over their middle windows.
+double window_trimmed_mean(const std::vector<double>& samples);
+// The median of `samples` (of an even count, the mean of the middle two). Throws on none.
+double window_median(std::vector<double> samples);
+// The median absolute deviation of `samples` over their median (0 when the median is 0).
+double window_spread(const std::vector<double>& samples);
 
 }  // namespace hetu::app

@@ -79,13 +79,14 @@ class EmulatedCommunicator final : public Communicator {
   // From now on this rank computes `slowdown` (>= 1) times slower (a rehearsed device that
   // slows down or recovers during a run); compute before the call keeps the old factor.
   void set_slowdown(double slowdown);
+  double slowdown() const { return spec_.slowdown; }
   // The emulated device's compute so far: the CPU time of every stretch between
   // communications (the current one included) times the slowdown in effect while it ran.
   double emulated_compute_s() const;
 
   // Sleeps now the slowdown owed for the compute since the last communication (however
-  // short) and restarts the compute clock, so that a caller timing one piece of compute (hetu
-  // profile, per layer) finds the sleep inside that piece rather than in the next message.
+  // short) and restarts the compute clock, so that a caller timing pieces of compute (hetu
+  // profile, per layer) pays each piece's sleep right after it, not in the next message.
   void settle_compute();
 
  private:

@@ -5,8 +5,15 @@
       appends to PROFILE the reference's [[profile]] entries of a (device type, tp) it lacks
   plan_accuracy.py scale PLAN.json METRICS.jsonl PROFILE.toml OUT.toml
       the profile scaled per device type by the run's measured / predicted compute
-  plan_accuracy.py report CHECK_MEMORY "NAME STATUS PLAN METRICS CORRECTED"...
-      the table, the errors, the rank correlation, the out-of-memory check
+  plan_accuracy.py report CHECK_MEMORY JSON_OUT "NAME STATUS PLAN METRICS CORRECTED PROFILE"...
+      the table, the errors, the rank correlation, the out-of-memory check; JSON_OUT ("-":
+      none) gets the per-layout figures, for summary
+  plan_accuracy.py repeatability "NAME PLAN1,PLAN2,..."...
+      per layout, the predictions from repeated profiles: their range and spread
+  plan_accuracy.py summary RUN.json...
+      several runs side by side: each layout's signed error per run, their mean and spread,
+      and each run's median, max and Spearman (which layouts are off in every run, which
+      only in some: a systematic error, or noise)
 """
 import json
 import os
@@ -110,12 +117,34 @@ def spearman(a, b):
     den = (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
     return num / den if den > 0 else float("nan")
 
+def spread(values):  # the median absolute deviation over the median (as hetu profile's spread)
+    m = statistics.median(values)
+    return statistics.median(abs(v - m) for v in values) / m if m else 0.0
+
+
+def profile_spread(profile_path, plan):
+    """The largest spread of the profile entries of the layout's device types and tps (None: not recorded)."""
+    used = {(s["device_type"], s["tp"]) for r in plan["replicas"] for s in r["stages"]}
+    with open(profile_path, "rb") as f:
+        entries = tomllib.load(f).get("profile", [])
+    spreads = [e["spread"] for e in entries if (e["device_type"], e.get("tp", 1)) in used and "spread" in e]
+    return max(spreads) if spreads else None
+
+
+def measured_steps(metrics_path):
+    """The steps a run is measured by: all but the first two (warm-up), each step's seconds."""
+    lines = [json.loads(l) for l in open(metrics_path)]
+    return lines, [l["step_s"] for l in lines[2:]] or [lines[-1]["step_s"]]
+
+
 def report(args):
-    print(f"{'layout':15} {'pred s':>8} {'meas s':>8} {'error':>7} {'corrected':>9}   {'memory per rank, MiB predicted/measured (error)'}")
-    errors, mem_errors, pred, meas, bad_fits, corrected_errors = [], [], [], [], [], []
+    print(f"{'layout':17} {'pred s':>8} {'meas s':>8} {'error':>7} {'corrected':>9} {'prof±':>6} {'meas±':>6}   "
+          f"{'memory per rank, MiB predicted/measured (error)'}")
+    errors, mem_errors, pred, meas, bad_fits, corrected_errors, layouts = [], [], [], [], [], [], {}
     check_memory = args[0] == "1"
-    for row in args[1:]:
-        name, status, plan_path, metrics_path, corrected_path = row.split()
+    json_out = args[1]
+    for row in args[2:]:
+        name, status, plan_path, metrics_path, corrected_path, profile_path = row.split()
         plan = json.load(open(plan_path))
         devices = []  # (device, predicted GiB, fits) in rank order: the cluster's node order
         for replica in plan["replicas"]:
@@ -125,12 +154,13 @@ def report(args):
         devices.sort()  # hosts a-d are in node order
         fits = all(f for _, _, f in devices)
         if status != "ok":
-            print(f"{name:15} {plan['predicted_step_s']:8.4f} {'-':>8} {'-':>7} {'-':>9}   {status}{' (predicted to fit!)' if fits else ''}")
+            print(f"{name:17} {plan['predicted_step_s']:8.4f} {'-':>8} {'-':>7} {'-':>9} {'-':>6} {'-':>6}   "
+                  f"{status}{' (predicted to fit!)' if fits else ''}")
             if fits:
                 bad_fits.append(name)
             continue
-        lines = [json.loads(l) for l in open(metrics_path)]
-        m = statistics.median([l["step_s"] for l in lines[2:]] or [lines[-1]["step_s"]])
+        lines, steps = measured_steps(metrics_path)
+        m = statistics.median(steps)
         p = plan["predicted_step_s"]
         peaks = lines[-1]["time"]["by_rank"]["peak_mem_gib"]
         cells = []
@@ -143,7 +173,11 @@ def report(args):
         meas.append(m)
         c = json.load(open(corrected_path))["predicted_step_s"]
         corrected_errors.append((c - m) / m)
-        print(f"{name:15} {p:8.4f} {m:8.4f} {100 * (p - m) / m:+6.1f}% {100 * (c - m) / m:+8.1f}%   " + ", ".join(cells))
+        ps, ms = profile_spread(profile_path, plan), spread(steps)
+        layouts[name] = {"predicted_s": p, "measured_s": m, "corrected_s": c, "profile_spread": ps,
+                         "measured_spread": ms}
+        print(f"{name:17} {p:8.4f} {m:8.4f} {100 * (p - m) / m:+6.1f}% {100 * (c - m) / m:+8.1f}% {'-' if ps is None else f'{100 * ps:5.1f}%':>6} "
+              f"{100 * ms:5.1f}%   " + ", ".join(cells))
     if errors:
         print(f"step time: median |error| {100 * statistics.median(errors):.1f}%, max {100 * max(errors):.1f}% "
               f"(goals 5%, 10%); signed mean {100 * statistics.mean([(p - m) / m for p, m in zip(pred, meas)]):+.1f}%")
@@ -155,9 +189,51 @@ def report(args):
     if mem_errors:
         print(f"peak memory: median |error| {100 * statistics.median(mem_errors):.1f}%, max {100 * max(mem_errors):.1f}% (goal 10%)")
     print("layouts predicted to fit that ran out of memory: " + (", ".join(bad_fits) if bad_fits else "none"))
+    print("prof±: the largest spread (median absolute deviation / median) of the profile windows of the layout's "
+          "device types; meas±: that of its measured steps")
+    if json_out != "-":
+        with open(json_out + ".tmp", "w") as f:
+            json.dump({"layouts": layouts}, f, indent=1)
+        os.replace(json_out + ".tmp", json_out)
     if check_memory and (bad_fits or not mem_errors or max(mem_errors) > 0.10):
         sys.exit("FAIL: peak memory off by more than 10%, or a layout predicted to fit ran out of memory")
 
 
+def repeatability(rows):
+    print(f"{'layout':17} {'min s':>8} {'median s':>8} {'max s':>8} {'range':>7} {'MAD':>6}   (predicted step time over the profiles)")
+    ranges, mads = [], []
+    for row in rows:
+        name, paths = row.split()
+        p = [json.load(open(path))["predicted_step_s"] for path in paths.split(",")]
+        m = statistics.median(p)
+        ranges.append((max(p) - min(p)) / m)
+        mads.append(spread(p))
+        print(f"{name:17} {min(p):8.4f} {m:8.4f} {max(p):8.4f} {100 * ranges[-1]:6.1f}% {100 * mads[-1]:5.1f}%")
+    print(f"over the layouts: median range {100 * statistics.median(ranges):.1f}%, median MAD {100 * statistics.median(mads):.1f}% "
+          "(range: (max - min) / median; MAD: median absolute deviation / median)")
+
+
+def summary(paths):
+    runs = [json.load(open(p))["layouts"] for p in paths]
+    names = [n for n in runs[0] if all(n in r for r in runs)]
+    error = lambda r, n: (r[n]["predicted_s"] - r[n]["measured_s"]) / r[n]["measured_s"]
+    print(f"{'layout':17} " + " ".join(f"{'run ' + str(i + 1):>7}" for i in range(len(runs))) +
+          f" {'mean':>7} {'|mean|':>7} {'range':>7}   (signed step-time error per run)")
+    rows = []
+    for n in names:
+        e = [error(r, n) for r in runs]
+        rows.append((abs(statistics.mean(e)), n, e))
+    for _, n, e in sorted(rows, reverse=True):
+        print(f"{n:17} " + " ".join(f"{100 * x:+6.1f}%" for x in e) +
+              f" {100 * statistics.mean(e):+6.1f}% {100 * abs(statistics.mean(e)):6.1f}% {100 * (max(e) - min(e)):6.1f}%")
+    for i, r in enumerate(runs):
+        e = [abs(error(r, n)) for n in names]
+        rho = spearman([r[n]["predicted_s"] for n in names], [r[n]["measured_s"] for n in names])
+        print(f"run {i + 1}: median |error| {100 * statistics.median(e):.1f}%, max {100 * max(e):.1f}%, Spearman {rho:.3f}")
+    print("a layout off the same way in every run (|mean| near each run's error, small range) is a systematic error; "
+          "one whose sign changes between runs is noise")
+
+
 if __name__ == "__main__":
-    {"merge": merge, "scale": scale, "report": report}[sys.argv[1]](sys.argv[2:])
+    commands = {"merge": merge, "scale": scale, "report": report, "summary": summary, "repeatability": repeatability}
+    commands[sys.argv[1]](sys.argv[2:])

@@ -23,20 +23,31 @@
 # backward against the predicted), which leaves the composition (schedule, exchanges, sync,
 # optimizer) as the only source of error. Not part of CI; its 2-layout smoke is (--smoke
 # --check-memory: exits 1 when a peak is off by more than 10% or a layout predicted to fit ran
-# out of memory; timing is never checked). Run it on a quiet machine for the figures:
-#   scripts/bench/plan_accuracy.sh --steps 12
+# out of memory; timing is never checked). The table's prof± and meas± columns say how
+# noisy the layout's profile windows and measured steps were (median absolute deviation /
+# median), so a large error can be told from a noisy run. --json FILE keeps the per-layout
+# figures; `plan_accuracy.py summary A.json B.json ...` sets several runs side by side: a layout
+# off the same way in every run is a systematic error, one whose sign changes is noise.
+# --profiles R profiles each layout R times and evaluates each profile, without training: the
+# spread of one layout's predictions is the profile's own noise (A/B two builds with HETU=).
+# Run it on a quiet machine for the figures, three times:
+#   for i in 1 2 3; do scripts/bench/plan_accuracy.sh --steps 12 --json /tmp/acc$i.json; done
+#   /usr/bin/python3 scripts/bench/plan_accuracy.py summary /tmp/acc1.json /tmp/acc2.json /tmp/acc3.json
 # HETU_BENCH_KEEP=1 keeps the work folder (job files, profiles, predictions, runs).
-# usage: scripts/bench/plan_accuracy.sh [--steps N] [--smoke] [--check-memory] [--only NAME]
+# usage: scripts/bench/plan_accuracy.sh [--steps N] [--smoke] [--check-memory] [--only NAME] [--json FILE]
+#                                       [--profiles R]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-steps=10; smoke=0; only=""; check_memory=0
+steps=10; smoke=0; only=""; check_memory=0; json_out=""; profiles=0
 while [ $# -gt 0 ]; do
   case $1 in
+    --profiles) profiles=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
+    --json) json_out=$(realpath -m "$2"); shift 2 ;;
     --smoke) smoke=1; shift ;;
     --check-memory) check_memory=1; shift ;;
     --only) only=$2; shift 2 ;;
-    *) echo "usage: $0 [--steps N] [--smoke] [--check-memory] [--only NAME]"; exit 2 ;;
+    *) echo "usage: $0 [--steps N] [--smoke] [--check-memory] [--only NAME] [--json FILE] [--profiles R]"; exit 2 ;;
   esac
 done
 source scripts/bench/emulated_job_lib.sh
@@ -145,6 +156,22 @@ profile() {  # profile NAME: its cluster measured on 2 ranks at once
 }
 profile tp-reference
 
+if [ "$profiles" -gt 0 ]; then  # the profile's repeatability alone: R profiles per layout, no training
+  rows=()
+  for name in "${names[@]}"; do
+    [ -z "$only" ] || [ "$only" = "$name" ] || continue
+    plans=""
+    for r in $(seq "$profiles"); do
+      profile "$name"
+      /usr/bin/python3 scripts/bench/plan_accuracy.py merge "$work/$name.profile.toml" "$work/tp-reference.profile.toml"
+      "$hetu" plan --evaluate --json --profile "$work/$name.profile.toml" "$work/$name.toml" > "$work/$name.plan.$r.json"
+      plans+=",$work/$name.plan.$r.json"
+    done
+    rows+=("$name ${plans#,}")
+  done
+  /usr/bin/python3 scripts/bench/plan_accuracy.py repeatability "${rows[@]}"
+  exit 0
+fi
 rows=()
 for name in "${names[@]}"; do
   [ -z "$only" ] || [ "$only" = "$name" ] || continue
@@ -163,6 +190,6 @@ for name in "${names[@]}"; do
       "$work/$name.profile.toml" "$work/$name.scaled.toml"
     "$hetu" plan --evaluate --json --profile "$work/$name.scaled.toml" "$work/$name.toml" > "$work/$name.corrected.json"
   fi
-  rows+=("$name $status $work/$name.plan.json $work/run-$name/metrics.jsonl $work/$name.corrected.json")
+  rows+=("$name $status $work/$name.plan.json $work/run-$name/metrics.jsonl $work/$name.corrected.json $work/$name.profile.toml")
 done
-/usr/bin/python3 scripts/bench/plan_accuracy.py report "$check_memory" "${rows[@]}"
+/usr/bin/python3 scripts/bench/plan_accuracy.py report "$check_memory" "${json_out:--}" "${rows[@]}"

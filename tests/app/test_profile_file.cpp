@@ -1,7 +1,7 @@
 // Profile files (app/profile_file.h): the optional measurements of a GPU profile (tp group,
-// optimizer step, activation and reserved bytes) survive a write and a read; a CPU profile
-// without them is written as before (no new keys); [[link]] curves are read, and bad ones are
-// usage errors naming the file and the key.
+// optimizer step, activation and reserved bytes, the windows' spread) survive a write and a
+// read; a CPU profile without them is written as before (no new keys); [[link]] curves are
+// read, and bad ones are usage errors naming the file and the key.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -48,6 +48,7 @@ TEST_CASE("profile file: a tp group's measurements survive a write and a read", 
   gpu.head_activation_bytes = 1745051648;
   gpu.head_workspace_bytes = 823525376;
   gpu.reserved_bytes = 5.06e9;
+  gpu.spread = 0.013;
   const DeviceTypeProfile cpu = entry("cpu", 4, 128, "fp32", {0.004, 0.008, 0.001, 0.002, 0.003, 0.006});
   dir.write("p.toml", to_toml(Profile({gpu, cpu}), "# test\n"));
   const std::vector<DeviceTypeProfile> back = read_profile_file(dir.file("p.toml")).devices;
@@ -61,12 +62,13 @@ TEST_CASE("profile file: a tp group's measurements survive a write and a read", 
   CHECK(back[0].head_workspace_bytes == Approx(823525376));
   CHECK(back[0].reserved_bytes == Approx(5.06e9));
   CHECK(back[0].head_backward_s == Approx(0.0059));
+  CHECK(back[0].spread == Approx(0.013));
   CHECK(back[1].tp == 1);
   CHECK(back[1].optimizer_s == 0);
   // The CPU entry has none of the optional keys.
   const std::string text = read_text(dir.file("p.toml"));
   const std::string cpu_part = text.substr(text.rfind("[[profile]]"));
-  for (const char* key : {"optimizer_s", "activation_bytes", "workspace_bytes", "reserved_bytes"})
+  for (const char* key : {"optimizer_s", "activation_bytes", "workspace_bytes", "reserved_bytes", "spread"})
     CHECK(cpu_part.find(key) == std::string::npos);
   CHECK(read_profile_file(dir.file("p.toml")).links.empty());
 }
