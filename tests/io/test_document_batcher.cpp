@@ -219,7 +219,7 @@ TEST_CASE("packed documents in buckets: the global batch's pieces once each, in 
           "[documents]") {
   TempDir dir("documents-buckets");
   write_documents(dir, lengths_for_test(), 7);
-  const std::vector<BucketShape> shapes = {{5, {3, 3}, {1, 1}}, {10, {6}, {2}}, {0, {2, 4}, {1, 2}}};
+  const std::vector<BucketShape> shapes = {{5, {3, 3}, {1, 1}, "a"}, {10, {6}, {2}, "b"}, {0, {2, 4}, {1, 2}, "c"}};
   for (bool shuffled : {false, true}) {
     INFO("shuffled " << shuffled);
     DataLoaderOptions whole = options(dir, 0, 6, 6, shuffled);
