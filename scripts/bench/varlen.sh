@@ -16,6 +16,7 @@
 # usage: scripts/bench/varlen.sh [--seq-len 2048] [--steps 12] [--documents 4000] [--layers 4]
 #          [--hidden 128] [--global-batch 16] [--memory-gib G] [--slowdown 20] [--with-dp4]
 #        (after scripts/build.sh --target hetu); smoke: --seq-len 256 --steps 4 --documents 600
+#        --layers 2 --hidden 64 --slowdown 5 --memory-gib 0.006
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seq_len=2048; steps=12; documents=4000; layers=4; hidden=128; global_batch=16; memory_gib=""; slowdown=20; dp4=0
@@ -30,7 +31,7 @@ while [ $# -gt 0 ]; do
     --memory-gib) memory_gib=$2; shift 2 ;;
     --slowdown) slowdown=$2; shift 2 ;;
     --with-dp4) dp4=1; shift ;;
-    *) sed -n '/^# usage/,/^#        (/p' "$0"; exit 2 ;;
+    *) sed -n '/^# usage/,/--memory-gib 0.006$/p' "$0"; exit 2 ;;
   esac
 done
 hetu=build/bin/hetu
