@@ -18,11 +18,16 @@ class BucketSource final : public runtime::BucketedSource {
  public:
   BucketSource(const io::DataLoaderOptions& data, std::vector<io::BucketShape> buckets, Device device)
       : batcher_(data, std::move(buckets)), device_(device) {}
+  BucketSource(const io::DataLoaderOptions& data, io::BucketPlanFn plan, Device device)
+      : batcher_(data, std::move(plan)), device_(device), planned_(true) {}
   runtime::BucketedStep next_step() override {
     timing::Scope scope(timing::Phase::data, "data");
     batcher_.next_step();
     runtime::BucketedStep step;
-    for (int64_t b = 0; b < batcher_.buckets(); ++b) step.rounds.push_back(batcher_.rounds(b));
+    for (int64_t b = 0; b < batcher_.buckets(); ++b) {
+      step.rounds.push_back(batcher_.rounds(b));
+      if (planned_) step.strategies.push_back(batcher_.shape(b).strategy);
+    }
     step.global_targets = batcher_.global_targets();
     return step;
   }
@@ -42,6 +47,7 @@ class BucketSource final : public runtime::BucketedSource {
   int64_t seq_len() const { return batcher_.seq_len(); }
   io::BucketBatcher batcher_;
   Device device_;
+  bool planned_ = false;  // buckets planned per step: each names its strategy
 };
 
 struct BucketedRun {
@@ -55,8 +61,17 @@ struct BucketedRun {
 runtime::StrategyRun bucketed_run(const config::JobConfig& c, runtime::StrategyRun optimize,
                                   const std::function<runtime::StrategyRun(const std::string&)>& build,
                                   const std::function<pipeline::ParallelLayout(const std::string&)>& layout_of,
-                                  const io::DataLoaderOptions& data, Device compute) {
+                                  const io::DataLoaderOptions& data, Device compute, io::BucketPlanFn plan) {
   std::vector<runtime::ComputeLane> lanes;
+  auto run = std::make_shared<BucketedRun>();
+  run->optimize = optimize;
+  if (plan) {  // a lane per strategy; the buckets are each step's
+    for (const config::StrategySection& s : c.strategies) lanes.push_back({build(s.name), {}});
+    lanes.push_back({optimize, {}});
+    run->source = std::make_unique<BucketSource>(data, std::move(plan), compute);
+    run->engine = std::make_unique<runtime::BucketedEngine>(optimize, std::move(lanes));
+    return {optimize.strategy, run->engine.get(), run->source.get(), optimize.store, optimize.comm, run};
+  }
   std::map<std::string, size_t> lane_of;  // strategy name -> index into lanes
   std::vector<io::BucketShape> shapes;
   for (size_t b = 0; b < c.buckets.size(); ++b) {
@@ -67,7 +82,7 @@ runtime::StrategyRun bucketed_run(const config::JobConfig& c, runtime::StrategyR
     }
     lanes[it->second].buckets.push_back(static_cast<int64_t>(b));
     const pipeline::ParallelLayout layout = layout_of(bucket.strategy);
-    io::BucketShape shape{bucket.max_len.value_or(0), {}, {}};
+    io::BucketShape shape{bucket.max_len.value_or(0), {}, {}, bucket.strategy};
     for (const pipeline::ReplicaLayout& r : layout.replicas) {
       shape.shares.push_back(r.batch);
       shape.micro_batch.push_back(r.micro_batch);
@@ -77,8 +92,6 @@ runtime::StrategyRun bucketed_run(const config::JobConfig& c, runtime::StrategyR
                  bucket.max_len ? fmt::format("of up to {} tokens", *bucket.max_len) : std::string("longer"),
                  bucket.strategy, layout.replicas.size());
   }
-  auto run = std::make_shared<BucketedRun>();
-  run->optimize = optimize;
   run->source = std::make_unique<BucketSource>(data, std::move(shapes), compute);
   run->engine = std::make_unique<runtime::BucketedEngine>(optimize, std::move(lanes));
   return {optimize.strategy, run->engine.get(), run->source.get(), optimize.store, optimize.comm, run};

@@ -2,7 +2,8 @@
 // strategy becomes a run whose engine is a BucketedEngine (lib/runtime/bucketed_engine.h)
 // over one lane per strategy the buckets name, fed by the job's documents cut into buckets
 // (lib/io/bucket_batcher.h). Parameters, AdamW state, checkpoints and evaluation stay the
-// default strategy's.
+// default strategy's. With [parallel] auto = true the buckets come from `plan` each step
+// (auto_buckets.h), with a lane for every strategy of the job.
 //
 //   runtime::StrategyRun run = bucketed_run(c, std::move(initial), build, layout_of, compute);
 #pragma once
@@ -12,6 +13,7 @@
 
 #include "app/config/job_config.h"
 #include "lib/core/device.h"
+#include "lib/io/bucket_batcher.h"
 #include "lib/io/data_loader.h"
 #include "lib/pipeline/parallel_layout.h"
 #include "lib/runtime/strategy.h"
@@ -20,10 +22,11 @@ namespace hetu::app {
 
 // `optimize`: the rank's run under "default"; `build(name)`: its run under strategy `name`
 // (parameters allocated only: they are resharded in every step); `layout_of(name)`: that
-// strategy's layout; `data`: the job's training data options (documents packing).
+// strategy's layout; `data`: the job's training data options (documents packing); `plan`:
+// each step's buckets (empty: the job's [[parallel.bucket]]).
 runtime::StrategyRun bucketed_run(const config::JobConfig& c, runtime::StrategyRun optimize,
                                   const std::function<runtime::StrategyRun(const std::string&)>& build,
                                   const std::function<pipeline::ParallelLayout(const std::string&)>& layout_of,
-                                  const io::DataLoaderOptions& data, Device compute);
+                                  const io::DataLoaderOptions& data, Device compute, io::BucketPlanFn plan = {});
 
 }  // namespace hetu::app

@@ -20,6 +20,7 @@
 
 #include "app/cluster_profile.h"
 #include "app/commands.h"
+#include "app/document_strategies.h"
 #include "app/layout_cost.h"
 #include "app/layout_search.h"
 #include "lib/io/document_packing.h"
@@ -88,45 +89,6 @@ void print_table(const LayoutEstimate& e) {
   std::printf("predicted step %.4f s (pipeline %.4f, gradient sync %.4f, optimizer %.4f) | %.0f tokens/s | MFU %.1f%%\n",
               p.step_s, p.pipeline_s, p.grad_sync_s, p.optimizer_s, e.tokens_per_step / p.step_s,
               100 * e.flops_per_token * e.tokens_per_step / p.step_s / e.peak_flops);
-}
-
-// The cluster's slowest link: what a strategy's parameters come in and gradients go back over.
-plan::Link slowest_link(const config::LoadedConfig& loaded, const Profile& profile) {
-  const plan::SearchCluster cluster = search_cluster(loaded, profile);
-  plan::Link slowest = cluster.links.at(0).at(0);
-  for (const auto& row : cluster.links)
-    for (const plan::Link& l : row)
-      if (l.transfer_s(1e6) > slowest.transfer_s(1e6)) slowest = l;
-  return slowest;
-}
-
-// A priced layout as a strategy for documents; `reshard` null: it holds the parameters.
-plan::DocumentStrategy document_strategy(const std::string& name, const LayoutEstimate& e,
-                                         const config::ParallelSection& parallel, int64_t seq_len,
-                                         const plan::Link* reshard) {
-  std::vector<std::vector<double>> memory;
-  std::vector<int64_t> micro_batch;
-  for (size_t r = 0; r < e.stages.size(); ++r) {
-    memory.emplace_back();
-    for (const StageEstimateInfo& info : e.stages[r]) memory.back().push_back(info.memory_bytes);
-    micro_batch.push_back(parallel.replicas[r].micro_batch);
-  }
-  return plan::document_strategy(name, e.replicas, memory, micro_batch, seq_len, reshard);
-}
-
-// Every strategy of the job (default first), each its own layout's estimate.
-std::vector<plan::DocumentStrategy> job_strategies(const config::LoadedConfig& loaded, const Profile& profile) {
-  const plan::Link link = slowest_link(loaded, profile);
-  std::vector<std::string> names{config::kDefaultStrategy};
-  for (const config::StrategySection& s : loaded.config.strategies) names.push_back(s.name);
-  std::vector<plan::DocumentStrategy> out;
-  for (const std::string& name : names) {
-    config::LoadedConfig under = loaded;
-    under.config.parallel = loaded.config.strategy(name);
-    out.push_back(document_strategy(name, estimate_layout(under, profile), under.config.parallel,
-                                    loaded.config.training.seq_len, name == config::kDefaultStrategy ? nullptr : &link));
-  }
-  return out;
 }
 
 // The layouts the search ranked that fit, named by rank ("1" holds the parameters).

@@ -10,7 +10,8 @@
 // the MPI communicator and cap the CPU allocator. `[parallel] auto = true` plans the layout
 // first (auto_layout.h); `[straggler] enabled = true` re-plans around slow ranks while it
 // trains (straggler_plan.h); `[[parallel.bucket]]` runs each step's documents by length under
-// several strategies (bucketed_run.h).
+// several strategies (bucketed_run.h), or with `[parallel] auto = true` and documents under
+// buckets planned each step (auto_buckets.h).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include <fmt/core.h>
 
 #include "app/auto_layout.h"
+#include "app/auto_buckets.h"
 #include "app/bucketed_run.h"
 #include "app/build_info.h"
 #include "app/cmd_ckpt.h"
@@ -264,7 +266,7 @@ std::string rank_label(const pipeline::ParallelLayout& layout, int rank) {
 
 // Every layout, one device included (a world of one: make_local_communicator).
 int train(const TrainOptions& options, const config::LoadedConfig& loaded, const pipeline::ParallelLayout& layout,
-          const RankMap& ranks, const MpiSession& mpi, const Profile& straggler_profile) {
+          const RankMap& ranks, const MpiSession& mpi, const Profile& straggler_profile, bool plan_buckets) {
   const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
   const config::JobConfig& c = loaded.config;
   const Device compute = compute_device(loaded, device);
@@ -279,12 +281,14 @@ int train(const TrainOptions& options, const config::LoadedConfig& loaded, const
   Communicator& comm = device_comm ? *device_comm : *host_comm;
   runtime::StrategyRun initial = build_run(config::kDefaultStrategy, c, layout, mpi.rank(), comm, *host_comm, compute,
                                                 options.state_dir);
-  if (!c.buckets.empty()) {  // a layout per batch, the state in the default layout (bucketed_run.h)
+  if (!c.buckets.empty() || plan_buckets) {  // a layout per batch, the state in the default layout (bucketed_run.h)
     auto layout_of = [&](const std::string& name) { return parallel_layout(c, c.strategy(name), ranks); };
+    // [parallel] auto: each step's buckets from the launch profile (straggler_profile holds it).
+    io::BucketPlanFn plan = plan_buckets ? auto_bucket_plan(loaded, straggler_profile, layout_of) : io::BucketPlanFn{};
     initial = bucketed_run(c, std::move(initial), [&](const std::string& name) {
       return build_run(name, c, layout_of(name), mpi.rank(), comm, *host_comm, compute, options.state_dir,
                        /*fill_parameters=*/false);
-    }, layout_of, train_data(c, pipeline::ReplicaLayout{}), compute);
+    }, layout_of, train_data(c, pipeline::ReplicaLayout{}), compute, std::move(plan));
   }
   // Every rank takes part in evaluation (replica 0 computes, the others join the sum).
   std::unique_ptr<LoaderSource> val = val_source(c, compute);
@@ -350,6 +354,7 @@ int train_job(const TrainOptions& options, const MpiSession& mpi, bool& training
   }
   Profile straggler_profile;  // what [straggler] predicts from: the launch plan's profile, or straggler.profile
   if (c.straggler.enabled && !c.straggler.profile.empty()) straggler_profile = read_profile_file(c.straggler.profile);
+  const bool plan_buckets = c.plans_buckets();  // before planning clears [parallel] auto
   if (c.parallel.auto_plan && (!options.dry_run || !c.parallel.profile.empty())) {
     loaded = plan_at_launch(loaded, ranks, mpi,  // collective when it profiles
                             options.dry_run ? "" : c.job.out_dir + "/profile.toml", &straggler_profile);
@@ -392,7 +397,7 @@ int train_job(const TrainOptions& options, const MpiSession& mpi, bool& training
   runtime::install_stop_handlers();
   const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
   limit_cpu_memory(loaded, device);
-  return train(options, loaded, layout, ranks, mpi, straggler_profile);
+  return train(options, loaded, layout, ranks, mpi, straggler_profile, plan_buckets);
 }
 
 // An error on one rank of several: the others would wait for it in their next collective,

@@ -47,6 +47,7 @@ class Rules {
     }
     check_switches();
     check_buckets();
+    check_planned_buckets();
     check_idle_devices();
     return std::move(warnings_);
   }
@@ -297,7 +298,7 @@ class Rules {
       used.insert(s.strategy);
     }
     for (const BucketSection& b : c_.buckets) used.insert(b.strategy);
-    for (size_t i = 0; i < c_.strategies.size(); ++i) {
+    for (size_t i = 0; i < c_.strategies.size() && !c_.plans_buckets(); ++i) {
       if (!used.count(c_.strategies[i].name)) {
         warn("parallel.strategy[" + to_string(i) + "].name", "strategy \"" + c_.strategies[i].name +
                                                                   "\" is never switched to (no [[parallel.switch]] names it)");
@@ -323,7 +324,9 @@ class Rules {
         fail(key + ".strategy", "buckets cannot be combined with straggler.enabled (both would choose the layout)");
       }
       if (c_.parallel.auto_plan) {
-        fail(key + ".strategy", "buckets name their strategies; [parallel] auto = true does not plan them yet");
+        fail(key + ".strategy", "[parallel] auto = true plans every step's buckets itself (from the profile and the "
+                                "batch's document lengths, over the [[parallel.strategy]] layouts): drop the "
+                                "[[parallel.bucket]] tables, or auto");
       }
       const bool last = i + 1 == n;
       if (last && b.max_len) {
@@ -350,6 +353,31 @@ class Rules {
       if (c_.strategy(b.strategy).zero != 0 || c_.parallel.zero != 0) {
         fail(key + ".strategy", "buckets keep the optimizer state whole in the default layout: parallel.zero = 1 is "
                                 "not supported with them yet");
+      }
+    }
+  }
+
+  // [parallel] auto = true over documents and [[parallel.strategy]] layouts plans every step's
+  // buckets: nothing else may pick the layout, and the optimizer state stays whole.
+  void check_planned_buckets() {
+    if (!c_.plans_buckets()) return;
+    if (!c_.switches.empty()) {
+      fail("parallel.switch[0].strategy", "[parallel] auto = true with documents plans a layout per batch over the "
+                                          "strategies; it cannot be combined with [[parallel.switch]]");
+    }
+    if (c_.straggler.enabled) {
+      fail("straggler.enabled", "[parallel] auto = true with documents plans a layout per batch over the strategies; "
+                                "it cannot be combined with straggler re-planning");
+    }
+    if (c_.parallel.zero != 0) {
+      fail("parallel.zero", "the per-batch layouts [parallel] auto = true plans keep the optimizer state whole in the "
+                            "default layout: zero = 1 is not supported with them yet");
+    }
+    for (size_t i = 0; i < c_.strategies.size(); ++i) {
+      if (c_.strategies[i].parallel.zero != 0) {
+        fail("parallel.strategy[" + to_string(i) + "].zero", "the per-batch layouts [parallel] auto = true plans keep "
+                                                             "the optimizer state whole in the default layout: zero = 1 "
+                                                             "is not supported with them yet");
       }
     }
   }

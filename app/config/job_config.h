@@ -230,6 +230,11 @@ struct JobConfig {
   std::string strategy_after(int64_t step) const;
   // Every device some strategy's groups name, in cluster order.
   std::vector<DeviceId> strategy_devices() const;
+  // [parallel] auto = true with documents packing and [[parallel.strategy]] layouts: hetu train
+  // plans each step's buckets over the strategies (app/auto_buckets.h).
+  bool plans_buckets() const {
+    return parallel.auto_plan && data.packing == Packing::documents && !strategies.empty();
+  }
 
   // Sequences per optimizer step for replica r (global_batch split by batch_share).
   int64_t replica_batch(size_t r) const;

@@ -20,16 +20,25 @@ DataLoaderOptions whole_batch(DataLoaderOptions o) {
 }  // namespace
 
 BucketBatcher::BucketBatcher(const DataLoaderOptions& data, std::vector<BucketShape> buckets)
-    : loader_(whole_batch(data)), seq_len_(data.seq_len), buckets_(std::move(buckets)) {
+    : loader_(whole_batch(data)), seq_len_(data.seq_len), buckets_(std::move(buckets)), global_batch_(data.global_batch) {
+  check_buckets();
+}
+
+BucketBatcher::BucketBatcher(const DataLoaderOptions& data, BucketPlanFn plan)
+    : loader_(whole_batch(data)), seq_len_(data.seq_len), plan_(std::move(plan)), global_batch_(data.global_batch) {
+  HT_CHECK(plan_ != nullptr, "buckets: no bucket plan given");
+}
+
+void BucketBatcher::check_buckets() const {
   HT_CHECK(!buckets_.empty(), "buckets: none given");
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const BucketShape& s = buckets_[b];
     const bool last = b + 1 == buckets_.size();
     HT_CHECK(last == (s.max_len == 0) && (b == 0 || last || s.max_len > buckets_[b - 1].max_len),
              "buckets: bucket {} has max_len {}: every bucket but the last needs one, increasing", b, s.max_len);
-    HT_CHECK(std::accumulate(s.shares.begin(), s.shares.end(), int64_t{0}) == data.global_batch &&
+    HT_CHECK(std::accumulate(s.shares.begin(), s.shares.end(), int64_t{0}) == global_batch_ &&
                  s.micro_batch.size() == s.shares.size(),
-             "buckets: bucket {}'s replicas do not share the global batch of {}", b, data.global_batch);
+             "buckets: bucket {}'s replicas do not share the global batch of {}", b, global_batch_);
   }
 }
 
@@ -40,6 +49,13 @@ int64_t BucketBatcher::rounds(int64_t bucket) const {
 void BucketBatcher::next_step() {
   const DocumentBatcher::GlobalBatch batch = loader_.next_global_batch();
   global_targets_ = batch.targets;
+  if (plan_) {
+    std::vector<int64_t> lengths;
+    lengths.reserve(batch.pieces.size());
+    for (const DocumentBatcher::Piece& p : batch.pieces) lengths.push_back(p.length);
+    buckets_ = plan_(lengths);
+    check_buckets();
+  }
   rounds_.assign(buckets_.size(), {});
   std::vector<std::vector<DocumentBatcher::Piece>> by_bucket(buckets_.size());
   for (const DocumentBatcher::Piece& p : batch.pieces) {

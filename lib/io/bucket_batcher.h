@@ -6,6 +6,8 @@
 // by next-fit; each round is placed cost-balanced over the replicas of the bucket's strategy
 // (their batch shares and micro-batches, document_packing.h). A bucket without pieces has no
 // round. The loss normalizer is the whole global batch's target count, every bucket included.
+// Planned buckets ([parallel] auto = true): a BucketPlanFn, given the lengths of each global
+// batch's pieces in stream order, returns that step's buckets (their strategies named).
 //
 //   BucketBatcher b(data, {{.max_len = 16, .shares = {2, 2, 2, 2}, .micro_batch = {1, 1, 1, 1}},
 //                          {.max_len = 0, .shares = {4, 4}, .micro_batch = {2, 2}}});
@@ -13,6 +15,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "lib/io/data_loader.h"
@@ -23,17 +28,24 @@ struct BucketShape {
   int64_t max_len = 0;                   // longest piece it takes; 0: every longer one (the last bucket)
   std::vector<int64_t> shares;           // rows per replica of its strategy, summing to global_batch
   std::vector<int64_t> micro_batch;      // rows per micro-batch of each replica
+  std::string strategy;                  // the strategy that runs it (planned buckets)
 };
+
+// A step's buckets from its global batch's piece lengths (in stream order).
+using BucketPlanFn = std::function<std::vector<BucketShape>(std::span<const int64_t> lengths)>;
 
 class BucketBatcher {
  public:
   // `data`: the job's loader options (packing = documents); the buckets in increasing max_len.
   BucketBatcher(const DataLoaderOptions& data, std::vector<BucketShape> buckets);
+  // Buckets planned per step: `plan` is called in every next_step().
+  BucketBatcher(const DataLoaderOptions& data, BucketPlanFn plan);
 
   // Reads the next global batch and cuts it into buckets and rounds.
   void next_step();
   int64_t buckets() const { return static_cast<int64_t>(buckets_.size()); }
   int64_t rounds(int64_t bucket) const;
+  const BucketShape& shape(int64_t bucket) const { return buckets_.at(static_cast<size_t>(bucket)); }
   int64_t global_targets() const { return global_targets_; }
   int64_t seq_len() const { return seq_len_; }
   // Micro-batch `index` of `replica` (of the bucket's strategy) in round `round` of `bucket`,
@@ -49,9 +61,12 @@ class BucketBatcher {
     std::vector<DocumentBatcher::Piece> pieces;
     PackedBatch packed;
   };
+  void check_buckets() const;
   DataLoader loader_;  // the whole global batch as one replica's share
   int64_t seq_len_;
-  std::vector<BucketShape> buckets_;
+  std::vector<BucketShape> buckets_;       // the current step's
+  BucketPlanFn plan_;                      // empty: buckets_ are fixed
+  int64_t global_batch_;
   std::vector<std::vector<Round>> rounds_;  // of the current step, per bucket
   int64_t global_targets_ = 0;
 };

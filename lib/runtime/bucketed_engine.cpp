@@ -37,8 +37,8 @@ Batch BucketedSource::next() { HT_THROW("buckets: a bucketed step reads its batc
 // Note [Lane order]: the optimize lane runs first, and its gradient sync replaces each
 // gradient by its sum over the holders; the other lanes' gradients, each already summed over
 // its own holders, are added after that, so nothing is summed twice. Every rank walks the
-// lanes in the same order, skips the same ones (a lane without rounds this step: the batch is
-// the same on every rank) and reshards every placement in name order, so the collectives of
+// lanes in the same order, skips the same ones (a lane without rounds this step: the batch,
+// and so a plan made from it, is the same on every rank) and reshards every placement in name order, so the collectives of
 // any two ranks come in the same relative order (Note [Gradient sync order]).
 BucketedEngine::BucketedEngine(StrategyRun optimize, std::vector<ComputeLane> lanes) : optimize_(std::move(optimize)) {
   HT_CHECK(optimize_.engine != nullptr && optimize_.strategy != nullptr && optimize_.comm != nullptr,
@@ -104,12 +104,13 @@ void BucketedEngine::reshard_out(const Lane& lane) {
   }
 }
 
-double BucketedEngine::run_lane(Lane& lane, BucketedSource& source, const BucketedStep& step) {
+double BucketedEngine::run_lane(Lane& lane, const std::vector<int64_t>& buckets, BucketedSource& source,
+                                const BucketedStep& step) {
   if (lane.engine == nullptr) return 0;
   const int64_t replica = lane.engine->position().replica;
   const int64_t count = lane.engine->layout().replicas.at(static_cast<size_t>(replica)).micro_batches();
   double partial = 0;
-  for (int64_t bucket : lane.buckets) {
+  for (int64_t bucket : buckets) {
     for (int64_t round = 0; round < step.rounds.at(static_cast<size_t>(bucket)); ++round) {
       std::vector<pipeline::MicroBatch> micro;
       for (int64_t i = 0; i < count; ++i) {
@@ -130,14 +131,24 @@ double BucketedEngine::forward_backward(BatchSource& train) {
   const BucketedStep step = source->next_step();
   reshard_in_s_ = reshard_out_s_ = 0;
   double partial = 0;
-  for (Lane& lane : lanes_) {
+  std::vector<std::vector<int64_t>> planned(lanes_.size());  // per lane, this step's planned buckets
+  for (size_t b = 0; b < step.strategies.size(); ++b) {
+    size_t l = 0;
+    while (l < lanes_.size() && lanes_[l].run.strategy->name != step.strategies[b]) ++l;
+    HT_CHECK(l < lanes_.size(), "buckets: bucket {} is planned under strategy {}, which has no lane", b,
+             step.strategies[b]);
+    planned[l].push_back(static_cast<int64_t>(b));
+  }
+  for (size_t l = 0; l < lanes_.size(); ++l) {
+    Lane& lane = lanes_[l];
+    const std::vector<int64_t>& buckets = step.strategies.empty() ? lane.buckets : planned[l];
     int64_t lane_rounds = 0;
-    for (int64_t bucket : lane.buckets) lane_rounds += step.rounds.at(static_cast<size_t>(bucket));
+    for (int64_t bucket : buckets) lane_rounds += step.rounds.at(static_cast<size_t>(bucket));
     if (lane_rounds == 0) continue;
     const auto in_start = Clock::now();
     if (!lane.optimize) reshard_in(lane);
     const auto run_start = Clock::now();
-    partial += run_lane(lane, *source, step);
+    partial += run_lane(lane, buckets, *source, step);
     const auto out_start = Clock::now();
     if (!lane.optimize) reshard_out(lane);
     reshard_in_s_ += std::chrono::duration<double>(run_start - in_start).count();

@@ -9,13 +9,15 @@
 // resharded back (A -> optimize param) and added to the optimize layout's gradients. The
 // optimize strategy's own lane computes on its parameters, with no copy. Every micro-batch's
 // loss is a token sum over the whole global batch's target count, so the buckets' losses and
-// gradients add up to the single-device step's. See Note [Lane order] in the .cpp.
+// gradients add up to the single-device step's. See Note [Lane order] in the .cpp. With
+// buckets planned per step, each step names the strategy of each bucket (BucketedStep).
 //
 //   BucketedEngine engine(default_run, {{default_run, {0}}, {long_run, {1}}});
 //   Trainer(StrategyRun{default_run.strategy, &engine, &bucketed_source, store, comm}, options);
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "lib/runtime/parallel_engine.h"
@@ -32,6 +34,9 @@ namespace hetu::runtime {
 struct BucketedStep {
   std::vector<int64_t> rounds;  // per bucket
   int64_t global_targets = 0;
+  // Per bucket, the strategy that runs it when the buckets are planned per step ([parallel]
+  // auto); empty: the lanes' own buckets.
+  std::vector<std::string> strategies;
 };
 
 class BucketedSource : public BatchSource {
@@ -79,7 +84,7 @@ class BucketedEngine final : public StepEngine {
     std::vector<int64_t> buckets;
     bool optimize = false;             // the optimize strategy's own lane
   };
-  double run_lane(Lane& lane, BucketedSource& source, const BucketedStep& step);
+  double run_lane(Lane& lane, const std::vector<int64_t>& buckets, BucketedSource& source, const BucketedStep& step);
   void reshard_in(const Lane& lane);
   void reshard_out(const Lane& lane);
 

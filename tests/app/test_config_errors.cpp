@@ -442,6 +442,14 @@ std::vector<BadCase> bad_cases() {
        "job.toml:46: parallel.bucket[0].strategy: buckets cannot be combined with [[parallel.switch]]"},
       {"buckets with ZeRO-1", K, {"data.packing=\"documents\"", "parallel.zero=1"},
        "job.toml:46: parallel.bucket[0].strategy: buckets keep the optimizer state whole in the default layout"},
+      // ---- buckets planned per step ([parallel] auto = true over documents and strategies) --------
+      {"auto with buckets given", edit(K, 40, "auto = true"), D,
+       "job.toml:46: parallel.bucket[0].strategy: [parallel] auto = true plans every step's buckets itself"},
+      {"planned buckets and switches together", edit(S, 40, "auto = true"), D,
+       "job.toml:46: parallel.switch[0].strategy: [parallel] auto = true with documents plans a layout per batch"},
+      {"planned buckets with a ZeRO-1 strategy", edit(kBase + "[[parallel.strategy]]\nname = \"tp2\"\ntp = 2\nzero = 1\n", 40,
+                                                       "auto = true"), D,
+       "job.toml:44: parallel.strategy[0].zero: the per-batch layouts [parallel] auto = true plans keep"},
       {"a bucket without a strategy", edit(K, 46, ""), D, "job.toml:44: parallel.bucket[0].strategy: required key is missing"},
       {"an unknown key in a bucket", edit(K, 45, "max_length = 16"), D, "job.toml:45: parallel.bucket[0].max_length"},
 

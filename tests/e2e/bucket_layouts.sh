@@ -16,6 +16,12 @@
 #     only send their parameters and receive the gradients): the same checks;
 #   - buckets without data.packing = "documents" are refused before compute, exit 2, naming
 #     parallel.bucket[0] (the other rules: tests/app/test_config_errors.cpp);
+#   - GPT-2 with [parallel] auto = true (a profile file written here) over the strategies
+#     tp2-dp2 and pp2-dp2, no buckets given, on devices of 0.0024 GiB (a catalogue written
+#     here: dp=4 does not fit, so the default is planned as a pipeline): every step's buckets
+#     are planned from its batch's lengths; the plan is logged and names a [[parallel.strategy]]
+#     (its parameters resharded in), each plan took at most 10 ms, and the run gives the
+#     single-device losses, gradient norms and final tensors within the same bounds;
 #   - GPT-2 stopped after step 2 and resumed gives the uninterrupted run's losses and final
 #     tensors bit for bit (the data position is the documents loader's, between global batches).
 # usage: bucket_layouts.sh HETU SOURCE_DIR
@@ -110,6 +116,42 @@ compare_runs gpt2-single half 1e-6 --fields loss,grad_norm --steps 4
 echo "== llama (GQA): buckets under dp4, pp2-dp2, tp2-dp2 (default)"
 check_model llama "$work/llama.toml" "${llama[@]}"
 every_bucket_ran llama-buckets 3
+
+echo "== gpt2: [parallel] auto = true plans each step's buckets"
+{ sed -e '/^\[parallel\]/,$d' "$gpt2_job"
+  printf '[parallel]\nauto = true\nprofile = "%s"\n' "$work/profile.toml"
+  sed -n '/^\[\[parallel.strategy\]\]/,/^\[\[parallel.bucket\]\]/p' "$gpt2_job" | sed '$d'; } > "$work/auto.toml"
+cat > "$work/catalog.toml" <<'TOML'
+[[device]]
+name = "cpu-small"
+kind = "cpu"
+peak_tflops_fp32 = 0.05
+memory_bandwidth_gbs = 5
+memory_gib = 0.0024
+TOML
+cat > "$work/profile.toml" <<'TOML'
+[[profile]]
+device_type = "cpu-small"
+micro_batch = 2
+seq_len = 64
+layer_forward_s = 0.002
+layer_backward_s = 0.004
+embed_forward_s = 0.0001
+embed_backward_s = 0.0001
+head_forward_s = 0.001
+head_backward_s = 0.002
+TOML
+run_logged auto "gpt2: mpirun -np 4 run with planned buckets" mpirun -np 4 "$hetu" --log-level debug train \
+  "$work/auto.toml" "${common[@]}" --set job.out_dir=\"$work/auto\" --set cluster.device_catalog=\"$work/catalog.toml\" \
+  --set 'cluster.node[0].devices.type="cpu-small"'
+grep -Eq "parallel.auto: buckets planned: .*-> (tp2-dp2|pp2-dp2)" "$work/auto/logs/rank-0.log" \
+  || fail "auto: no bucket plan under a [[parallel.strategy]] logged"
+sed -nE 's/.*parallel.auto: bucket plan of [0-9]+ pieces in ([0-9.]+) ms.*/\1/p' "$work/auto/logs/rank-0.log" > "$work/plan-ms"
+[[ $(wc -l < "$work/plan-ms") == 4 ]] || fail "auto: not 4 steps of bucket plans logged"
+awk '$1 > 10 { bad = 1 } END { exit bad }' "$work/plan-ms" || fail "auto: a bucket plan took over 10 ms"
+compare_runs gpt2-single auto 1e-6 --fields loss,grad_norm --steps 4
+/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-8 \
+  "$work/auto/checkpoints/step-0000004" "$work/gpt2-single/checkpoints/step-0000004" || fail "auto: final tensors differ"
 
 echo "== gpt2: stopped after step 2 and resumed"
 run_logged stopped "gpt2: run stopped after step 2" mpirun -np 4 "$hetu" train "$gpt2_job" "${common[@]}" \

@@ -219,7 +219,7 @@ TEST_CASE("packed documents in buckets: the global batch's pieces once each, in 
           "[documents]") {
   TempDir dir("documents-buckets");
   write_documents(dir, lengths_for_test(), 7);
-  const std::vector<BucketShape> shapes = {{5, {3, 3}, {1, 1}}, {10, {6}, {2}}, {0, {2, 4}, {1, 2}}};
+  const std::vector<BucketShape> shapes = {{5, {3, 3}, {1, 1}, "a"}, {10, {6}, {2}, "b"}, {0, {2, 4}, {1, 2}, "c"}};
   for (bool shuffled : {false, true}) {
     INFO("shuffled " << shuffled);
     DataLoaderOptions whole = options(dir, 0, 6, 6, shuffled);
@@ -250,5 +250,50 @@ TEST_CASE("packed documents in buckets: the global batch's pieces once each, in 
       int64_t global = 0;
       CHECK(bucketed_step(resumed, shapes, global) == steps[i]);
     }
+  }
+}
+
+TEST_CASE("packed documents in planned buckets: each step's plan sees its pieces' lengths and cuts its batch",
+          "[documents]") {
+  TempDir dir("documents-planned-buckets");
+  write_documents(dir, lengths_for_test(), 7);
+  DataLoaderOptions whole = options(dir, 0, 6, 6, false);
+  whole.shares = {6};
+  DataLoader plain(whole);
+  std::vector<int64_t> seen;             // the lengths the plan was given, this step
+  std::vector<BucketShape> planned;      // what it returned
+  // A plan that changes with the batch: one bucket up to the median length (under "short"),
+  // the rest under "long" (one bucket when every piece has the median's length).
+  BucketBatcher buckets(options(dir, 0, 2, 1, false), [&](std::span<const int64_t> lengths) {
+    seen.assign(lengths.begin(), lengths.end());
+    std::vector<int64_t> sorted = seen;
+    std::sort(sorted.begin(), sorted.end());
+    const int64_t median = sorted[sorted.size() / 2];
+    planned.clear();
+    if (median < sorted.back()) planned.push_back({median, {3, 3}, {1, 1}, "short"});
+    planned.push_back({0, {2, 4}, {1, 2}, "long"});
+    return planned;
+  });
+  for (int step = 0; step < 8; ++step) {
+    INFO("step " << step);
+    const Batch b = plain.next();
+    std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> expected;
+    std::vector<int64_t> lengths;
+    for (const Segment& s : segments(b, 16)) {
+      if (s.x.size() == 1 && s.y[0] == kIgnoreTarget && s.x[0] == 0) continue;
+      expected.emplace_back(s.x, s.y);
+      lengths.push_back(static_cast<int64_t>(s.x.size()));
+    }
+    std::sort(expected.begin(), expected.end());
+    int64_t global = 0;
+    const auto got = bucketed_step(buckets, planned, global);  // reads the step first, then plans
+    CHECK(got == expected);
+    CHECK(global == b.global_targets);
+    std::sort(lengths.begin(), lengths.end());
+    std::vector<int64_t> given = seen;
+    std::sort(given.begin(), given.end());
+    CHECK(given == lengths);
+    REQUIRE(buckets.buckets() == static_cast<int64_t>(planned.size()));
+    for (int64_t k = 0; k < buckets.buckets(); ++k) CHECK(buckets.shape(k).strategy == planned[static_cast<size_t>(k)].strategy);
   }
 }

@@ -1,0 +1,83 @@
+// auto_buckets: the per-step bucket plan of [parallel] auto = true, as the batcher's buckets.
+#include "app/auto_buckets.h"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+
+#include "app/document_strategies.h"
+#include "lib/plan/bucket_planner.h"
+#include "lib/util/step_timer.h"
+
+namespace hetu::app {
+namespace {
+
+// "up to 16 tokens -> dp4; longer -> default"
+std::string describe(const std::vector<io::BucketShape>& buckets) {
+  std::string out;
+  for (const io::BucketShape& b : buckets) {
+    if (!out.empty()) out += "; ";
+    out += b.max_len > 0 ? fmt::format("up to {} tokens -> {}", b.max_len, b.strategy) : "longer -> " + b.strategy;
+  }
+  return out;
+}
+
+struct PlanState {
+  std::unique_ptr<plan::BucketPlanner> planner;
+  std::map<std::string, io::BucketShape> shape_of;  // strategy name -> its replicas' shares
+  std::string previous;                             // the last plan logged
+};
+
+}  // namespace
+
+std::vector<std::string> auto_bucket_strategies(const config::JobConfig& c) {
+  std::vector<std::string> names{config::kDefaultStrategy};
+  for (const config::StrategySection& s : c.strategies) names.push_back(s.name);
+  return names;
+}
+
+io::BucketPlanFn auto_bucket_plan(const config::LoadedConfig& loaded, const Profile& profile,
+                                  const std::function<pipeline::ParallelLayout(const std::string&)>& layout_of) {
+  const config::JobConfig& c = loaded.config;
+  auto state = std::make_shared<PlanState>();
+  state->planner = std::make_unique<plan::BucketPlanner>(
+      job_strategies(loaded, profile),
+      plan::BucketPlannerOptions{.max_batch_tokens = c.training.global_batch * c.training.seq_len});
+  for (const std::string& name : auto_bucket_strategies(c)) {
+    io::BucketShape shape{0, {}, {}, name};
+    for (const pipeline::ReplicaLayout& r : layout_of(name).replicas) {
+      shape.shares.push_back(r.batch);
+      shape.micro_batch.push_back(r.micro_batch);
+    }
+    state->shape_of[name] = std::move(shape);
+  }
+  spdlog::info("parallel.auto: each step's buckets planned over the strategies {} (profile: {})",
+               fmt::join(auto_bucket_strategies(c), ", "),
+               profile.empty() ? "none, catalogue estimates" : "the launch profile");
+  return [state](std::span<const int64_t> lengths) {
+    timing::Scope scope(timing::Phase::data, "bucket_plan");
+    const auto start = std::chrono::steady_clock::now();
+    const plan::BucketPlan plan = state->planner->plan(lengths);
+    std::vector<io::BucketShape> buckets;
+    for (const plan::PlannedBucket& b : plan.buckets) {
+      io::BucketShape shape = state->shape_of.at(b.strategy);
+      shape.max_len = b.max_len.value_or(0);
+      buckets.push_back(std::move(shape));
+    }
+    const double ms = 1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::string described = describe(buckets);
+    if (described != state->previous) {
+      spdlog::info("parallel.auto: buckets planned: {} (predicted {:.4f} s; planned in {:.3f} ms for {} pieces)",
+                   described, plan.predicted_s, ms, lengths.size());
+      state->previous = std::move(described);
+    }
+    spdlog::debug("parallel.auto: bucket plan of {} pieces in {:.3f} ms", lengths.size(), ms);
+    return buckets;
+  };
+}
+
+}  // namespace hetu::app

@@ -1,0 +1,32 @@
+// A job's layouts as strategies for documents (lib/plan/document_cost.h): each layout priced
+// by the cost model (layout_cost.h) on a profile, its devices' memory and micro-batches, and
+// the link its parameters come in over (the cluster's slowest). What hetu plan shows per-batch
+// layouts from and what `[parallel] auto = true` plans each step's buckets from (auto_buckets.h).
+//
+//   std::vector<plan::DocumentStrategy> s = job_strategies(loaded, profile);  // "default" first
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "app/config/config.h"
+#include "app/layout_cost.h"
+#include "app/profile_file.h"
+#include "lib/plan/document_cost.h"
+
+namespace hetu::app {
+
+// The cluster's slowest link: what a strategy's parameters come in and gradients go back over.
+plan::Link slowest_link(const config::LoadedConfig& loaded, const Profile& profile);
+
+// A priced layout as a strategy for documents; `reshard` null: it holds the parameters.
+plan::DocumentStrategy document_strategy(const std::string& name, const LayoutEstimate& e,
+                                         const config::ParallelSection& parallel, int64_t seq_len,
+                                         const plan::Link* reshard);
+
+// Every strategy of the job ("default" first, then [[parallel.strategy]] in file order), each
+// its own layout's estimate; only "default" holds the parameters.
+std::vector<plan::DocumentStrategy> job_strategies(const config::LoadedConfig& loaded, const Profile& profile);
+
+}  // namespace hetu::app
