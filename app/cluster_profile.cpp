@@ -117,7 +117,10 @@ Profile profile_cluster(const config::LoadedConfig& loaded, const RankMap& ranks
   const size_t my_type = std::find(types.begin(), types.end(), device_profile(loaded, mine)->name) - types.begin();
   auto slot_of = [&](size_t type, size_t k, size_t m) { return ((type * tps.size() + k) * mbs.size() + m) * kFields; };
   std::vector<double> sums(types.size() * tps.size() * mbs.size() * kFields, 0.0);
-  const ComputePacing pacing{emulated_slowdown(host), [&host] { settle_emulated_compute(host); }};
+  const ComputePacing pacing{emulated_slowdown(host), [&host] { settle_emulated_compute(host); },
+                             [&host] { return emulated_slowdown_sleep_s(host); },
+                             emulated_compute_s(host) ? std::function<double()>([&host] { return *emulated_compute_s(host); })
+                                                      : std::function<double()>()};
 
   for (size_t k = 0; k < tps.size(); ++k) {
     const pipeline::ParallelLayout layout = tp_layout(c, ranks, tps[k]);

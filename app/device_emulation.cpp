@@ -127,6 +127,11 @@ void settle_emulated_compute(Communicator& comm) {
   if (auto* emulated = dynamic_cast<EmulatedCommunicator*>(&comm)) emulated->settle_compute();
 }
 
+double emulated_slowdown_sleep_s(const Communicator& comm) {
+  const auto* emulated = dynamic_cast<const EmulatedCommunicator*>(&comm);
+  return emulated != nullptr ? emulated->stats().slowdown_sleep_s : 0.0;
+}
+
 std::string emulation_report(const Communicator& comm) {
   const auto* emulated = dynamic_cast<const EmulatedCommunicator*>(&comm);
   if (emulated == nullptr) return "";

@@ -56,6 +56,8 @@ double emulated_slowdown(const Communicator& comm);
 // Sleeps now the slowdown owed for this rank's compute since its last message (a no-op for
 // a communicator that does not emulate): hetu profile calls it after each timed piece.
 void settle_emulated_compute(Communicator& comm);
+// Seconds `comm` has slept for its slowdown so far (0 when it is not emulated).
+double emulated_slowdown_sleep_s(const Communicator& comm);
 
 // What the emulation added on this rank ("" for a communicator that does not emulate).
 std::string emulation_report(const Communicator& comm);

@@ -73,6 +73,15 @@ struct PartTimes {
 struct ComputePacing {
   double slowdown = 1;
   std::function<void()> settle = [] {};
+  // A piece that communicates (a tp layer's all_reduce) pays the slowdown owed at that point,
+  // inside its timing. `slept`: seconds slept so far for the slowdown
+  // (EmulationStats::slowdown_sleep_s), taken out of the piece. `emulated`: the emulated
+  // compute so far (EmulatedCommunicator::emulated_compute_s: the stretches between
+  // communications times the slowdown, in the time it paces by); when set, a piece is that
+  // part plus the rest of its wall time (the communication and the wait for the group) once,
+  // not slowdown x all of it. Unset: slowdown x the wall time less the sleep.
+  std::function<double()> slept = [] { return 0.0; };
+  std::function<double()> emulated = {};
 };
 
 // The part's pieces at each of `micro_batches` (Note [Profile windows]).

@@ -141,9 +141,9 @@ class CostModelPlanner final : public runtime::StragglerPlanner {
     Plan plan;
     plan.current_step_s = now.prediction.step_s;
     const bool force_cross_node_tp = test_forces_cross_node_tp();
-    const plan::SearchResult found = plan::search_layouts(cluster, job_, {.top = force_cross_node_tp ? 256 : 1});
+    const plan::SearchResult found = plan::search_layouts(cluster, job_, {.top = force_cross_node_tp ? 4096 : 1});
     size_t pick = 0;
-    while (force_cross_node_tp && pick < found.best.size() && !spans_nodes(found.best[pick])) ++pick;
+    while (force_cross_node_tp && pick < found.best.size() && !pairs_across_nodes(found.best[pick])) ++pick;
     if (pick == found.best.size() || !found.best[pick].fits) {
       plan.planned_step_s = now.prediction.step_s;
       plan.summary = "no layout fits the devices' memory";
@@ -176,6 +176,15 @@ class CostModelPlanner final : public runtime::StragglerPlanner {
   static bool test_forces_cross_node_tp() {
     const char* v = std::getenv("HETU_TEST_STRAGGLER_PLAN");
     return v != nullptr && std::string_view(v) == "tp-across-nodes";
+  }
+
+  // True when some replica is one stage whose tp group spans two nodes (and no replica is a
+  // pipeline): the failed run's shape; a pipeline around the pair can be predicted slower than
+  // staying put under load, and then the forced run would not switch at all.
+  bool pairs_across_nodes(const plan::SearchedLayout& layout) const {
+    for (const plan::SearchedReplica& replica : layout.replicas)
+      if (replica.stages.size() != 1) return false;
+    return spans_nodes(layout);
   }
 
   bool spans_nodes(const plan::SearchedLayout& layout) const {

@@ -24,10 +24,6 @@ namespace hetu::plan {
 
 struct StageCost {
   StageTimes times;              // per micro-batch
-  // The part of times.forward_s / backward_s that grows with the square of a sequence's length
-  // (attention's scores and weighted sum), at the micro-batch's sequences; the rest grows with
-  // its tokens. 0: not split (all of it per token). document_cost.h prices documents with it.
-  double attention_forward_s = 0, attention_backward_s = 0;
   double param_bytes = 0;        // the f32 parameters one device of the stage holds (its tp shard)
   double activation_bytes = 0;   // what one micro-batch leaves for the backward, per device
   double workspace_bytes = 0;    // what one layer's backward holds beyond the kept activations
@@ -40,6 +36,10 @@ struct StageCost {
   double zero_state_share = 0;
   double head_activation_bytes = 0;  // the part of activation_bytes the LM head keeps (last stage)
   double sync_buffer_bytes = 0;      // the gradient sync's flat buffer (0 with one replica)
+  // The part of times.forward_s / backward_s that grows with the square of a sequence's length
+  // (attention's scores and weighted sum), at the micro-batch's sequences; the rest grows with
+  // its tokens. 0: not split (all of it per token). document_cost.h prices documents with it.
+  double attention_forward_s = 0, attention_backward_s = 0;
   bool operator==(const StageCost&) const = default;
 };
 
