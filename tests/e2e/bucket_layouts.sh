@@ -19,8 +19,8 @@
 #   - GPT-2 with [parallel] auto = true (a profile file written here) over the strategies
 #     tp2-dp2 and pp2-dp2, no buckets given, on devices of 0.0024 GiB (a catalogue written
 #     here: dp=4 does not fit, so the default is planned as a pipeline): every step's buckets
-#     are planned from its batch's lengths; the plan is logged and names a [[parallel.strategy]]
-#     (its parameters resharded in), each plan took at most 10 ms, and the run gives the
+#     are planned from its batch's lengths; the plan is logged (here under the default, which
+#     is tp2-dp2's layout: see the case), each plan took at most 10 ms, and the run gives the
 #     single-device losses, gradient norms and final tensors within the same bounds;
 #   - GPT-2 stopped after step 2 and resumed gives the uninterrupted run's losses and final
 #     tensors bit for bit (the data position is the documents loader's, between global batches).
@@ -144,8 +144,13 @@ TOML
 run_logged auto "gpt2: mpirun -np 4 run with planned buckets" mpirun -np 4 "$hetu" --log-level debug train \
   "$work/auto.toml" "${common[@]}" --set job.out_dir=\"$work/auto\" --set cluster.device_catalog=\"$work/catalog.toml\" \
   --set 'cluster.node[0].devices.type="cpu-small"'
-grep -Eq "parallel.auto: buckets planned: .*-> (tp2-dp2|pp2-dp2)" "$work/auto/logs/rank-0.log" \
-  || fail "auto: no bucket plan under a [[parallel.strategy]] logged"
+# Since the launch search prices tp-k stages as the bucket planner does (tp 1's time over k),
+# both pick tp2-dp2 here: the launch's default is that layout, and the planned buckets run
+# under "default" (the same layout; no copy). A planned bucket under another lane is not
+# forced by this case (a known gap, issue 18: every lane's compute copy is resident from the
+# launch on, which the launch's memory plan does not count, so a tighter device runs out).
+grep -Eq "parallel.auto: buckets planned: .*-> (default|tp2-dp2|pp2-dp2)" "$work/auto/logs/rank-0.log" \
+  || fail "auto: no bucket plan logged"
 sed -nE 's/.*parallel.auto: bucket plan of [0-9]+ pieces in ([0-9.]+) ms.*/\1/p' "$work/auto/logs/rank-0.log" > "$work/plan-ms"
 [[ $(wc -l < "$work/plan-ms") == 4 ]] || fail "auto: not 4 steps of bucket plans logged"
 awk '$1 > 10 { bad = 1 } END { exit bad }' "$work/plan-ms" || fail "auto: a bucket plan took over 10 ms"
