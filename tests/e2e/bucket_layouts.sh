@@ -18,7 +18,7 @@
 #     parallel.bucket[0] (the other rules: tests/app/test_config_errors.cpp);
 #   - GPT-2 with [parallel] auto = true (a profile file written here) over the strategies
 #     tp2-dp2 and pp2-dp2, no buckets given, on devices of 0.0024 GiB (a catalogue written
-#     here: dp=4 does not fit, so the default is planned as a pipeline): every step's buckets
+#     here: dp=4 does not fit, so the default is planned as tp2-dp2): every step's buckets
 #     are planned from its batch's lengths; the plan is logged (here under the default, which
 #     is tp2-dp2's layout: see the case), each plan took at most 10 ms, and the run gives the
 #     single-device losses, gradient norms and final tensors within the same bounds;
