@@ -93,8 +93,9 @@ for ((s = 2; s <= steps; s++)); do jitter+=", [$s, $( ((s % 2)) && echo 55.0 || 
 write_job "$work/jitter" "$jitter]"
 # Forced into a tp pair across the nodes: 40 micro-batches, so that the pair holds a few
 # (a replica of one micro-batch per step shows the per-step compute the profile does not
-# price, see Note [Straggler decisions]).
-forced_steps=16
+# price, see Note [Straggler decisions]). 20 steps: a detection that one noisy step delays
+# (a window restarts below the threshold) still leaves the check 5 steps after the switch.
+forced_steps=20
 write_job "$work/forced" "[[3, 250.0]]" 40 "$forced_steps"
 # b:0 goes 1 -> 5 here, and the threshold is generous: the profile's tp-2 entry is one short
 # measurement (its ratio to tp 1 moved between 1.65 and 2.3 across profiles on a loaded
