@@ -1,9 +1,9 @@
 // The checkpoint store of a run under `hetu launch`: the sharded durable store
 // (train_checkpoint_store.h) plus this rank's per-step state snapshot in node-local memory
-// (state_snapshot.h). Resuming takes the newest step whose every box this run's ranks can
-// read from the surviving snapshots, the same step on every rank, unless the durable
-// checkpoint is newer; otherwise (a box no surviving rank held, e.g. dp = 1) the durable
-// checkpoint. See Note [Resume source].
+// (state_snapshot.h). Resuming takes the newest step whose every box survives in some
+// rank's snapshot files, on any node (a box only another node holds is read there and sent:
+// snapshot_exchange.h), the same step on every rank, unless the durable checkpoint is newer;
+// otherwise (a box that survives nowhere, e.g. dp = 1) the durable checkpoint.
 //
 //   RecoveryStore store(out_dir + "/checkpoints", keep, placements, comm, "/dev/shm/hetu-r1/attempt-2");
 //   std::optional<runtime::Snapshot> s = store.load_latest();  // collective
@@ -21,8 +21,9 @@ namespace hetu::io {
 
 class RecoveryStore final : public runtime::CheckpointStore {
  public:
-  // `state_dir`: this attempt's snapshot folder; this rank writes state_dir/rank-R and reads
-  // every rank folder of every attempt beside it (state_dir's parent).
+  // `state_dir`: this attempt's snapshot folder on this rank's node; this rank writes
+  // state_dir/rank-R and reads every rank folder of every attempt beside it (state_dir's
+  // parent), and the other nodes' ranks read theirs.
   RecoveryStore(std::string checkpoint_dir, int64_t keep, const std::vector<TensorPlacement>& placements,
                 Communicator& comm, const std::string& state_dir);
   std::string save(const runtime::Snapshot& s) override { return durable_.save(s); }
@@ -35,12 +36,9 @@ class RecoveryStore final : public runtime::CheckpointStore {
   void save_step_snapshot(const runtime::Snapshot& s) override { writer_.save(s); }
 
  private:
-  // This rank's tensors of `step` from the snapshot files, or nullopt (with the reason logged)
-  // when some box is in none of them or a file cannot be read.
-  std::optional<runtime::Snapshot> from_snapshots(int64_t step, const std::vector<std::string>& files) const;
-  // The step every rank can read, the newest such (collective); -1 when there is none.
-  int64_t agreed_step(const std::map<int64_t, std::vector<std::string>>& snapshots,
-                      std::optional<runtime::Snapshot>& mine) const;
+  // This rank's tensors of the newest step every rank can assemble from the snapshots of
+  // every node (collective), or nullopt when there is none.
+  std::optional<runtime::Snapshot> from_snapshots() const;
 
   ShardedStore durable_;
   CheckpointManager manager_;  // the durable folder, for its latest step

@@ -27,24 +27,6 @@ namespace fs = std::filesystem;
 using io::CheckpointManager;
 using io::TensorBox;
 
-// A folder every rank names the same (rank 0's pid), empty at the start, removed at the end.
-struct SharedDir {
-  fs::path path;
-  explicit SharedDir(const std::string& name) {
-    Tensor pid = full({1}, static_cast<double>(::getpid()), DType::f64);
-    world().broadcast(pid, 0, world().world());
-    path = fs::temp_directory_path() / fmt::format("hetu_test_{}_{}", name, static_cast<int64_t>(pid.item()));
-    if (world().rank() == 0) fs::remove_all(path);
-    world().barrier(world().world());
-  }
-  ~SharedDir() {
-    world().barrier(world().world());
-    std::error_code ec;
-    if (world().rank() == 0) fs::remove_all(path, ec);
-  }
-  std::string str(const std::string& name = "") const { return (name.empty() ? path : path / name).string(); }
-};
-
 Box box(Shape offset, Shape size) { return Box{std::move(offset), std::move(size)}; }
 
 // Rows [offset, offset + size) of a 2-D shape.
