@@ -259,7 +259,7 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
     }
     // The lost device's snapshot goes with it; the survivors' stay for the relaunch.
     std::error_code ec;
-    fs::remove_all(fmt::format("{}/rank-{}", state_dir, f.rank), ec);
+    fs::remove_all(fmt::format("{}/rank-{}", node_state_dir(job, f.rank, state_dir), f.rank), ec);
     const std::string profile = out_dir + "/profile.toml";
     if (const std::string dropped = dropped_layout_note(job); !dropped.empty()) {
       spdlog::warn("launch: {} name devices; the relaunch drops them and trains the re-planned layout for the rest of "

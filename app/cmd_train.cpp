@@ -34,6 +34,7 @@
 #include "app/config/device_spec.h"
 #include "app/out_dir_lock.h"
 #include "app/device_emulation.h"
+#include "app/launch_job.h"
 #include "app/rank_map.h"
 #include "app/straggler_plan.h"
 #include "lib/hspmd/comm_deadline.h"
@@ -186,13 +187,14 @@ struct RankRun {
 };
 
 // The durable sharded store, with this rank's per-step state snapshot when hetu launch gave
-// a state folder (--state-dir; lib/io/recovery_store.h).
+// a state folder (--state-dir; lib/io/recovery_store.h; a rehearsed node's own: node_state_dir).
 std::unique_ptr<runtime::CheckpointStore> checkpoint_store(const config::JobConfig& c,
                                                            const std::vector<TensorPlacement>& local,
                                                            Communicator& host_comm, const std::string& state_dir) {
   const std::string dir = c.job.out_dir + "/checkpoints";
   if (state_dir.empty()) return std::make_unique<io::ShardedStore>(dir, c.checkpoint.keep, local, host_comm);
-  return std::make_unique<io::RecoveryStore>(dir, c.checkpoint.keep, local, host_comm, state_dir);
+  return std::make_unique<io::RecoveryStore>(dir, c.checkpoint.keep, local, host_comm,
+                                             node_state_dir(c, host_comm.rank(), state_dir));
 }
 
 // Every trained tensor of the whole model with its placement under `layout`, in name order,

@@ -1,7 +1,9 @@
-// job_without_device, dropped_layout_note and rank_hosts (launch_job.h).
+// job_without_device, dropped_layout_note, rank_hosts and node_state_dir (launch_job.h).
 #include "app/launch_job.h"
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -53,6 +55,23 @@ std::vector<std::string> rank_hosts(const config::JobConfig& c) {
   std::vector<std::string> hosts;
   for (const config::NodeSection& n : c.cluster.nodes) hosts.insert(hosts.end(), static_cast<size_t>(n.count), n.host);
   return hosts;
+}
+
+std::string node_state_dir(const config::JobConfig& c, int64_t rank, const std::string& state_dir) {
+  if (!c.cluster.rehearse || state_dir.empty()) return state_dir;
+  int64_t first = 0;  // the first rank of each node
+  for (const config::NodeSection& n : c.cluster.nodes) {
+    if (rank < first + n.count) {
+      std::string host = n.host;
+      for (char& ch : host) {
+        if (std::isalnum(static_cast<unsigned char>(ch)) == 0 && ch != '-' && ch != '.') ch = '_';
+      }
+      const std::filesystem::path dir(state_dir);
+      return (dir.parent_path() / ("node-" + host) / dir.filename()).string();
+    }
+    first += n.count;
+  }
+  HT_USAGE_ERROR("launch: rank {} drives no device of the cluster ({} devices)", rank, first);
 }
 
 }  // namespace hetu::app

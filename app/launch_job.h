@@ -36,4 +36,12 @@ std::string dropped_layout_note(const config::JobConfig& c);
 // rehearses its cluster or every node is "localhost" (the launcher's own placement fits).
 std::vector<std::string> rank_hosts(const config::JobConfig& c);
 
+// Rank `rank`'s snapshot folder under hetu launch (`state_dir` = ROOT/attempt-K, the
+// supervisor's --state-dir): state_dir itself, since every node has its own /dev/shm; but
+// under [cluster] rehearse, whose nodes share this machine's, ROOT/node-<host>/attempt-K for
+// the node of the rank's device (the r-th in node order), so a rank sees only its rehearsed
+// node's snapshots and gets the other nodes' boxes over the communicator, as on a real
+// cluster (lib/io/snapshot_exchange.h).
+std::string node_state_dir(const config::JobConfig& c, int64_t rank, const std::string& state_dir);
+
 }  // namespace hetu::app

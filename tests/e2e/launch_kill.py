@@ -8,7 +8,7 @@ recomputed (with --durable: it resumed from the durable checkpoint instead). The
 compared with the uninterrupted run by compare_losses.py. Prints one line: the rank, the step,
 the resumed step and kill-to-next-step seconds.
 
-usage: launch_kill.py --hetu H --job JOB --out RUN --np 4 --min-np 2 --steps S --seed K
+usage: launch_kill.py --hetu H --job JOB --out RUN --np 4 --min-np 2 --steps S --seed K [--rank R]
                       [--during-checkpoint] [--durable] [--expect-error TEXT] [-- launch args]
 """
 import argparse
@@ -69,6 +69,7 @@ def main():
     p.add_argument("--min-np", type=int, default=2)
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rank", type=int, default=-1, help="the rank to kill (default: one drawn from the seed)")
     p.add_argument("--durable", action="store_true")
     p.add_argument("--second-kill", action="store_true",
                    help="also SIGKILL a rank of the relaunch as soon as it runs (a failure during recovery)")
@@ -79,6 +80,8 @@ def main():
     a = p.parse_args()
     rng = random.Random(a.seed)
     rank = rng.randrange(a.np)
+    if a.rank >= 0:
+        rank = a.rank
     kill_step = rng.randrange(2, a.steps - 2)
     metrics = os.path.join(a.out, "metrics.jsonl")
     log_path = a.out + ".launch.log"

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# hetu launch on a rehearsed 2-node cluster ([cluster] rehearse: node-a and node-b, 2 CPU
+# devices each, dp = 2 x tp = 2, each tp pair on one node), where each rehearsed node keeps
+# its snapshots under its own root (node_state_dir), as each real node has its own /dev/shm.
+# SIGKILL rank 1 (node-a) at a seeded step: node-a is left with one tp half, and the
+# relaunch's re-planned 3-rank layout needs the other half on its node-a rank, which only
+# node-b's snapshots hold. Checks: the relaunch resumes from the state snapshot (at most one
+# step recomputed, not the durable checkpoint), some cells came from another rank's
+# snapshots (the exchange, lib/io/snapshot_exchange.h), and every loss equals the
+# uninterrupted one-device run within 1e-5.
+# usage: launch_node_snapshots.sh HETU SOURCE_DIR
+set -euo pipefail
+hetu=$1; src=$2
+source "$src/tests/e2e/layout_test_lib.sh"
+setup_work launch-nodes
+make_byte_data
+steps=14
+job() {  # CLUSTER_AND_PARALLEL: the job file with that [cluster] and [parallel]
+  cat <<TOML
+[job]
+name = "launch-node-snapshots"
+seed = 1234
+[model]
+arch = "gpt2"
+layers = 2
+hidden = 32
+heads = 2
+vocab = 256
+max_seq_len = 32
+[data]
+train = "$work/data/train_*.bin"
+tokenizer = "byte"
+[training]
+steps = $steps
+global_batch = 12
+seq_len = 32
+micro_batch = 1
+eval_every = 0
+log_every = 1
+threads = 1
+[optimizer]
+lr = 2e-3
+[lr_schedule]
+warmup_steps = 2
+[checkpoint]
+every = 5
+$1
+TOML
+}
+job '[cluster]
+rehearse = true
+[[cluster.node]]
+host = "node-a"
+devices = { type = "cpu", count = 2 }
+[[cluster.node]]
+host = "node-b"
+devices = { type = "cpu", count = 2 }
+[parallel]
+dp = 2
+tp = 2' > "$work/job.toml"
+job '[cluster]
+[[cluster.node]]
+host = "localhost"
+devices = { type = "cpu", count = 1 }' > "$work/one.toml"
+run_logged ref "the uninterrupted one-device run" \
+  "$hetu" train "$work/one.toml" --set "job.out_dir=\"$work/ref\""
+
+/usr/bin/python3 "$src/tests/e2e/launch_kill.py" --hetu "$hetu" --out "$work/run" --steps "$steps" \
+  --job "$work/job.toml" --np 4 --min-np 2 --seed 7 --rank 1 -- --launcher-args "--bind-to none" ||
+  fail "the kill trial"
+grep -q "came from other ranks' snapshots" "$work/run.launch.log" ||
+  fail "no rank of the relaunch read a box from another node's snapshots; see $work/run.launch.log"
+grep -q "node-b" "$work/run/launch/attempt-2.toml" || fail "the relaunch lost node-b"
+compare_runs ref run 1e-5 --steps "$steps" > /dev/null
+echo "PASS launch node snapshots"
