@@ -24,7 +24,7 @@ inline constexpr const char* kCheckpointFileName = "checkpoint.h5";
 inline constexpr int64_t kWholeFormatVersion = 1;    // every tensor written whole by one process
 inline constexpr int64_t kShardedFormatVersion = 2;  // written by save_sharded
 // One rank's state snapshot (lib/io/state_snapshot.h): the boxes that rank holds, which
-// need not tile their tensors; read only with read_snapshot_boxes, never whole.
+// need not tile their tensors; read only box by box (snapshot_exchange.h), never whole.
 inline constexpr int64_t kPartialFormatVersion = 3;
 
 // See Note [Checkpoint layout]: %XX for every byte outside [A-Za-z0-9_.-] and a leading '.'.

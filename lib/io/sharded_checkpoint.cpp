@@ -383,7 +383,7 @@ void read_boxes(const std::string& step_folder_or_file, std::vector<TensorBox>& 
   CheckpointFileReader reader(checkpoint_file(step_folder_or_file).string());
   const std::string& path = reader.path();
   if (reader.format_version() == kPartialFormatVersion) {
-    HT_USAGE_ERROR("{}: a state snapshot (one rank's boxes) is read with read_snapshot_boxes, not as a checkpoint",
+    HT_USAGE_ERROR("{}: a state snapshot (one rank's boxes) is read box by box by a relaunch (snapshot_exchange.h), not as a checkpoint",
                    path);
   }
   std::map<std::string, StoredTensor> catalogue;

@@ -124,20 +124,35 @@ std::vector<json> gather(Communicator& comm, const json& mine) {
   return out;
 }
 
-// The files of `step` in one rank's description (empty json array when it has none).
-json step_files(const json& description, int64_t step) {
-  for (const json& s : description["steps"]) {
-    if (s["step"].get<int64_t>() == step) return s["files"];
+// Every stored box of every rank's files of `step`, by tensor name (then rank, file order).
+std::map<std::string, std::vector<std::pair<Shape, Source>>> stored_at(const std::vector<json>& all, int64_t step) {
+  std::map<std::string, std::vector<std::pair<Shape, Source>>> out;
+  for (size_t q = 0; q < all.size(); ++q) {
+    for (const json& s : all[q]["steps"]) {
+      if (s["step"].get<int64_t>() != step) continue;
+      const json& files = s["files"];
+      for (size_t f = 0; f < files.size(); ++f) {
+        const json& tensors = files[f]["tensors"];
+        for (size_t t = 0; t < tensors.size(); ++t) {
+          const Shape shape = json_shape(tensors[t]["shape"]);
+          const auto dtype = static_cast<DType>(tensors[t]["dtype"].get<int>());
+          for (const json& b : tensors[t]["boxes"]) {
+            const StoredBox box{Box{json_shape(b[0]), json_shape(b[1])}, b[2].get<uint32_t>()};
+            out[tensors[t]["name"].get<std::string>()].emplace_back(shape,
+                                                                    Source{static_cast<int64_t>(q), f, t, dtype, box});
+          }
+        }
+      }
+    }
   }
-  return json::array();
+  return out;
 }
 
 // Which rank reads each cell of every rank's wanted boxes at `step` (Note [Snapshot exchange],
 // 2); nullopt with `reason` set when some cell is in no file of the step.
 std::optional<std::vector<Transfer>> plan(const std::vector<json>& all, int64_t step, std::string& reason) {
   const auto n = static_cast<int64_t>(all.size());
-  std::vector<json> files;
-  for (const json& d : all) files.push_back(step_files(d, step));
+  const std::map<std::string, std::vector<std::pair<Shape, Source>>> stored = stored_at(all, step);
   std::vector<int64_t> served(static_cast<size_t>(n), 0);  // bytes assigned to each rank
   std::vector<Transfer> out;
   for (int64_t r = 0; r < n; ++r) {
@@ -148,22 +163,16 @@ std::optional<std::vector<Transfer>> plan(const std::vector<json>& all, int64_t 
       const Box box{json_shape(wanted[i]["offset"]), json_shape(wanted[i]["size"])};
       if (box.empty()) continue;
       std::vector<Source> sources;  // every stored box overlapping it, by rank, then file order
-      for (int64_t q = 0; q < n; ++q) {
-        const json& list = files[static_cast<size_t>(q)];
-        for (size_t f = 0; f < list.size(); ++f) {
-          const json& tensors = list[f]["tensors"];
-          for (size_t t = 0; t < tensors.size(); ++t) {
-            if (tensors[t]["name"] != name || json_shape(tensors[t]["shape"]) != shape) continue;
-            for (const json& b : tensors[t]["boxes"]) {
-              Source s{q, f, t, static_cast<DType>(tensors[t]["dtype"].get<int>()),
-                       StoredBox{Box{json_shape(b[0]), json_shape(b[1])}, b[2].get<uint32_t>()}};
-              if (!intersect(s.box.box, box).empty()) sources.push_back(std::move(s));
-            }
-          }
+      if (auto it = stored.find(name); it != stored.end()) {
+        for (const auto& [stored_shape, source] : it->second) {
+          if (stored_shape == shape && !intersect(source.box.box, box).empty()) sources.push_back(source);
         }
       }
       std::vector<Box> cut{box};
-      for (const Source& s : sources) cut.push_back(intersect(s.box.box, box));
+      for (const Source& s : sources) {  // each distinct stored box once (a node's ranks list the same files)
+        const Box part = intersect(s.box.box, box);
+        if (std::find(cut.begin(), cut.end(), part) == cut.end()) cut.push_back(part);
+      }
       for (const Box& cell : refine(cut)) {
         if (!box.contains(cell)) continue;
         const Source* pick = nullptr;

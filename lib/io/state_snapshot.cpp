@@ -1,5 +1,5 @@
-// SnapshotWriter (one rank's boxes into a partial checkpoint file, written then renamed),
-// list_snapshots and read_snapshot_boxes (each cell of a wanted box from any file holding it).
+// SnapshotWriter (one rank's boxes into a partial checkpoint file, written then renamed) and
+// list_snapshots.
 // See Note [State snapshots] (state_snapshot.h).
 #include "lib/io/state_snapshot.h"
 
@@ -48,13 +48,6 @@ std::vector<fs::path> folders(const fs::path& dir, std::string_view prefix) {
   std::sort(out.begin(), out.end());
   return out;
 }
-
-// One stored piece of a tensor in one file: the whole tensor, or one of its boxes.
-struct Piece {
-  size_t file = 0;
-  const StoredTensor* tensor = nullptr;
-  StoredBox box;
-};
 
 }  // namespace
 
@@ -118,62 +111,6 @@ std::map<int64_t, std::vector<std::string>> list_snapshots(const std::string& ro
     }
   }
   return out;
-}
-
-std::vector<std::string> read_snapshot_boxes(const std::vector<std::string>& files, std::vector<TensorBox>& wanted) {
-  std::vector<std::unique_ptr<CheckpointFileReader>> readers;
-  std::vector<std::map<std::string, StoredTensor>> catalogues;
-  for (const std::string& file : files) {
-    readers.push_back(std::make_unique<CheckpointFileReader>(file));
-    std::map<std::string, StoredTensor>& catalogue = catalogues.emplace_back();
-    for (StoredTensor& t : readers.back()->tensors()) catalogue.emplace(t.name, std::move(t));
-  }
-  std::map<std::tuple<size_t, std::string, std::string>, Tensor> read;  // (file, tensor, box) -> data
-  std::vector<std::string> missing;
-  for (TensorBox& w : wanted) {
-    std::vector<Piece> pieces;  // every stored piece overlapping w, in file order
-    for (size_t f = 0; f < files.size(); ++f) {
-      auto it = catalogues[f].find(w.name);
-      if (it == catalogues[f].end()) continue;
-      const StoredTensor& t = it->second;
-      if (t.shape != w.shape) {
-        HT_USAGE_ERROR("{}: tensor {}: shape {} in the snapshot, wanted {}", files[f], w.name, shape_str(t.shape),
-                       shape_str(w.shape));
-      }
-      std::vector<StoredBox> boxes = t.boxes;
-      if (t.crc32c) boxes = {StoredBox{full_box(t.shape), *t.crc32c}};
-      for (const StoredBox& b : boxes) {
-        if (!intersect(b.box, w.box).empty()) pieces.push_back({f, &t, b});
-      }
-    }
-    if (w.box.empty()) continue;
-    if (pieces.empty()) {
-      missing.push_back(fmt::format("tensor {} box {}: in no snapshot", w.name, w.box.to_string()));
-      continue;
-    }
-    const DType dtype = pieces.front().tensor->dtype;
-    if (!w.values.defined()) {
-      w.dtype = dtype;
-      w.values = empty(w.box.size, dtype);
-    }
-    HT_CHECK(w.values.dtype() == dtype && w.values.is_contiguous() && w.values.shape() == w.box.size,
-             "state snapshot: tensor {}: box {} needs contiguous values of shape {} {}", w.name, w.box.to_string(),
-             shape_str(w.box.size), to_string(dtype));
-    std::vector<Box> cut{w.box};
-    for (const Piece& p : pieces) cut.push_back(intersect(p.box.box, w.box));
-    for (const Box& cell : refine(cut)) {
-      if (!w.box.contains(cell)) continue;
-      auto holder = std::find_if(pieces.begin(), pieces.end(), [&](const Piece& p) { return p.box.box.contains(cell); });
-      if (holder == pieces.end()) {
-        missing.push_back(fmt::format("tensor {} box {}: in no snapshot", w.name, cell.to_string()));
-        continue;
-      }
-      Tensor& data = read[{holder->file, w.name, holder->box.box.to_string()}];
-      if (!data.defined()) data = readers[holder->file]->read_verified(*holder->tensor, holder->box.box, holder->box.crc32c);
-      copy_region(data.raw_data(), holder->box.box, w.values.raw_data(), w.box, cell, dtype_size(dtype));
-    }
-  }
-  return missing;
 }
 
 }  // namespace hetu::io

@@ -2,12 +2,11 @@
 // step each rank writes every box it holds (its parameters and optimizer state, duplicates
 // included, with the step, data position and config) to one partial checkpoint file of its
 // own; a relaunched run under any layout reads each box it needs from any surviving file
-// that holds it. See Note [State snapshots].
+// that holds it, on any node (snapshot_exchange.h). See Note [State snapshots].
 //
 //   SnapshotWriter w("/dev/shm/hetu-run1/attempt-1/rank-2", slots);   // slots: local_slots()
 //   w.save(snapshot);   // .../rank-2/step-0000042/checkpoint.h5; step 41's kept, older removed
 //   std::map<int64_t, std::vector<std::string>> all = list_snapshots("/dev/shm/hetu-run1");
-//   std::vector<std::string> missing = read_snapshot_boxes(all.rbegin()->second, wanted);
 //
 // Note [State snapshots]
 // A snapshot file is checkpoint.h5 with format_version 3 (kPartialFormatVersion): the Note
@@ -16,10 +15,9 @@
 // into rank-R/.tmp-step-N and the folder is renamed to step-N; only then is anything older
 // than the previous step removed, so a kill at any moment leaves the last complete snapshot
 // (and usually the one before). Under ROOT = /dev/shm/hetu-<run id>, each launch attempt
-// writes ROOT/attempt-K/rank-R; a reader lists every ROOT/*/rank-*/step-N and, for each
-// cell of a wanted box (the common refinement of the stored boxes that overlap it), reads
-// the first file holding it, newest attempt first. With dp >= 2 every box is on two ranks,
-// so the state of a step survives the loss of any one of them.
+// writes ROOT/attempt-K/rank-R; a reader lists every ROOT/*/rank-*/step-N, and the ranks
+// assemble the boxes they need from every node's files (Note [Snapshot exchange]). With
+// dp >= 2 every box is on two ranks, so the state of a step survives the loss of any one.
 #pragma once
 
 #include <cstdint>
@@ -48,11 +46,5 @@ class SnapshotWriter {
 // Complete snapshot files under `root` by step: ROOT/*/rank-*/step-N/checkpoint.h5, the
 // newest attempt folder first within a step (attempt folders in reverse name order).
 std::map<int64_t, std::vector<std::string>> list_snapshots(const std::string& root);
-
-// Fills every wanted box (values allocated when undefined; dtype taken from the files) from
-// `files`, each cell from the first file that holds it, every stored piece verified against
-// its checksum. Returns what could not be filled ("tensor X box [..]: in no snapshot"), empty
-// when everything was. A file that cannot be read is a UsageError naming it.
-std::vector<std::string> read_snapshot_boxes(const std::vector<std::string>& files, std::vector<TensorBox>& wanted);
 
 }  // namespace hetu::io

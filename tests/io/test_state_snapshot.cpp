@@ -1,6 +1,7 @@
 // Per-rank state snapshots (lib/io/state_snapshot.h): three ranks hold w (4, 6) as rows
 // split over ranks 0 and 1 and whole on rank 2; each writes its own partial file, and a
-// reader in another layout (columns) gets every box from whichever survivors hold it,
+// reader in another layout (columns; assemble_newest_step on one device, whose files are
+// all local) gets every box from whichever survivors hold it,
 // compared element by element with the tensor itself (box_bytes). A box no survivor holds
 // is reported, not filled; a snapshot keeps its previous step and removes older ones.
 #include <catch2/catch.hpp>
@@ -11,6 +12,7 @@
 
 #include "box_test_utils.h"
 #include "lib/io/checkpoint_file.h"
+#include "lib/io/snapshot_exchange.h"
 #include "lib/io/state_snapshot.h"
 #include "lib/util/error.h"
 
@@ -50,6 +52,7 @@ TEST_CASE("state snapshots: any survivors holding every box restore it in anothe
   fs::remove_all(root);
   for (DeviceId r : {0, 1, 2}) save(root, r, 5);
   const Tensor w = test::index_tensor({4, 6}, DType::f32, 5);
+  const std::unique_ptr<Communicator> one = make_local_communicator();
   const std::map<int64_t, std::vector<std::string>> all = list_snapshots(root.string());
   REQUIRE(all.size() == 1);
   REQUIRE(all.at(5).size() == 3);
@@ -59,15 +62,16 @@ TEST_CASE("state snapshots: any survivors holding every box restore it in anothe
     std::vector<std::string> files;
     for (int r : survivors) files.push_back(file_of(r));
     std::vector<TensorBox> wanted = columns();
-    CHECK(read_snapshot_boxes(files, wanted).empty());
+    const std::optional<AssembledStep> got = assemble_newest_step(*one, {{5, files}}, wanted);
+    REQUIRE(got.has_value());
+    CHECK(got->step == 5);
+    CHECK(got->metadata.at("data_position") == "epoch=0 batch=3 sequence=0 shards=1 tokens=100");
     CHECK(test::bytes_of(wanted[0].values) == test::box_bytes(w, wanted[0].box));
     CHECK(test::bytes_of(wanted[1].values) == test::box_bytes(w, wanted[1].box));
   }
   // Rank 1 alone holds rows 2-3 only.
   std::vector<TensorBox> wanted = columns();
-  const std::vector<std::string> missing = read_snapshot_boxes(std::vector<std::string>{file_of(1)}, wanted);
-  REQUIRE(missing.size() == 2);
-  CHECK(missing[0] == "tensor w box [0:2, 2:5]: in no snapshot");
+  CHECK_FALSE(assemble_newest_step(*one, {{5, {file_of(1)}}}, wanted).has_value());
   // Nothing reads a partial file as a checkpoint.
   std::vector<TensorBox> as_checkpoint = columns();
   CHECK_THROWS_AS(read_boxes(file_of(0), as_checkpoint), UsageError);
