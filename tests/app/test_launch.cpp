@@ -1,6 +1,7 @@
 // hetu launch's pure parts: which rank the launcher says died (launch_failure.h), against
 // messages copied from Open MPI 4.1 and Slurm, and the job it relaunches after losing a rank
-// (launch_job.h; also for a job that switches strategies), against hand-written expectations.
+// (launch_job.h; also for a job that switches strategies) and where a rehearsed node keeps its
+// snapshots, against hand-written expectations.
 #include <catch2/catch.hpp>
 
 #include "app/config/config.h"
@@ -129,6 +130,17 @@ TEST_CASE("launch: a relaunch's ranks go to the hosts of the derived cluster, in
   config::JobConfig rehearsed = c;
   rehearsed.cluster.rehearse = true;
   CHECK(rank_hosts(rehearsed).empty());
+}
+
+TEST_CASE("launch: each rehearsed node keeps its snapshots under its own root", "[launch]") {
+  config::JobConfig c = job("[parallel]\ndp = 3\n");
+  CHECK(node_state_dir(c, 2, "/dev/shm/hetu-r/attempt-1") == "/dev/shm/hetu-r/attempt-1");  // a real node's /dev/shm
+  c.cluster.rehearse = true;
+  CHECK(node_state_dir(c, 0, "/dev/shm/hetu-r/attempt-1") == "/dev/shm/hetu-r/node-a/attempt-1");
+  CHECK(node_state_dir(c, 1, "/dev/shm/hetu-r/attempt-1") == "/dev/shm/hetu-r/node-a/attempt-1");
+  CHECK(node_state_dir(c, 2, "/dev/shm/hetu-r/attempt-1") == "/dev/shm/hetu-r/node-b/attempt-1");
+  CHECK(node_state_dir(c, 0, "") == "");  // no snapshots (plain hetu train)
+  CHECK_THROWS_AS(node_state_dir(c, 3, "/dev/shm/hetu-r/attempt-1"), UsageError);
 }
 
 TEST_CASE("launch: a job that switches strategies is relaunched on one re-planned layout", "[launch]") {
