@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -93,7 +92,7 @@ json describe(const std::map<int64_t, std::vector<LocalFile>>& files,
         tensors.push_back({{"name", t.name}, {"dtype", static_cast<int>(t.dtype)}, {"shape", shape_json(t.shape)},
                            {"boxes", boxes}});
       }
-      step_files.push_back({{"path", f.path}, {"tensors", tensors}});
+      step_files.push_back({{"tensors", tensors}});
     }
     out["steps"].push_back({{"step", step}, {"metadata", metadata.at(step)}, {"files", step_files}});
   }

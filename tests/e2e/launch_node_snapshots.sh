@@ -16,36 +16,8 @@ setup_work launch-nodes
 make_byte_data
 steps=14
 job() {  # CLUSTER_AND_PARALLEL: the job file with that [cluster] and [parallel]
-  cat <<TOML
-[job]
-name = "launch-node-snapshots"
-seed = 1234
-[model]
-arch = "gpt2"
-layers = 2
-hidden = 32
-heads = 2
-vocab = 256
-max_seq_len = 32
-[data]
-train = "$work/data/train_*.bin"
-tokenizer = "byte"
-[training]
-steps = $steps
-global_batch = 12
-seq_len = 32
-micro_batch = 1
-eval_every = 0
-log_every = 1
-threads = 1
-[optimizer]
-lr = 2e-3
-[lr_schedule]
-warmup_steps = 2
-[checkpoint]
-every = 5
-$1
-TOML
+  launch_job_head launch-node-snapshots "$steps"
+  echo "$1"
 }
 job '[cluster]
 rehearse = true

@@ -54,3 +54,38 @@ run_failing() {
   if "$@" > "$work/$name.log" 2>&1; then fail "$what: it succeeded"; fi
   grep -qF "$pattern" "$work/$name.log" || { cat "$work/$name.log"; fail "$what: no \"$pattern\" in its output"; }
 }
+
+# launch_job_head NAME STEPS: the [job] to [checkpoint] tables of the tiny GPT-2 job the hetu
+# launch tests train on make_byte_data's data (every step logged, a checkpoint every 5);
+# the caller adds [cluster] and [parallel].
+launch_job_head() {
+  cat <<TOML
+[job]
+name = "$1"
+seed = 1234
+[model]
+arch = "gpt2"
+layers = 2
+hidden = 32
+heads = 2
+vocab = 256
+max_seq_len = 32
+[data]
+train = "$work/data/train_*.bin"
+tokenizer = "byte"
+[training]
+steps = $2
+global_batch = 12
+seq_len = 32
+micro_batch = 1
+eval_every = 0
+log_every = 1
+threads = 1
+[optimizer]
+lr = 2e-3
+[lr_schedule]
+warmup_steps = 2
+[checkpoint]
+every = 5
+TOML
+}
