@@ -2,9 +2,9 @@
 # hetu launch on a rehearsed 2-node cluster ([cluster] rehearse: node-a and node-b, 2 CPU
 # devices each, dp = 2 x tp = 2, each tp pair on one node), where each rehearsed node keeps
 # its snapshots under its own root (node_state_dir), as each real node has its own /dev/shm.
-# SIGKILL rank 1 (node-a) at a seeded step: node-a is left with one tp half, and the
-# relaunch's re-planned 3-rank layout needs the other half on its node-a rank, which only
-# node-b's snapshots hold. Checks: the relaunch resumes from the state snapshot (at most one
+# SIGKILL rank 1 (node-a) after step 8 (durable checkpoint: step 5): node-a is left with one
+# tp half, and the relaunch's 3-rank layout, re-planned from a fixed profile (dp 3), needs the
+# other half on its node-a rank, which only node-b's snapshots hold. Checks: the relaunch resumes from the state snapshot (at most one
 # step recomputed, not the durable checkpoint), some cells came from another rank's
 # snapshots (the exchange, lib/io/snapshot_exchange.h), and every loss equals the
 # uninterrupted one-device run within 1e-5.
@@ -37,11 +37,17 @@ devices = { type = "cpu", count = 1 }' > "$work/one.toml"
 run_logged ref "the uninterrupted one-device run" \
   "$hetu" train "$work/one.toml" --set "job.out_dir=\"$work/ref\""
 
+# The relaunch plans from the fixed profile (the supervisor takes out_dir/profile.toml), not
+# from timings measured on this busy machine, so its layout is the same every run.
+mkdir -p "$work/run"
+cp "$src/tests/data/cpu-profile-fixed.toml" "$work/run/profile.toml"
 /usr/bin/python3 "$src/tests/e2e/launch_kill.py" --hetu "$hetu" --out "$work/run" --steps "$steps" \
-  --job "$work/job.toml" --np 4 --min-np 2 --seed 7 --rank 1 -- --launcher-args "--bind-to none" ||
+  --job "$work/job.toml" --np 4 --min-np 2 --seed 0 --rank 1 -- --launcher-args "--bind-to none" ||
   fail "the kill trial"
 grep -q "came from other ranks' snapshots" "$work/run.launch.log" ||
   fail "no rank of the relaunch read a box from another node's snapshots; see $work/run.launch.log"
 grep -q "node-b" "$work/run/launch/attempt-2.toml" || fail "the relaunch lost node-b"
+grep -q "(durable checkpoint: step 5)" "$work/run.launch.log" ||
+  fail "the kill (after step 8) did not come after the durable checkpoint of step 5; see $work/run.launch.log"
 compare_runs ref run 1e-5 --steps "$steps" > /dev/null
 echo "PASS launch node snapshots"
