@@ -22,18 +22,17 @@
 // the profile. `spread` records how much the windows disagreed (see PieceTimes), so a
 // profile taken on a busy machine says so.
 //
-// Held gradients: every pass runs with the part's gradients already held (a constant before
-// the first window, then what the passes added), so each parameter's gradient is added to the
-// one it holds, as in a training step after its first micro-batch; a pass after zero_grad
-// would write it fresh and miss that addition (about 0.5 ms a micro-batch for a 4-layer,
-// 128-wide GPT-2 on one core: 2.6% of its micro-batch of 2, measured in pairs by CPU time).
-// A step's first micro-batch is so priced one addition high.
+// Held gradients: every pass runs with the part's gradients already held (the constant each
+// AdamW step is given, then what the window's passes add to it), so each parameter's gradient
+// is added to the one it holds, as in a training step after its first micro-batch; a pass
+// after zero_grad would write it fresh and miss that addition (about 0.5 ms a micro-batch for
+// a 4-layer, 128-wide GPT-2 on one core: 2.6% of its micro-batch of 2, measured in pairs by
+// CPU time). A step's first micro-batch is so priced one addition high.
 //
 // Inputs: the ids and the targets spread over the whole vocabulary (profile_tokens), as real
-// text does: at tp > 1 the embedding's rows and the
-// loss's targets are split over the ranks by vocabulary, and one constant token would put
-// all of that work on one rank and make its partners wait for it at each all_reduce, which
-// training does not.
+// text does: at tp > 1 the embedding's rows and the loss's targets are split over the ranks
+// by vocabulary, and one constant token would put all of that work on one rank and make its
+// partners wait for it at each all_reduce, which training does not.
 //
 // Emulated devices: training sleeps (F - 1) x the wall time of the compute before each
 // message and pays any oversleep (a late wake-up on a busy machine) back from its next
