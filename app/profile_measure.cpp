@@ -87,10 +87,17 @@ PieceTimes time_one_pass(const LanguageModel& model, Device device, const Tensor
   }
   t.embed_backward_s = timed(device, pacing, [&] { autograd::backward(embedded, grad); });
   pacing.settle();  // and its backward's
-  model.zero_grad();
   const double L = static_cast<double>(layers);
   t.layer_forward_s /= L, t.layer_backward_s /= L, t.layer_activation_bytes /= L;
   return t;
+}
+
+// Every parameter holding a gradient (a small constant), as during a training step after its
+// first micro-batch (Note [Profile windows]: held gradients).
+void hold_gradients(std::vector<nn::NamedParameter>& params) {
+  for (nn::NamedParameter& p : params) {
+    p.tensor.set_grad(full(p.tensor.shape(), 1e-3, p.tensor.dtype(), p.tensor.device()));
+  }
 }
 
 // One micro-batch, every piece forward and backward.
@@ -101,6 +108,19 @@ double whole_pass_s(const PieceTimes& t, int64_t layers) {
 }
 
 }  // namespace
+
+Tensor profile_tokens(int64_t micro_batch, int64_t seq_len, int64_t vocab, int64_t first) {
+  HT_CHECK(micro_batch >= 1 && seq_len >= 1 && vocab >= 1, "profile: tokens of {} x {} over a vocabulary of {}",
+           micro_batch, seq_len, vocab);
+  // A stride near the golden-ratio share of the vocabulary, coprime to it: consecutive ids land
+  // far apart (every range of the vocabulary gets its share of any run of them), and all
+  // `vocab` ids come once before any repeats.
+  int64_t stride = std::max<int64_t>(1, std::llround(0.6180339887 * static_cast<double>(vocab)));
+  while (std::gcd(stride, vocab) != 1) ++stride;
+  std::vector<int64_t> ids(static_cast<size_t>(micro_batch * seq_len));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = (first + static_cast<int64_t>(i) * stride) % vocab;
+  return tensor_from(ids, {micro_batch, seq_len});
+}
 
 PieceTimes estimate_windows(const std::vector<PieceTimes>& windows, int64_t layers) {
   std::vector<double> totals(windows.size());
@@ -156,11 +176,13 @@ PartTimes time_part(const LanguageModel& model, Device device, std::span<const i
            "profile: {} warm-up and {} measured windows at slowdown {}", windows.warmup, windows.measured,
            pacing.slowdown);
   std::vector<std::pair<Tensor, Tensor>> batches;  // ids and targets per micro-batch size
-  for (int64_t mb : micro_batches) {
-    batches.emplace_back(full({mb, seq_len}, 7, DType::i64).to(device), full({mb, seq_len}, 11, DType::i64).to(device));
+  const int64_t vocab = model.config().vocab;
+  for (int64_t mb : micro_batches) {  // the targets: the same walk from another start
+    batches.emplace_back(profile_tokens(mb, seq_len, vocab, 0).to(device), profile_tokens(mb, seq_len, vocab, 7).to(device));
   }
   std::vector<nn::NamedParameter> params = model.named_parameters();
   optim::AdamW adamw(params, optim::AdamWConfig{});
+  hold_gradients(params);
   std::vector<std::vector<PieceTimes>> samples(micro_batches.size());
   std::vector<double> optimizer;
   for (int w = 0; w < windows.warmup + windows.measured; ++w) {
@@ -169,14 +191,12 @@ PartTimes time_part(const LanguageModel& model, Device device, std::span<const i
       const PieceTimes t = time_one_pass(model, device, batches[m].first, batches[m].second, pacing);
       if (measured) samples[m].push_back(t);
     }
-    for (nn::NamedParameter& p : params) {
-      p.tensor.set_grad(full(p.tensor.shape(), 1e-3, p.tensor.dtype(), p.tensor.device()));
-    }
+    hold_gradients(params);  // the step's gradients; the next window's passes add to them
     const double step_s = timed(device, pacing, [&] { adamw.step(1e-9); });
     pacing.settle();
-    model.zero_grad();
     if (measured) optimizer.push_back(step_s);
   }
+  model.zero_grad();
   PartTimes out;
   for (const std::vector<PieceTimes>& s : samples) {
     out.micro_batches.push_back(estimate_windows(s, model.config().layers));

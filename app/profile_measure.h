@@ -22,6 +22,20 @@
 // the profile. `spread` records how much the windows disagreed (see PieceTimes), so a
 // profile taken on a busy machine says so.
 //
+// Held gradients: every pass runs with the part's gradients already held (the constant each
+// AdamW step is given, then what the window's passes add to it), so each parameter's gradient
+// is added to the one it holds, as in a training step after its first micro-batch; a pass
+// after zero_grad would write it fresh and miss that addition (about 0.5 ms a micro-batch for
+// a 4-layer, 128-wide GPT-2 on one core: 2.6% of its micro-batch of 2, measured in pairs by
+// CPU time). A step's first micro-batch is so priced one addition high.
+//
+// Inputs: the ids and the targets spread over the whole vocabulary (profile_tokens), as real
+// text does: at tp > 1 the embedding's rows and the loss's targets are split over the ranks
+// by vocabulary, and one constant token would put all of that work on one rank, which
+// training does not (for the accuracy benchmark's model the difference between the two tp-2
+// ranks' compute was within noise either way, under 0.7 ms of a 27 ms pass: its embedding
+// and loss are small; a large vocabulary's are not).
+//
 // Emulated devices: training sleeps (F - 1) x the wall time of the compute before each
 // message and pays any oversleep (a late wake-up on a busy machine) back from its next
 // sleeps, so compute costs F x its wall time there on average (Note [Emulated devices];
@@ -83,6 +97,11 @@ struct ComputePacing {
   std::function<double()> slept = [] { return 0.0; };
   std::function<double()> emulated = {};
 };
+
+// The profile's token ids, (micro_batch, seq_len) i64 on the CPU: from `first`, each the last
+// plus a stride coprime to `vocab` near 0.618 x vocab (mod vocab), so that any run of them
+// covers the vocabulary evenly.
+Tensor profile_tokens(int64_t micro_batch, int64_t seq_len, int64_t vocab, int64_t first);
 
 // The part's pieces at each of `micro_batches` (Note [Profile windows]).
 PartTimes time_part(const LanguageModel& model, Device device, std::span<const int64_t> micro_batches,

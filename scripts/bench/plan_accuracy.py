@@ -5,9 +5,11 @@
       appends to PROFILE the reference's [[profile]] entries of a (device type, tp) it lacks
   plan_accuracy.py scale PLAN.json METRICS.jsonl PROFILE.toml OUT.toml
       the profile scaled per device type by the run's measured / predicted compute
-  plan_accuracy.py report CHECK_MEMORY JSON_OUT "NAME STATUS PLAN METRICS CORRECTED PROFILE"...
-      the table, the errors, the rank correlation, the out-of-memory check; JSON_OUT ("-":
-      none) gets the per-layout figures, for summary
+  plan_accuracy.py report CHECK_MEMORY JSON_OUT "NAME REPEATS"...
+      the table, the errors, the rank correlation, the out-of-memory check; REPEATS: a file of
+      the layout's repeats, a line "STATUS PLAN METRICS CORRECTED PROFILE" each (a layout's
+      figures: the medians over its repeats); JSON_OUT ("-": none) gets the per-layout
+      figures, for summary
   plan_accuracy.py repeatability "NAME PLAN1,PLAN2,..."...
       per layout, the predictions from repeated profiles: their range and spread
   plan_accuracy.py summary RUN.json...
@@ -137,47 +139,65 @@ def measured_steps(metrics_path):
     return lines, [l["step_s"] for l in lines[2:]] or [lines[-1]["step_s"]]
 
 
+def stage_devices(plan):
+    """(device, predicted GiB, fits) per device in rank order (the cluster's node order)."""
+    devices = []
+    for replica in plan["replicas"]:
+        for stage in replica["stages"]:
+            for host, index in expand(stage["devices"]):
+                devices.append((f"{host}:{index}", stage["predicted_peak_gib"], stage["fits"]))
+    return sorted(devices)  # hosts a-d are in node order
+
+
 def report(args):
     print(f"{'layout':17} {'pred s':>8} {'meas s':>8} {'error':>7} {'corrected':>9} {'prof±':>6} {'meas±':>6}   "
           f"{'memory per rank, MiB predicted/measured (error)'}")
     errors, mem_errors, pred, meas, bad_fits, corrected_errors, layouts = [], [], [], [], [], [], {}
     check_memory = args[0] == "1"
     json_out = args[1]
+    repeats = 1
     for row in args[2:]:
-        name, status, plan_path, metrics_path, corrected_path, profile_path = row.split()
-        plan = json.load(open(plan_path))
-        devices = []  # (device, predicted GiB, fits) in rank order: the cluster's node order
-        for replica in plan["replicas"]:
-            for stage in replica["stages"]:
-                for host, index in expand(stage["devices"]):
-                    devices.append((f"{host}:{index}", stage["predicted_peak_gib"], stage["fits"]))
-        devices.sort()  # hosts a-d are in node order
-        fits = all(f for _, _, f in devices)
-        if status != "ok":
-            print(f"{name:17} {plan['predicted_step_s']:8.4f} {'-':>8} {'-':>7} {'-':>9} {'-':>6} {'-':>6}   "
-                  f"{status}{' (predicted to fit!)' if fits else ''}")
-            if fits:
+        name, repeats_path = row.split()
+        runs = [line.split() for line in open(repeats_path) if line.strip()]
+        repeats = max(repeats, len(runs))
+        ok = [r for r in runs if r[0] == "ok"]
+        plans = [json.load(open(r[1])) for r in runs]
+        fits = [all(f for _, _, f in stage_devices(plan)) for plan in plans]
+        p = statistics.median(plan["predicted_step_s"] for plan in plans)
+        if len(ok) < len(runs):  # a repeat out of memory: the layout is, whatever the others did
+            status = next(r[0] for r in runs if r[0] != "ok")
+            print(f"{name:17} {p:8.4f} {'-':>8} {'-':>7} {'-':>9} {'-':>6} {'-':>6}   "
+                  f"{status} in {len(runs) - len(ok)} of {len(runs)}{' (predicted to fit!)' if any(fits) else ''}")
+            if any(fits):
                 bad_fits.append(name)
             continue
-        lines, steps = measured_steps(metrics_path)
-        m = statistics.median(steps)
-        p = plan["predicted_step_s"]
-        peaks = lines[-1]["time"]["by_rank"]["peak_mem_gib"]
-        cells = []
-        for (d, pg, _), mg in zip(devices, peaks):
-            e = (pg - mg) / mg
-            mem_errors.append(abs(e))
-            cells.append(f"{d} {1024 * pg:.1f}/{1024 * mg:.1f} ({100 * e:+.1f}%)")
+        steps = [measured_steps(r[2]) for r in ok]
+        m = statistics.median(statistics.median(s) for _, s in steps)
+        c = statistics.median(json.load(open(r[3]))["predicted_step_s"] for r in ok)
+        worst = {}  # per device, over the repeats: the memory error largest in size
+        for plan, (lines, _) in zip(plans, steps):
+            peaks = lines[-1]["time"]["by_rank"]["peak_mem_gib"]
+            for i, ((d, pg, _), mg) in enumerate(zip(stage_devices(plan), peaks)):
+                e = (pg - mg) / mg
+                mem_errors.append(abs(e))
+                cell = (abs(e), f"{d} {1024 * pg:.1f}/{1024 * mg:.1f} ({100 * e:+.1f}%)")
+                worst[i] = max(worst.get(i, cell), cell)
+        cells = [worst[i] for i in sorted(worst)]
         errors.append(abs(p - m) / m)
         pred.append(p)
         meas.append(m)
-        c = json.load(open(corrected_path))["predicted_step_s"]
         corrected_errors.append((c - m) / m)
-        ps, ms = profile_spread(profile_path, plan), spread(steps)
+        spreads = [profile_spread(r[4], plan) for r, plan in zip(ok, plans)]
+        ps = max((x for x in spreads if x is not None), default=None)
+        ms = max(spread(s) for _, s in steps)
         layouts[name] = {"predicted_s": p, "measured_s": m, "corrected_s": c, "profile_spread": ps,
-                         "measured_spread": ms}
+                         "measured_spread": ms, "repeats_predicted_s": [plan["predicted_step_s"] for plan in plans],
+                         "repeats_measured_s": [statistics.median(s) for _, s in steps]}
         print(f"{name:17} {p:8.4f} {m:8.4f} {100 * (p - m) / m:+6.1f}% {100 * (c - m) / m:+8.1f}% {'-' if ps is None else f'{100 * ps:5.1f}%':>6} "
-              f"{100 * ms:5.1f}%   " + ", ".join(cells))
+              f"{100 * ms:5.1f}%   " + ", ".join(text for _, text in cells))
+    if repeats > 1:
+        print(f"each layout: the median of its {repeats} predictions against the median of its {repeats} runs' "
+              "median steps; prof± and meas± the largest over its repeats, memory the largest error")
     if errors:
         print(f"step time: median |error| {100 * statistics.median(errors):.1f}%, max {100 * max(errors):.1f}% "
               f"(goals 5%, 10%); signed mean {100 * statistics.mean([(p - m) / m for p, m in zip(pred, meas)]):+.1f}%")
@@ -193,7 +213,7 @@ def report(args):
           "device types; meas±: that of its measured steps")
     if json_out != "-":
         with open(json_out + ".tmp", "w") as f:
-            json.dump({"layouts": layouts}, f, indent=1)
+            json.dump({"layouts": layouts, "repeats": repeats}, f, indent=1)
         os.replace(json_out + ".tmp", json_out)
     if check_memory and (bad_fits or not mem_errors or max(mem_errors) > 0.10):
         sys.exit("FAIL: peak memory off by more than 10%, or a layout predicted to fit ran out of memory")

@@ -9,8 +9,8 @@
 # the layout): the 1.5-3x devices sleep their slowdown, they do not spin.
 # For each layout, `mpirun -np 2 hetu profile` measures its own cluster right before the run
 # (both ranks at once, as training runs them: the prediction and the run see the same machine
-# load, so the figures are relative ones; links probed), plus, once, a node of two plain CPUs
-# at tp 1 and 2 (the tp-2 entry a tp group over unlike nodes borrows, scaled per type:
+# load, so the figures are relative ones; links probed), plus, once per repeat, a node of two
+# plain CPUs at tp 1 and 2 (the tp-2 entry a tp group over unlike nodes borrows, scaled per type:
 # app/layout_cost.cpp, profile_for); `hetu plan --evaluate --profile` predicts, `hetu train`
 # measures (median step after the first two; each rank's peak tensor memory, metrics.jsonl
 # time.by_rank.peak_mem_gib). Prints the table, the median and largest step-time error, the
@@ -30,26 +30,34 @@
 # off the same way in every run is a systematic error, one whose sign changes is noise.
 # --profiles R profiles each layout R times and evaluates each profile, without training: the
 # spread of one layout's predictions is the profile's own noise (A/B two builds with HETU=).
+# --repeats R runs the whole list R times in turn (layout 1 to 14, then again: each layout's
+# profile and run R times, spread over the benchmark, each profile right before its run) and
+# reports per layout the median of its R predictions and the median of its R measured steps
+# (each the median step of its run); no layout or repeat is dropped. A burst of load that
+# outlasts one layout's profile or run then moves one of its R figures, not its median.
 # Run it on a quiet machine for the figures, three times:
-#   for i in 1 2 3; do scripts/bench/plan_accuracy.sh --steps 12 --json /tmp/acc$i.json; done
+#   for i in 1 2 3; do scripts/bench/plan_accuracy.sh --steps 12 --repeats 3 --json /tmp/acc$i.json; done
 #   /usr/bin/python3 scripts/bench/plan_accuracy.py summary /tmp/acc1.json /tmp/acc2.json /tmp/acc3.json
 # HETU_BENCH_KEEP=1 keeps the work folder (job files, profiles, predictions, runs).
 # usage: scripts/bench/plan_accuracy.sh [--steps N] [--smoke] [--check-memory] [--only NAME] [--json FILE]
-#                                       [--profiles R]
+#                                       [--profiles R] [--repeats R]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-steps=10; smoke=0; only=""; check_memory=0; json_out=""; profiles=0
+steps=10; smoke=0; only=""; check_memory=0; json_out=""; profiles=0; repeats=1
+usage="usage: $0 [--steps N] [--smoke] [--check-memory] [--only NAME] [--json FILE] [--profiles R] [--repeats R]"
 while [ $# -gt 0 ]; do
   case $1 in
     --profiles) profiles=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --json) json_out=$(realpath -m "$2"); shift 2 ;;
     --smoke) smoke=1; shift ;;
     --check-memory) check_memory=1; shift ;;
     --only) only=$2; shift 2 ;;
-    *) echo "usage: $0 [--steps N] [--smoke] [--check-memory] [--only NAME] [--json FILE] [--profiles R]"; exit 2 ;;
+    *) echo "$usage"; exit 2 ;;
   esac
 done
+[[ $repeats =~ ^[1-9][0-9]*$ ]] || { echo "--repeats: a whole number >= 1, got '$repeats'; $usage"; exit 2; }
 source scripts/bench/emulated_job_lib.sh
 
 cat > "$work/catalog.toml" <<'EOF'
@@ -150,13 +158,13 @@ if [ "$smoke" = 1 ]; then names=(pp-1f1b-a3c1 tp2-ab); fi
 for name in "${names[@]}"; do  # every layout valid before any run
   "$hetu" config check "$work/$name.toml" > "$work/$name.check.log" 2>&1 || { cat "$work/$name.check.log"; exit 1; }
 done
-profile() {  # profile NAME: its cluster measured on 2 ranks at once
-  mpirun -np 2 --bind-to none "$hetu" profile "$work/$1.toml" --set training.threads=1 --out "$work/$1.profile.toml" \
-    > "$work/$1.profile.log" 2>&1 || { cat "$work/$1.profile.log"; exit 1; }
+profile() {  # profile NAME [SUFFIX]: its cluster measured on 2 ranks at once, into NAME[SUFFIX].profile.toml
+  mpirun -np 2 --bind-to none "$hetu" profile "$work/$1.toml" --set training.threads=1 --out "$work/$1${2:-}.profile.toml" \
+    > "$work/$1${2:-}.profile.log" 2>&1 || { cat "$work/$1${2:-}.profile.log"; exit 1; }
 }
-profile tp-reference
 
 if [ "$profiles" -gt 0 ]; then  # the profile's repeatability alone: R profiles per layout, no training
+  profile tp-reference
   rows=()
   for name in "${names[@]}"; do
     [ -z "$only" ] || [ "$only" = "$name" ] || continue
@@ -172,24 +180,39 @@ if [ "$profiles" -gt 0 ]; then  # the profile's repeatability alone: R profiles 
   /usr/bin/python3 scripts/bench/plan_accuracy.py repeatability "${rows[@]}"
   exit 0
 fi
-rows=()
-for name in "${names[@]}"; do
-  [ -z "$only" ] || [ "$only" = "$name" ] || continue
-  profile "$name"
-  /usr/bin/python3 scripts/bench/plan_accuracy.py merge "$work/$name.profile.toml" "$work/tp-reference.profile.toml"
-  "$hetu" plan --evaluate --json --profile "$work/$name.profile.toml" "$work/$name.toml" > "$work/$name.plan.json"
-  status=ok
-  mpirun -np 2 --bind-to none "$hetu" train "$work/$name.toml" "${common[@]}" --set job.out_dir="$work/run-$name" \
-    > "$work/$name.log" 2>&1 || status=failed
+# One repeat of one layout: its profile (the reference's tp-2 entry merged in), the prediction,
+# the run and the load-corrected prediction; appends "STATUS PLAN METRICS CORRECTED PROFILE"
+# to the layout's file of repeats.
+measure() {  # measure NAME REPEAT
+  local name=$1 r=".$2" status=ok
+  local run="$work/run-$name$r"
+  profile "$name" "$r"
+  /usr/bin/python3 scripts/bench/plan_accuracy.py merge "$work/$name$r.profile.toml" "$work/tp-reference$r.profile.toml"
+  "$hetu" plan --evaluate --json --profile "$work/$name$r.profile.toml" "$work/$name.toml" > "$work/$name$r.plan.json"
+  mpirun -np 2 --bind-to none "$hetu" train "$work/$name.toml" "${common[@]}" --set job.out_dir="$run" \
+    > "$work/$name$r.log" 2>&1 || status=failed
   if [ "$status" = failed ]; then
-    grep -q "out of memory" "$work/$name.log" && status=oom || { cat "$work/$name.log"; exit 1; }
+    grep -q "out of memory" "$work/$name$r.log" && status=oom || { cat "$work/$name$r.log"; exit 1; }
   fi
   if [ "$status" = ok ]; then
     # The profile scaled by measured / predicted compute, then the prediction again.
-    /usr/bin/python3 scripts/bench/plan_accuracy.py scale "$work/$name.plan.json" "$work/run-$name/metrics.jsonl" \
-      "$work/$name.profile.toml" "$work/$name.scaled.toml"
-    "$hetu" plan --evaluate --json --profile "$work/$name.scaled.toml" "$work/$name.toml" > "$work/$name.corrected.json"
+    /usr/bin/python3 scripts/bench/plan_accuracy.py scale "$work/$name$r.plan.json" "$run/metrics.jsonl" \
+      "$work/$name$r.profile.toml" "$work/$name$r.scaled.toml"
+    "$hetu" plan --evaluate --json --profile "$work/$name$r.scaled.toml" "$work/$name.toml" > "$work/$name$r.corrected.json"
   fi
-  rows+=("$name $status $work/$name.plan.json $work/run-$name/metrics.jsonl $work/$name.corrected.json $work/$name.profile.toml")
+  echo "$status $work/$name$r.plan.json $run/metrics.jsonl $work/$name$r.corrected.json $work/$name$r.profile.toml" \
+    >> "$work/$name.repeats"
+}
+for r in $(seq "$repeats"); do  # round robin: every layout once per repeat
+  profile tp-reference ".$r"
+  for name in "${names[@]}"; do
+    [ -z "$only" ] || [ "$only" = "$name" ] || continue
+    measure "$name" "$r"
+  done
+done
+rows=()
+for name in "${names[@]}"; do
+  [ -z "$only" ] || [ "$only" = "$name" ] || continue
+  rows+=("$name $work/$name.repeats")
 done
 /usr/bin/python3 scripts/bench/plan_accuracy.py report "$check_memory" "${json_out:--}" "${rows[@]}"

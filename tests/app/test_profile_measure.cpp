@@ -3,11 +3,13 @@
 // burst of machine noise does not move it (the mean of all windows would), and the pieces
 // add up to the middle windows' mean pass (each piece's own median would not: it drops the
 // time slices a training step pays); the spread is the windows' median absolute deviation
-// over their median; and an emulated device's piece is its slowdown x its wall time, the
-// sleep that emulates the slowdown outside the timing.
+// over their median; an emulated device's piece is its slowdown x its wall time, the
+// sleep that emulates the slowdown outside the timing; every pass adds to held gradients, as a
+// training step's later micro-batches do; and the inputs cover every tp shard of the vocabulary.
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -126,4 +128,50 @@ TEST_CASE("profile windows: an emulated piece is slowdown x its wall time, the s
   CHECK(ratio > 50);
   CHECK(ratio < 20000);
   CHECK_THROWS_AS(time_part(*model, Device::cpu(), micro_batches, 16, {0.5, [] {}}, windows), Error);
+}
+
+TEST_CASE("profile windows: every pass adds to gradients the part already holds", "[profile_measure]") {
+  // A training step's micro-batches after the first add each gradient to the one held; a pass
+  // after zero_grad would write them fresh and miss that. Each settle (after a micro-batch's
+  // forward, after its backward, after the optimizer) looks at the part's parameters.
+  const OneThread one_thread;
+  ModelConfig config = *find_flavor(Arch::gpt2, "tiny");
+  const auto model = build_model(config, 3);
+  const std::vector<nn::NamedParameter> params = model->named_parameters();
+  int settles = 0, without_gradients = 0;
+  const ComputePacing check{1.0, [&] {
+                              ++settles;
+                              for (const nn::NamedParameter& p : params) {
+                                if (!p.tensor.grad().defined()) ++without_gradients;
+                              }
+                            }};
+  time_part(*model, Device::cpu(), std::vector<int64_t>{1, 2}, 16, check, ProfileWindows{1, 2});
+  CHECK(settles == 3 * (2 * 2 + 1));
+  CHECK(without_gradients == 0);
+  for (const nn::NamedParameter& p : params) CHECK_FALSE(p.tensor.grad().defined());  // none left behind
+}
+
+TEST_CASE("profile tokens cover the vocabulary: every tp rank's shard gets its share", "[profile_measure]") {
+  // At tp k the vocabulary is split into k ranges; counted here by a plain loop over the ids.
+  for (int64_t vocab : {256, 50257, 1000}) {
+    const int64_t micro_batch = 4, seq_len = 128;
+    const std::vector<double> ids = to_vector(profile_tokens(micro_batch, seq_len, vocab, 0));
+    const std::vector<double> targets = to_vector(profile_tokens(micro_batch, seq_len, vocab, 7));
+    REQUIRE(ids.size() == static_cast<size_t>(micro_batch * seq_len));
+    for (const std::vector<double>* tokens : {&ids, &targets}) {
+      for (int64_t k : {2, 4}) {
+        std::vector<int64_t> per_shard(static_cast<size_t>(k), 0);
+        const int64_t shard = (vocab + k - 1) / k;
+        for (double token : *tokens) {
+          const auto id = static_cast<int64_t>(token);
+          REQUIRE(id >= 0);
+          REQUIRE(id < vocab);
+          ++per_shard[static_cast<size_t>(id / shard)];
+        }
+        const double fair = static_cast<double>(tokens->size()) / static_cast<double>(k);
+        for (int64_t n : per_shard) CHECK(std::abs(static_cast<double>(n) - fair) <= 0.25 * fair);
+      }
+    }
+    CHECK(ids != targets);
+  }
 }
