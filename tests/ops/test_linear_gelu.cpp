@@ -6,20 +6,13 @@
 
 #include "lib/ops/cpu/isa.h"
 #include "lib/ops/ops.h"
+#include "tests/ops/gelu_reference.h"
 #include "tests/ops/op_test_utils.h"
 
 using namespace hetu;
 using namespace hetu::test;
 
 namespace {
-
-constexpr double kSqrt2OverPi = 0.7978845608028654;  // √(2/π)
-
-double gelu_ref(double x) { return 0.5 * x * (1 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x))); }
-double gelu_grad_ref(double x) {
-  const double t = std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x));
-  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kSqrt2OverPi * (1 + 3 * 0.044715 * x * x);
-}
 
 // max |actual - expected| / max(1, max |expected|).
 double rel_diff(const Tensor& actual, const std::vector<double>& expected) {
