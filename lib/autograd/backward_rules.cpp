@@ -47,6 +47,12 @@ Grads linear_rule(const SavedContext& c, const Tensor& g) {
   return {matmul(g2, w).reshape(c.shapes[0]), matmul(g2, x, true, false), c.ints[0] != 0 ? sum(g2, {0}) : Tensor(), g};
 }
 
+// linear_gelu: tensors {x, weight, pre-activation}, ints {has bias}. out = gelu(x Wᵀ + b).
+Grads linear_gelu_rule(const SavedContext& c, const Tensor& g) {
+  LinearGeluGrads r = linear_gelu_backward(g, c.tensors[0], c.tensors[1], c.tensors[2], c.ints[0] != 0);
+  return {r.dx, r.dweight, r.dbias};
+}
+
 // add / sub: shapes {a, b}.
 Grads add_backward(const SavedContext& c, const Tensor& g) {
   return {sum_to_shape(g, c.shapes[0]), sum_to_shape(g, c.shapes[1])};
@@ -185,6 +191,7 @@ Grads contiguous_rule(const SavedContext&, const Tensor& g) { return {g}; }
 constexpr auto kRules = std::to_array<BackwardRule>({
     {"matmul", matmul_backward},
     {"linear", linear_rule},
+    {"linear_gelu", linear_gelu_rule},
     {"add", add_backward},
     {"sub", sub_backward},
     {"mul", mul_backward},

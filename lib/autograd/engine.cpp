@@ -98,9 +98,17 @@ void accumulate_pending(Tensor& slot, const Tensor& grad, const Ownership& own) 
 // buffer, the ranges no slice wrote are zero-filled (for split pieces that all got a gradient:
 // none). A slice along another dim, or one overlapping a written range, first completes the
 // buffer and is then added into its slice in place.
+// When the first piece's gradient already IS that slice of a contiguous tensor of the input's
+// shape (same storage; the q/k/v gradients of attention over a fused projection are laid out
+// so, Note [Fused q/k/v gradients] in lib/ops/attention.cpp), the engine adopts that tensor as
+// the buffer instead of allocating one, and a later piece that is its own slice of it is not
+// copied. The adopted storage may still be seen by other tensors (pieces not yet arrived, a
+// caller's gradient), so the engine writes into it (gap zero-fill, a copied piece) only when
+// it alone holds the storage, and otherwise first clones the buffer.
 struct SliceCover {
   int64_t dim = 0;
   std::vector<std::pair<int64_t, int64_t>> ranges;  // [start, end) written along dim
+  bool adopted = false;  // the buffer is another tensor's storage (see above)
 
   bool overlaps(int64_t start, int64_t end) const {
     for (auto [s, e] : ranges) {
@@ -119,9 +127,41 @@ struct SliceCover {
 // sum is the same, bit for bit (repeats summed first, then added), and `fn` stays the
 // reference, used whenever nothing is there yet.
 
+// The contiguous tensor of `shape` whose slice [start, start + piece.size(dim)) along `dim`
+// `piece` is, in piece's storage; undefined when piece is no such slice.
+Tensor whole_of_slice(const Tensor& piece, int64_t dim, int64_t start, const Shape& shape) {
+  if (static_cast<int64_t>(shape.size()) != piece.dim()) return Tensor();
+  const Shape strides = contiguous_strides(shape);
+  for (int64_t i = 0; i < piece.dim(); ++i) {
+    const size_t u = static_cast<size_t>(i);
+    if (i != dim && piece.size(i) != shape[u]) return Tensor();
+    if (piece.size(i) > 1 && piece.strides()[u] != strides[u]) return Tensor();
+  }
+  const int64_t offset = piece.offset() - start * strides[static_cast<size_t>(dim)];
+  const auto bytes = static_cast<size_t>(offset + shape_numel(shape)) * dtype_size(piece.dtype());
+  if (offset < 0 || bytes > piece.storage()->nbytes()) return Tensor();
+  return Tensor(std::make_shared<TensorImpl>(piece.storage(), piece.dtype(), shape, strides, offset));
+}
+
+// piece is the slice [start, ...) along dim of buffer, in buffer's own memory.
+bool is_slice_of(const Tensor& piece, const Tensor& buffer, int64_t dim, int64_t start) {
+  if (piece.storage() != buffer.storage() || piece.dtype() != buffer.dtype()) return false;
+  const Tensor whole = whole_of_slice(piece, dim, start, buffer.shape());
+  return whole.defined() && whole.offset() == buffer.offset();
+}
+
+// An adopted buffer that others may still see becomes a private copy before it is written.
+void own_before_write(Tensor& buffer, const SliceCover& cover) {
+  if (cover.adopted && buffer.storage().use_count() > 1) buffer = buffer.clone();
+}
+
 // Zeros wherever `cover` wrote nothing.
-void fill_gaps(const Tensor& buffer, SliceCover& cover) {
+void fill_gaps(Tensor& buffer, SliceCover& cover) {
   std::sort(cover.ranges.begin(), cover.ranges.end());
+  int64_t covered = 0;
+  for (auto [start, end] : cover.ranges) covered += end - start;  // ranges never overlap
+  if (covered == buffer.size(cover.dim)) return;
+  own_before_write(buffer, cover);
   int64_t at = 0;
   for (auto [start, end] : cover.ranges) {
     if (start > at) ops::fill_(buffer.narrow(cover.dim, at, start - at), 0.0);
@@ -169,6 +209,11 @@ class PendingGrads {
     const int64_t end = start + grad.size(dim);
     auto [slot, inserted] = grads_.try_emplace(node);
     if (inserted) {
+      if (Tensor whole = whole_of_slice(grad, dim, start, shape); whole.defined()) {
+        slot->second = std::move(whole);
+        partial_[node] = SliceCover{dim, {{start, end}}, /*adopted=*/true};
+        return true;
+      }
       slot->second = empty(shape, grad.dtype(), grad.device());
       ops::copy_(slot->second.narrow(dim, start, end - start), grad);
       partial_[node] = SliceCover{dim, {{start, end}}};
@@ -178,7 +223,10 @@ class PendingGrads {
     if (buffer.shape() != shape || buffer.dtype() != grad.dtype()) return false;
     auto cover = partial_.find(node);
     if (cover != partial_.end() && cover->second.dim == dim && !cover->second.overlaps(start, end)) {
-      ops::copy_(buffer.narrow(dim, start, end - start), grad);
+      if (!is_slice_of(grad, buffer, dim, start)) {
+        own_before_write(buffer, cover->second);
+        ops::copy_(buffer.narrow(dim, start, end - start), grad);
+      }
       cover->second.ranges.emplace_back(start, end);
       return true;
     }
@@ -189,7 +237,7 @@ class PendingGrads {
   }
 
  private:
-  void complete(AutogradNode* node, const Tensor& buffer) {
+  void complete(AutogradNode* node, Tensor& buffer) {
     auto cover = partial_.find(node);
     if (cover == partial_.end()) return;
     fill_gaps(buffer, cover->second);

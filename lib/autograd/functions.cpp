@@ -47,6 +47,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const T
                 {{rows.detach(), weight.detach()}, {bias.defined() ? 1 : 0}, {}, {x.shape()}});
 }
 
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  ops::LinearGeluResult r = ops::linear_gelu(x, weight, bias);
+  if (!needs_tape({&x, &weight, &bias})) return r.out;
+  return record("linear_gelu", {&x, &weight, &bias}, r.out,
+                {{x.detach(), weight.detach(), r.pre}, {bias.defined() ? 1 : 0}, {}, {}});
+}
+
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = ops::add(a, b);
   if (!needs_tape({&a, &b})) return out;

@@ -18,6 +18,9 @@ namespace hetu::autograd {
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // residual + x weightᵀ + bias; bias and residual may be undefined (ops::linear).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual = Tensor());
+// gelu(linear(x, weight, bias)) as one node: its backward takes the GELU's derivative and the
+// bias gradient in one pass (ops::linear_gelu_backward). bias may be undefined.
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias);
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);

@@ -28,4 +28,9 @@ Tensor Linear::forward(const Tensor& x, const Tensor& residual) const {
   return residual.defined() ? autograd::add(residual, y) : y;
 }
 
+Tensor Linear::forward_gelu(const Tensor& x) const {
+  if (tp_) return autograd::gelu(forward(x));  // row parallel: GELU after the sum and the bias
+  return autograd::linear_gelu(x, compute_copy(weight, x), bias.defined() ? compute_copy(bias, x) : Tensor());
+}
+
 }  // namespace hetu::nn

@@ -16,6 +16,9 @@ class Linear : public Module {
   Linear(const ParamInit& init, int64_t in_features, int64_t out_features, bool bias, double std = 0.02);
   // residual (..., out) or undefined: (x Wᵀ + b) + residual, bias and residual added inside ops::linear.
   Tensor forward(const Tensor& x, const Tensor& residual = Tensor()) const;
+  // gelu(forward(x)); whole or column parallel, one autograd node (autograd::linear_gelu) whose
+  // backward forms the GELU's gradient and the bias gradient in one pass.
+  Tensor forward_gelu(const Tensor& x) const;
 
   Tensor weight;
   Tensor bias;  // undefined without bias

@@ -104,6 +104,34 @@ Tensor empty_heads(const Shape& shape, DType dtype, Device device) {
   return empty({shape[0], shape[2], shape[1], shape[3]}, dtype, device).transpose(1, 2);
 }
 
+// Note [Fused q/k/v gradients]: when q, k and v are the head views of one fused projection
+// (B, T, (H + 2·Hkv)·D), split in that order (GPT-2's c_attn, LLaMA's fused qkv), dq, dk and dv
+// are allocated as the same views of one gradient of that shape. The autograd engine then
+// takes that tensor as the projection's gradient as it is (Note [Slice gradients],
+// lib/autograd/engine.cpp), instead of copying the three pieces into a buffer of its own
+// (1.5 reads and writes of the projection's output per layer). Any other layout: empty_heads.
+AttentionGrads empty_grads(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), Hkv = k.size(1);
+  const int64_t W = (H + 2 * Hkv) * D;
+  // (B, heads, T, D) views of a (B, T, W) buffer at column `first`; size-1 dims may carry any stride.
+  auto piece_of_fused = [&](const Tensor& t, int64_t first) {
+    const Shape want{T * W, D, W, 1};
+    for (size_t i = 0; i < 4; ++i) {
+      if (t.shape()[i] > 1 && t.strides()[i] != want[i]) return false;
+    }
+    return t.storage() == q.storage() && t.offset() == q.offset() + first;
+  };
+  if (piece_of_fused(q, 0) && piece_of_fused(k, H * D) && piece_of_fused(v, (H + Hkv) * D)) {
+    const Tensor fused = empty({B, T, W}, q.dtype(), q.device());
+    auto heads = [&](int64_t first, int64_t n) {
+      return fused.narrow(2, first, n * D).view({B, T, n, D}).transpose(1, 2);
+    };
+    return {heads(0, H), heads(H * D, Hkv), heads((H + Hkv) * D, Hkv)};
+  }
+  return {empty_heads(q.shape(), q.dtype(), q.device()), empty_heads(k.shape(), k.dtype(), k.device()),
+          empty_heads(v.shape(), v.dtype(), v.device())};
+}
+
 // The documents as per-token bounds on q's device (flash_attention.h, AttentionShape); they
 // stay alive while `bounds` does. Nothing is uploaded for one document per row.
 void upload_documents(cuda::AttentionShape& s, Tensor& bounds, std::span<const int64_t> cu,
@@ -184,8 +212,7 @@ AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const
   }
   const Tensor gr = heads_ready(grad_out), qr = heads_ready(q), kr = heads_ready(k), vr = heads_ready(v);
   const Tensor outr = heads_ready(out), lc = lse.contiguous();
-  AttentionGrads grads{empty_heads(q.shape(), q.dtype(), q.device()), empty_heads(k.shape(), k.dtype(), k.device()),
-                       empty_heads(v.shape(), v.dtype(), v.device())};
+  AttentionGrads grads = empty_grads(q, k, v);
   HT_DISPATCH_FLOAT(q.dtype(), "attention_backward", q.device(), [&] {
     cpu::attention_backward<scalar_t>(heads_of<scalar_t>(grads.dq), heads_of<scalar_t>(grads.dk),
                                       heads_of<scalar_t>(grads.dv), heads_of<const scalar_t>(gr),

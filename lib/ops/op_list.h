@@ -14,6 +14,7 @@
 #define HT_OP_LIST(X)            \
   X(matmul, true)                \
   X(linear, true)                \
+  X(linear_gelu, true)           \
   X(add, true)                   \
   X(sub, true)                   \
   X(mul, true)                   \

@@ -55,6 +55,21 @@ Tensor gelu_backward(const Tensor& grad, const Tensor& x);
 Tensor silu(const Tensor& x);  // x·σ(x)
 Tensor silu_backward(const Tensor& grad, const Tensor& x);
 
+// ---- linear layer + GELU (lib/ops/linear_gelu.cpp) ----
+// out = gelu(pre), pre = linear(x, weight, bias) (kept: the backward reads it). The backward
+// returns d x (x's shape), d weight (N, K) and d bias (N; undefined when has_bias is false) for
+// d out = grad: on the CPU the GELU's derivative and the bias gradient come from one pass. The
+// reference: gelu_backward, then linear's rule (matmul, matmul, sum over the rows).
+struct LinearGeluResult {
+  Tensor out, pre;
+};
+LinearGeluResult linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias);
+struct LinearGeluGrads {
+  Tensor dx, dweight, dbias;
+};
+LinearGeluGrads linear_gelu_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& pre,
+                                     bool has_bias);
+
 // ---- reductions (lib/ops/reduce.cpp) ----
 // Empty `dims` reduces every dim. Negative dims count from the end.
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);

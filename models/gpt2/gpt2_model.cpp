@@ -50,7 +50,7 @@ Tensor Gpt2Block::forward(const Tensor& x, KVCache* cache, size_t layer, std::sp
   const Tensor merged = ag::reshape(ag::transpose(y, 1, 2), {B, T, HD});
   const Tensor h = attn.c_proj.forward(merged, /*residual=*/x);  // x + c_proj(merged)
   // MLP: C -> 4C -> GELU -> C.
-  return mlp.c_proj.forward(ag::gelu(mlp.c_fc.forward(ln_2.forward(h))), /*residual=*/h);
+  return mlp.c_proj.forward(mlp.c_fc.forward_gelu(ln_2.forward(h)), /*residual=*/h);
 }
 
 Gpt2Model::Gpt2Model(const ModelConfig& c, ModelBuild build) : LanguageModel(c, std::move(build)) {

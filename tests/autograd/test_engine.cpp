@@ -138,6 +138,44 @@ TEST_CASE("slices that got no gradient are zero in the input's gradient", "[auto
   CHECK(to_vector(x.grad()) == std::vector<double>{1, 1, 0, 0, 3, 3, 1, 1, 0, 0, 3, 3});
 }
 
+// Note [Slice gradients]: pieces whose gradients are already the slices of one tensor of the
+// input's shape (concat's gradient along dim 0 hands out such views) are taken as they are;
+// the values must be those of the copying path, and memory a caller holds is never written.
+TEST_CASE("slice gradients that are views of one tensor are adopted, never writing shared memory", "[autograd]") {
+  SECTION("pieces that are their own slices of the concat's gradient") {
+    Tensor x = tensor_from<double>({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2});
+    x.set_requires_grad(true);
+    std::vector<Tensor> p = ag::split(ag::mul_scalar(x, 2.0), {1, 3}, 0);
+    const Tensor weights = tensor_from<double>({1, -2, 3, 0.5, -1, 4, 2, -3}, {4, 2});
+    ag::backward(ag::sum(ag::mul(ag::mul_scalar(ag::concat({p[0], p[1]}, 0), 3.0), weights)));
+    std::vector<double> expected = to_vector(weights);
+    for (double& e : expected) e *= 6;  // d/dx Σ 3·2x·w
+    CHECK(to_vector(x.grad()) == expected);
+  }
+  SECTION("a piece that is no slice of the adopted tensor is copied into it") {
+    Tensor x = tensor_from<double>({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2});
+    Tensor other = tensor_from<double>({1, 1, 1, 1}, {2, 2});
+    x.set_requires_grad(true);
+    other.set_requires_grad(true);
+    std::vector<Tensor> p = ag::split(ag::mul_scalar(x, 2.0), {2, 2}, 0);
+    const Tensor weights = tensor_from<double>({1, -2, 3, 0.5, -1, 4, 2, -3}, {4, 2});
+    // p[0]'s gradient: the first half of concat's (4, 2) gradient, whose second half is other's.
+    const Tensor head = ag::sum(ag::mul(ag::concat({p[0], other}, 0), weights));
+    ag::backward(ag::add(head, ag::sum(ag::mul_scalar(p[1], 5.0))));
+    CHECK(to_vector(x.grad()) == std::vector<double>{2, -4, 6, 1, 10, 10, 10, 10});
+    CHECK(to_vector(other.grad()) == std::vector<double>{-1, 4, 2, -3});
+  }
+  SECTION("a gap in a caller's tensor is not zero-filled in place") {
+    Tensor x = tensor_from<double>({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2});
+    x.set_requires_grad(true);
+    std::vector<Tensor> p = ag::split(ag::mul_scalar(x, 2.0), {2, 2}, 0);
+    const Tensor caller = tensor_from<double>({1, -1, 2, -2, 9, 9, 9, 9}, {4, 2});
+    ag::backward(p[0], caller.narrow(0, 0, 2));  // the seed: the first half of a tensor of x's shape
+    CHECK(to_vector(caller) == std::vector<double>{1, -1, 2, -2, 9, 9, 9, 9});
+    CHECK(to_vector(x.grad()) == std::vector<double>{2, -2, 4, -4, 0, 0, 0, 0});
+  }
+}
+
 // See Note [Sparse gradients]: a table used by an embedding and by a head (tied) gets the
 // head's dense gradient first; the embedding's rows are then added into it in place.
 TEST_CASE("a tied table's gradient sums the head's and the embedding's rows without a second table", "[autograd]") {

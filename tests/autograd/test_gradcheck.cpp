@@ -62,6 +62,10 @@ std::vector<GradCase> cases() {
                [](const V& x) { return ag::linear(x[0], x[1], x[2], x[3]); }});
   c.push_back({"linear", "transposed input, no bias", [] { return V{leaf({4, 3}, 33), leaf({2, 4}, 34)}; },
                [](const V& x) { return ag::linear(ag::transpose(x[0], 0, 1), x[1], Tensor()); }});
+  c.push_back({"linear_gelu", "3-d input with bias", [] { return V{leaf({2, 3, 4}, 40), leaf({5, 4}, 41), leaf({5}, 42)}; },
+               [](const V& x) { return ag::linear_gelu(x[0], x[1], x[2]); }});
+  c.push_back({"linear_gelu", "transposed input, no bias", [] { return V{leaf({4, 3}, 43), leaf({2, 4}, 44)}; },
+               [](const V& x) { return ag::linear_gelu(ag::transpose(x[0], 0, 1), x[1], Tensor()); }});
   for (auto [name, fn] : {std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>{"add", ag::add},
                           {"sub", ag::sub}, {"mul", ag::mul}, {"div", ag::div}}) {
     c.push_back({name, "broadcast", [] { return V{leaf({2, 3, 4}, 3), leaf({3, 1}, 4, 0.5, 2.0)}; },

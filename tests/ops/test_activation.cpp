@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "lib/ops/ops.h"
+#include "tests/ops/gelu_reference.h"
 #include "tests/ops/op_test_utils.h"
 
 using namespace hetu;
@@ -12,13 +13,6 @@ using namespace hetu::test;
 
 namespace {
 
-constexpr double kSqrt2OverPi = 0.7978845608028654;  // √(2/π)
-
-double gelu_ref(double x) { return 0.5 * x * (1 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x))); }
-double gelu_grad_ref(double x) {
-  const double t = std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x));
-  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kSqrt2OverPi * (1 + 3 * 0.044715 * x * x);
-}
 double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
 double silu_ref(double x) { return x * sigmoid_ref(x); }
 double silu_grad_ref(double x) { return sigmoid_ref(x) * (1 + x * (1 - sigmoid_ref(x))); }

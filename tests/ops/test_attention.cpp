@@ -303,8 +303,9 @@ TEST_CASE("attention with a longer key cache equals the last rows of full attent
 
 // How GPT-2 calls attention: q, k, v are (B, H, T, D) views of one fused (B, T, 3·H·D)
 // projection (row stride 3·H·D), and the gradient arrives as a view of (B, T, H·D). The CPU
-// kernels read those in place and lay out out, dq, dk, dv as (B, T, heads, D), so that the
-// transpose back to (B, T, H·D) is contiguous (no copy). See Note [Attention layouts].
+// kernels read those in place and lay out out as (B, T, heads, D), so that the transpose back
+// to (B, T, H·D) is contiguous (no copy), and dq, dk, dv as the same views of one fused
+// gradient. See Note [Attention layouts] and Note [Fused q/k/v gradients].
 TEST_CASE("attention reads a fused qkv projection in place and writes (B, T, H, D) outputs", "[attention]") {
   uint64_t seed = 5000;
   struct Heads {
@@ -334,14 +335,27 @@ TEST_CASE("attention reads a fused qkv projection in place and writes (B, T, H, 
 
         const NaiveGrads gref = naive_attention_backward(hetu::to_vector(g), qv, kv, vv, ref.probs, d, scale);
         const hetu::ops::AttentionGrads grads = hetu::ops::attention_backward(g, q, k, v, res.out, res.lse, scale);
-        for (const Tensor* grad : {&grads.dq, &grads.dk, &grads.dv}) CHECK(grad->transpose(1, 2).is_contiguous());
+        // Note [Fused q/k/v gradients]: dq, dk, dv are to one (B, T, width) gradient what q, k, v are to qkv.
+        for (auto [grad, input] : {std::pair{&grads.dq, &q}, std::pair{&grads.dk, &k}, std::pair{&grads.dv, &v}}) {
+          CHECK(grad->storage() == grads.dq.storage());
+          CHECK(grad->strides() == input->strides());
+          CHECK(grad->offset() - grads.dq.offset() == input->offset() - q.offset());
+        }
         check_close(grads.dq, gref.dq, dtype);
         check_close(grads.dk, gref.dk, dtype);
         check_close(grads.dv, gref.dv, dtype);
-        // The same values handed over contiguous give the same results.
+        // The same values handed over contiguous give the same results, and (B, T, heads, D) gradients.
         const hetu::ops::AttentionResult plain =
             hetu::ops::attention(q.contiguous(), k.contiguous(), v.contiguous(), scale);
         CHECK(hetu::test::max_abs_diff(plain.out, hetu::to_vector(res.out)) == 0.0);
+        const hetu::ops::AttentionGrads plain_grads =
+            hetu::ops::attention_backward(g, q.contiguous(), k.contiguous(), v.contiguous(), res.out, res.lse, scale);
+        for (const Tensor* grad : {&plain_grads.dq, &plain_grads.dk, &plain_grads.dv}) {
+          CHECK(grad->transpose(1, 2).is_contiguous());
+        }
+        CHECK(hetu::test::max_abs_diff(plain_grads.dq, hetu::to_vector(grads.dq)) == 0.0);
+        CHECK(hetu::test::max_abs_diff(plain_grads.dk, hetu::to_vector(grads.dk)) == 0.0);
+        CHECK(hetu::test::max_abs_diff(plain_grads.dv, hetu::to_vector(grads.dv)) == 0.0);
       }
     }
   }
