@@ -18,46 +18,11 @@ set -euo pipefail
 hetu=$1; src=$2
 trials=${TRIALS:-3}
 source "$src/tests/e2e/layout_test_lib.sh"
+source "$src/tests/e2e/launch_test_job.sh"
 setup_work launch
 make_byte_data
 steps=16
-cp "$src/tests/data/cpu-profile-fixed.toml" "$work/profile.toml"
-cat > "$work/job.toml" <<TOML
-[job]
-name = "launch-recovery"
-seed = 1234
-[model]
-arch = "gpt2"
-layers = 2
-hidden = 32
-heads = 2
-vocab = 256
-max_seq_len = 32
-[data]
-train = "$work/data/train_*.bin"
-tokenizer = "byte"
-[training]
-steps = $steps
-global_batch = 12
-seq_len = 32
-micro_batch = 1
-eval_every = 0
-log_every = 1
-threads = 1
-[optimizer]
-lr = 2e-3
-[lr_schedule]
-warmup_steps = 2
-[checkpoint]
-every = 5
-[cluster]
-[[cluster.node]]
-host = "localhost"
-devices = { type = "cpu", count = 4 }
-[parallel]
-auto = true
-profile = "$work/profile.toml"
-TOML
+write_launch_job "$work/job.toml" "$steps"
 run_logged ref "the uninterrupted one-device run" \
   "$hetu" train "$work/job.toml" --set "cluster.node[0].devices.count=1" --set "job.out_dir=\"$work/ref\""
 
