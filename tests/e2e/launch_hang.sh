@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hetu launch after a hang (issue 17): the job of launch_recovery.sh under `hetu launch --np 4
-# --min-np 2` with training.comm_timeout_s = 8; one random rank (seeded) is SIGSTOPped at a
+# --min-np 2` with training.comm_timeout_s = 15; one random rank (seeded) is SIGSTOPped at a
 # random step. The other ranks' communication deadline names it ("rank(s) N stopped
 # answering") and aborts the job; the supervisor must take that rank, not the first rank that
 # aborts, as the lost one, drop its device and relaunch the 3 survivors from their state
@@ -21,7 +21,7 @@ run_logged ref "the uninterrupted one-device run" \
 seed=${SEED:-$RANDOM}
 echo "SIGSTOP trial (seed $seed):"
 /usr/bin/python3 "$src/tests/e2e/launch_kill.py" --hetu "$hetu" --out "$work/stop" --steps "$steps" --seed "$seed" \
-  --job "$work/job.toml" --signal STOP -- --set training.comm_timeout_s=8 --launcher-args "--bind-to none" ||
+  --job "$work/job.toml" --signal STOP -- --set training.comm_timeout_s=15 --launcher-args "--bind-to none" ||
   fail "the SIGSTOP trial (seed $seed)"
 compare_runs ref stop 1e-5 --steps "$steps" > /dev/null
 echo "PASS launch after a hang"
