@@ -182,8 +182,9 @@ losses() { sed -E 's/.*"step":([0-9]+),"loss":([^,]+),.*/\1 \2/' "$1"; }
 # launch relaunches the survivors on a re-planned layout, held only to 1e-5 (part 5), and the
 # check would otherwise see a rounding difference with no word of the relaunch. Seen once in
 # about 110 runs of part 3: the second component's rank died of SIGSEGV at start-up, the
-# relaunch trained on one rank with micro-batches of 1 (re-planned; 2 before), and steps 5 and 8
-# differed from mpirun by 2.3e-8 and 2.5e-8 relative, the "unexplained" 2.4e-8.
+# relaunch trained the whole run on one rank (4 micro-batches' gradients summed on one rank, not
+# 2 + 2 over two), and steps 5 and 8 differed from mpirun by 2.3e-8 and 2.5e-8 relative, the
+# "unexplained" 2.4e-8; a one-device run of tiny.toml gives those two losses bit for bit.
 single_attempt() {  # single_attempt JOB_ID WHAT
   local out=$tmp/job-$1.out
   grep -q "launch: attempt 1 finished" "$out" && ! grep -q "launch: attempt 2:" "$out" && return
