@@ -180,11 +180,13 @@ expect_completed() {  # expect_completed ID WHAT
 losses() { sed -E 's/.*"step":([0-9]+),"loss":([^,]+),.*/\1 \2/' "$1"; }
 # A run whose losses must equal mpirun's exactly must have run once: after a lost rank, hetu
 # launch relaunches the survivors on a re-planned layout, held only to 1e-5 (part 5), and the
-# check would otherwise see a rounding difference with no word of the relaunch. Seen once in
-# about 110 runs of part 3: the second component's rank died of SIGSEGV at start-up, the
-# relaunch trained the whole run on one rank (4 micro-batches' gradients summed on one rank, not
-# 2 + 2 over two), and steps 5 and 8 differed from mpirun by 2.3e-8 and 2.5e-8 relative, the
-# "unexplained" 2.4e-8; a one-device run of tiny.toml gives those two losses bit for bit.
+# check would otherwise see a rounding difference with no word of the relaunch. Seen twice in
+# about 120 runs of part 3's job: the second component's rank died of SIGSEGV inside
+# MPI_Init_thread (its core: opal_progress -> libevent -> Open MPI 4.1.4's TCP BTL calling a
+# NULL active-message callback for a fragment it received; the two test nodes talk over TCP),
+# the relaunch trained the whole run on one rank (4 micro-batches' gradients summed on one
+# rank, not 2 + 2 over two), and steps 5 and 8 differed from mpirun by 2.3e-8 and 2.5e-8
+# relative, the "unexplained" 2.4e-8; a one-device run of tiny.toml gives those losses bit for bit.
 single_attempt() {  # single_attempt JOB_ID WHAT
   local out=$tmp/job-$1.out
   grep -q "launch: attempt 1 finished" "$out" && ! grep -q "launch: attempt 2:" "$out" && return
