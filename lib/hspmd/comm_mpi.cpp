@@ -1,6 +1,9 @@
-// The MPI Communicator for CPU tensors: device id = rank of MPI_COMM_WORLD. Sub-communicators
-// are made with MPI_Comm_create_group (collective over the members only, ranks in group
-// order) on first use and cached per ordered device list. Uneven pieces use the v-variants
+// The MPI Communicator for CPU tensors: device id = rank of MPI_COMM_WORLD. Each group's
+// communicator is made on first use and cached per ordered device list: the all-ranks group in
+// world order is an MPI_Comm_idup of MPI_COMM_WORLD (every rank is a member; waited for under
+// the deadline), any other group comes from MPI_Comm_create_group (collective over the members
+// only, ranks in group order) after a barrier of the members, both under tags of that group
+// (Note [Group creation]). Uneven pieces use the v-variants
 // (MPI_Iallgatherv, MPI_Ireduce_scatter, MPI_Ialltoallv). Every operation is posted
 // non-blocking and waited for by mpi_wait_all(), under the deadline of comm_deadline.h.
 // bf16 travels as 16-bit words; its sums use a user-defined MPI_Op that adds in f32 and
@@ -22,9 +25,23 @@
 namespace hetu {
 namespace {
 
-constexpr int kP2PTag = 7001;          // every point-to-point message of hetu
-constexpr int kCreateGroupTag = 7002;  // MPI_Comm_create_group
-constexpr int kGroupBarrierTag = 7004; // the members' barrier before it (7003: comm_nccl.cpp)
+constexpr int kP2PTag = 7001;  // every point-to-point message of hetu (7003: comm_nccl.cpp,
+                               // 7010-7013: comm_deadline.cpp)
+// Note [Group creation]: a sub-group's communicator is made in two steps, a dissemination
+// barrier of the members (point to point, polled under the deadline, so a member that never
+// comes ends the job with a message instead of a hang) and then MPI_Comm_create_group, which
+// blocks. Both run on MPI_COMM_WORLD, whose tags every group shares, so each group creation
+// has tags of its own: kGroupTagBase + 2 h (barrier) and + 1 (MPI_Comm_create_group, whose
+// internal messages use it), h a hash of the ordered member list. With one shared tag, a rank
+// creating group A and a peer creating group B at that moment (two groups created in a
+// different order on different ranks) would take each other's barrier messages as their own:
+// both would pass their barriers and block in MPI_Comm_create_group of different groups, out
+// of the deadline's reach, and the ranks still in a barrier would name them as stopped. With
+// tags per group the barriers do not match, every rank waits under the deadline, and it says
+// the ranks wait for each other. The all-ranks group in world order needs neither step: it is
+// an MPI_Comm_idup of MPI_COMM_WORLD, a non-blocking collective like every other operation.
+constexpr int kGroupTagBase = 8192;    // above every fixed tag of hetu
+constexpr int kGroupTagPairs = 12287;  // the tags stay below 32767, the least MPI_TAG_UB allowed
 
 MPI_Datatype mpi_type(const char* op, const Tensor& t) {
   HT_CHECK(t.defined(), "{}: undefined tensor", op);
@@ -310,9 +327,21 @@ class MpiCommunicator final : public Communicator {
     return out;
   }
 
-  // A dissemination barrier over the members, point to point on MPI_COMM_WORLD: in round k
-  // member i signals member i + 2^k and waits for member i - 2^k (mod n).
-  void members_barrier(const char* op, const DeviceGroup& group) {
+  // The group's pair of tags (Note [Group creation]): FNV-1a over the member list.
+  static int group_tag(const DeviceGroup& group) {
+    uint64_t h = 14695981039346656037ull;
+    for (DeviceId d : group.devices()) {
+      h ^= static_cast<uint64_t>(d) + 1;
+      h *= 1099511628211ull;
+    }
+    return kGroupTagBase + 2 * static_cast<int>(h % kGroupTagPairs);
+  }
+
+  // A dissemination barrier over the members, point to point on MPI_COMM_WORLD under `tag`: in
+  // round k member i signals member i + 2^k and waits for member i - 2^k (mod n).
+  // A wait past the deadline names the group being created.
+  void members_barrier(const char* op, const DeviceGroup& group, int tag) {
+    const std::string what = fmt::format("{} (creating the communicator of group {})", op, group.to_string());
     const auto n = static_cast<int64_t>(group.size());
     const int64_t me = *group.index_of(rank_);
     for (int64_t step = 1; step < n; step *= 2) {
@@ -320,10 +349,18 @@ class MpiCommunicator final : public Communicator {
       const int from = static_cast<int>(group.devices()[static_cast<size_t>((me - step + n) % n)]);
       int out = 0, in = 0;
       MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-      check_mpi(op, MPI_Isend(&out, 1, MPI_INT, to, kGroupBarrierTag, MPI_COMM_WORLD, &requests[0]));
-      check_mpi(op, MPI_Irecv(&in, 1, MPI_INT, from, kGroupBarrierTag, MPI_COMM_WORLD, &requests[1]));
-      mpi_wait_all(op, requests, [&](std::span<const MPI_Request>) { return std::vector<int>{from}; });
+      check_mpi(op, MPI_Isend(&out, 1, MPI_INT, to, tag, MPI_COMM_WORLD, &requests[0]));
+      check_mpi(op, MPI_Irecv(&in, 1, MPI_INT, from, tag, MPI_COMM_WORLD, &requests[1]));
+      mpi_wait_all(what.c_str(), requests, [&](std::span<const MPI_Request>) { return std::vector<int>{from}; });
     }
+  }
+
+  bool is_world_in_order(const DeviceGroup& group) const {
+    if (group.size() != size_) return false;
+    for (int64_t i = 0; i < size_; ++i) {
+      if (group.devices()[static_cast<size_t>(i)] != i) return false;
+    }
+    return true;
   }
 
   // The cached sub-communicator of `group`; this rank must be a member.
@@ -333,16 +370,24 @@ class MpiCommunicator final : public Communicator {
       HT_CHECK(d < size_, "{}: group {} names device {}, but only {} ranks run", op, group.to_string(), d, size_);
     auto it = comms_.find(group.devices());
     if (it != comms_.end()) return it->second;
-    members_barrier(op, group);  // MPI_Comm_create_group blocks: it starts once every member is here
-    MPI_Group world_group = MPI_GROUP_NULL, sub_group = MPI_GROUP_NULL;
-    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-    const std::vector<int> ranks(group.devices().begin(), group.devices().end());
-    MPI_Group_incl(world_group, static_cast<int>(ranks.size()), ranks.data(), &sub_group);
     MPI_Comm comm = MPI_COMM_NULL;
-    const int code = MPI_Comm_create_group(MPI_COMM_WORLD, sub_group, kCreateGroupTag, &comm);
-    MPI_Group_free(&sub_group);
-    MPI_Group_free(&world_group);
-    check_mpi(op, code);
+    if (is_world_in_order(group)) {
+      const std::string what = fmt::format("{} (creating the communicator of all ranks)", op);
+      MPI_Request request = MPI_REQUEST_NULL;
+      check_mpi(op, MPI_Comm_idup(MPI_COMM_WORLD, &comm, &request));
+      wait(what.c_str(), request, group);
+    } else {
+      const int tag = group_tag(group);
+      members_barrier(op, group, tag);  // MPI_Comm_create_group blocks: it starts once every member is here
+      MPI_Group world_group = MPI_GROUP_NULL, sub_group = MPI_GROUP_NULL;
+      MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+      const std::vector<int> ranks(group.devices().begin(), group.devices().end());
+      MPI_Group_incl(world_group, static_cast<int>(ranks.size()), ranks.data(), &sub_group);
+      const int code = MPI_Comm_create_group(MPI_COMM_WORLD, sub_group, tag + 1, &comm);
+      MPI_Group_free(&sub_group);
+      MPI_Group_free(&world_group);
+      check_mpi(op, code);
+    }
     comms_.emplace(group.devices(), comm);
     return comm;
   }

@@ -2,14 +2,17 @@
 """One trial of `hetu launch` losing a rank (tests/e2e/launch_recovery.sh and
 scripts/bench/launch_recovery.sh): starts `hetu launch --np N --min-np M JOB ...`, SIGKILLs one
 rank of the first attempt once a chosen step is in metrics.jsonl (or, with --during-checkpoint,
-while that step's checkpoint is being written), waits for the supervision to end and checks:
-the run finished on N-1 ranks, metrics.jsonl holds every step exactly once, at most one step was
-recomputed (with --durable: it resumed from the durable checkpoint instead). The losses are
+while that step's checkpoint is being written; with --signal STOP it SIGSTOPs the rank instead,
+a hang the job's communication deadline must notice), waits for the supervision to end and checks:
+the run finished on N-1 ranks, the supervisor named the right rank as the lost one ("died on
+signal 9", or after a SIGSTOP "stopped answering"), metrics.jsonl holds every step exactly once, at
+most one step was recomputed (with --durable: it resumed from the durable checkpoint instead). The losses are
 compared with the uninterrupted run by compare_losses.py. Prints one line: the rank, the step,
 the resumed step and kill-to-next-step seconds.
 
 usage: launch_kill.py --hetu H --job JOB --out RUN --np 4 --min-np 2 --steps S --seed K [--rank R]
-                      [--during-checkpoint] [--durable] [--expect-error TEXT] [-- launch args]
+                      [--during-checkpoint] [--durable] [--signal KILL|STOP] [--expect-error TEXT]
+                      [-- launch args]
 """
 import argparse
 import datetime
@@ -74,6 +77,8 @@ def main():
     p.add_argument("--second-kill", action="store_true",
                    help="also SIGKILL a rank of the relaunch as soon as it runs (a failure during recovery)")
     p.add_argument("--during-checkpoint", action="store_true")
+    p.add_argument("--signal", choices=["KILL", "STOP"], default="KILL",
+                   help="STOP: the rank hangs; the job's deadline (training.comm_timeout_s) must name it")
     p.add_argument("--expect-error", default="")
     p.add_argument("--timeout", type=float, default=240)
     p.add_argument("rest", nargs="*")
@@ -112,8 +117,9 @@ def main():
         if rank not in pids:
             time.sleep(0.001)
             continue
-        os.kill(pids[rank], signal.SIGKILL)
+        os.kill(pids[rank], signal.SIGSTOP if a.signal == "STOP" else signal.SIGKILL)
         killed_at = datetime.datetime.now()
+        victim = rank
         if a.during_checkpoint:
             during = not os.path.exists(target)
         done_before = max(metrics_steps(metrics))
@@ -151,6 +157,12 @@ def main():
         fail("the kill did not land inside a checkpoint write (its step folder existed already)")
     if f"attempt {last_attempt} finished ({final_np} ranks)" not in text:
         fail(f"the run did not finish on {final_np} ranks; see {log_path}")
+    # The supervisor's first verdict (cmd_launch.cpp's describe()) names the rank this trial lost.
+    verdict = re.search(r"launch: rank (\d+) (died on signal \d+|exited with code \d+|stopped answering)", text)
+    expected = "stopped answering" if a.signal == "STOP" else "died on signal 9"
+    if not verdict or int(verdict.group(1)) != victim or verdict.group(2) != expected:
+        fail(f"rank {victim} was {'stopped' if a.signal == 'STOP' else 'killed'}, but the supervisor says "
+             f"'{verdict.group(0) if verdict else 'nothing'}' (expected 'rank {victim} {expected}'); see {log_path}")
     # The last relaunch's resume line says where it continued.
     pattern = r"resumed from step (\d+)" if a.durable else r"resume: state snapshot of step (\d+)"
     found = re.findall(pattern, text)
@@ -174,7 +186,8 @@ def main():
     cold_s = (datetime.datetime.combine(killed_at.date(), datetime.time.fromisoformat(step1.group(1))) -
               datetime.datetime.combine(killed_at.date(), datetime.time.fromisoformat(start.group(1)))).total_seconds()
     where = " during a checkpoint write" if a.during_checkpoint else ""
-    print(f"rank {rank} killed{where} after step {done_before}; resumed at step {resumed} on {final_np} ranks; "
+    how = "stopped" if a.signal == "STOP" else "killed"
+    print(f"rank {rank} {how}{where} after step {done_before}; resumed at step {resumed} on {final_np} ranks; "
           f"kill-to-next-step {recovery_s:.2f} s; cold start to step 1 {cold_s:.2f} s")
 
 

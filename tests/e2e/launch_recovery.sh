@@ -18,20 +18,11 @@ set -euo pipefail
 hetu=$1; src=$2
 trials=${TRIALS:-3}
 source "$src/tests/e2e/layout_test_lib.sh"
+source "$src/tests/e2e/launch_test_job.sh"
 setup_work launch
 make_byte_data
 steps=16
-cp "$src/tests/data/cpu-profile-fixed.toml" "$work/profile.toml"
-{ launch_job_head launch-recovery "$steps"; cat <<TOML
-[cluster]
-[[cluster.node]]
-host = "localhost"
-devices = { type = "cpu", count = 4 }
-[parallel]
-auto = true
-profile = "$work/profile.toml"
-TOML
-} > "$work/job.toml"
+write_launch_job "$work/job.toml" "$steps"
 run_logged ref "the uninterrupted one-device run" \
   "$hetu" train "$work/job.toml" --set "cluster.node[0].devices.count=1" --set "job.out_dir=\"$work/ref\""
 

@@ -3,11 +3,13 @@
 # munge if missing, starts munged, slurmctld and two slurmd (node names `hostname -s` and
 # `hostname -s`-b, the second in its own UTS namespace with that host name; on loopback,
 # config from slurm.conf.in in a temporary folder), then
-#   1. train.sbatch on a tiny CPU job for each rank count in ntasks_list: the job COMPLETES and
-#      its losses (out_dir/metrics.jsonl) equal an mpirun run of the same job, step for step;
+#   1. train.sbatch on a tiny CPU job for each rank count in ntasks_list: the job COMPLETES in
+#      hetu launch's first attempt and its losses (out_dir/metrics.jsonl) equal an mpirun run of
+#      the same job, step for step;
 #   2. train.sbatch with more tasks than the job file has devices: refused before launch;
 #   3. train-hetero.sbatch as a two-component heterogeneous job (one node per device type):
-#      it COMPLETES with the losses of the same model trained with dp = 2 under mpirun;
+#      it COMPLETES in one attempt with the losses of the same model trained with dp = 2 under
+#      mpirun;
 #   4. the requeue path: scancel --signal=USR1 stops the run with a checkpoint, the script
 #      requeues the job, the rerun resumes and ends with the uninterrupted run's losses;
 #   5. a lost rank in train-hetero.sbatch (a job switching strategies, 2 + 1 tasks, the one on
@@ -176,10 +178,29 @@ expect_completed() {  # expect_completed ID WHAT
   fi
 }
 losses() { sed -E 's/.*"step":([0-9]+),"loss":([^,]+),.*/\1 \2/' "$1"; }
+# A run whose losses must equal mpirun's exactly must have run once: after a lost rank, hetu
+# launch relaunches the survivors on a re-planned layout, held only to 1e-5 (part 5), and the
+# check would otherwise see a rounding difference with no word of the relaunch. Seen twice in
+# about 120 runs of part 3's job: the second component's rank died of SIGSEGV inside
+# MPI_Init_thread (its core: opal_progress -> libevent -> Open MPI 4.1.4's TCP BTL calling a
+# NULL active-message callback for a fragment it received; the two test nodes talk over TCP),
+# the relaunch trained the whole run on one rank (4 micro-batches' gradients summed on one
+# rank, not 2 + 2 over two), and steps 5 and 8 differed from mpirun by 2.3e-8 and 2.5e-8
+# relative, the "unexplained" 2.4e-8; a one-device run of tiny.toml gives those losses bit for bit.
+single_attempt() {  # single_attempt JOB_ID WHAT
+  local out=$tmp/job-$1.out
+  grep -q "launch: attempt 1 finished" "$out" && ! grep -q "launch: attempt 2:" "$out" && return
+  grep -E "launch: (attempt|rank|.*relaunching)" "$out" | cut -c1-300
+  fail "$2: hetu launch did not finish in its first attempt (job $1; the lines above say why)"
+}
 same_losses() {  # same_losses REFERENCE_METRICS SLURM_METRICS STEPS WHAT
   [ -s "$2" ] || fail "$4: no $2"
   [ "$(tail -n 1 "$2" | sed -E 's/^\{"step":([0-9]+),.*/\1/')" = "$3" ] || fail "$4: $2 does not end at step $3"
-  diff <(losses "$1") <(losses "$2") > "$tmp/loss.diff" || { head -n 20 "$tmp/loss.diff"; fail "$4: losses differ from mpirun"; }
+  diff <(losses "$1") <(losses "$2") > "$tmp/loss.diff" || {
+    head -n 20 "$tmp/loss.diff"
+    /usr/bin/python3 "$src/tests/e2e/compare_losses.py" "$1" "$2" --rtol 0 | grep "^compare_losses:" || true
+    fail "$4: losses differ from mpirun"
+  }
   say "$4: $(wc -l < "$2") steps, final loss $(tail -n 1 "$2" | sed -E 's/.*"loss":([^,]+),.*/\1/') equal to mpirun"
 }
 mpirun_train() {  # mpirun_train N OUT_DIR JOB ARGS...: the reference run
@@ -197,6 +218,7 @@ for n in $ntasks_list; do
   jid=$(submit --job-name="tiny-n$n" --nodelist="$node" --ntasks-per-node="$n" --gpus-per-node=0 \
     "$src/scripts/slurm/train.sbatch" "$tiny" "${data[@]}" "${ranks[@]}" --set "job.out_dir=\"$tmp/slurm-n$n\"")
   expect_completed "$jid" "train.sbatch with $n task(s)"
+  single_attempt "$jid" "train.sbatch with $n task(s)"
   same_losses "$tmp/mpirun-n$n/metrics.jsonl" "$tmp/slurm-n$n/metrics.jsonl" 20 "train.sbatch, $n task(s) (job $jid)"
 done
 
@@ -217,6 +239,7 @@ jid=$(submit --job-name=hetero --nodelist="$node" --ntasks-per-node=1 --gpus-per
   "$src/scripts/slurm/train-hetero.sbatch" "$src/tests/slurm/tiny-hetero.toml" "${hetero[@]}" \
   --set "job.out_dir=\"$tmp/slurm-hetero\"")
 expect_completed "$jid" "train-hetero.sbatch"
+single_attempt "$jid" "train-hetero.sbatch"
 # The same math as tiny.toml with dp = 2 on one host (the device types only change MFU).
 set_ranks 2
 [ -s "$tmp/mpirun-n2/metrics.jsonl" ] || mpirun_train 2 "$tmp/mpirun-n2" "$tiny" "${data[@]}" "${ranks[@]}"
