@@ -7,9 +7,10 @@
       the profile scaled per device type by the run's measured / predicted compute
   plan_accuracy.py report CHECK_MEMORY JSON_OUT "NAME REPEATS"...
       the table, the errors, the rank correlation, the out-of-memory check; REPEATS: a file of
-      the layout's repeats, a line "STATUS PLAN METRICS CORRECTED PROFILE" each (a layout's
-      figures: the medians over its repeats); JSON_OUT ("-": none) gets the per-layout
-      figures, for summary
+      the layout's repeats, a line "STATUS PLAN METRICS CORRECTED PROFILE TWIN" each (a layout's
+      figures: the medians over its repeats; TWIN, "-" or a plan: the layout, the reference's
+      own job, predicted from the reference's profile); JSON_OUT ("-": none) gets the
+      per-layout figures, for summary
   plan_accuracy.py repeatability "NAME PLAN1,PLAN2,..."...
       per layout, the predictions from repeated profiles: their range and spread
   plan_accuracy.py summary RUN.json...
@@ -153,6 +154,7 @@ def report(args):
     print(f"{'layout':17} {'pred s':>8} {'meas s':>8} {'error':>7} {'corrected':>9} {'prof±':>6} {'meas±':>6}   "
           f"{'memory per rank, MiB predicted/measured (error)'}")
     errors, mem_errors, pred, meas, bad_fits, corrected_errors, layouts = [], [], [], [], [], [], {}
+    twins = []  # (name, own prediction, the reference's, measured)
     check_memory = args[0] == "1"
     json_out = args[1]
     repeats = 1
@@ -195,6 +197,14 @@ def report(args):
                          "repeats_measured_s": [statistics.median(s) for _, s in steps]}
         print(f"{name:17} {p:8.4f} {m:8.4f} {100 * (p - m) / m:+6.1f}% {100 * (c - m) / m:+8.1f}% {'-' if ps is None else f'{100 * ps:5.1f}%':>6} "
               f"{100 * ms:5.1f}%   " + ", ".join(text for _, text in cells))
+        twin_plans = [r[5] for r in ok if len(r) > 5 and r[5] != "-"]
+        if twin_plans:
+            t = statistics.median(json.load(open(path))["predicted_step_s"] for path in twin_plans)
+            layouts[name]["twin_predicted_s"] = t
+            twins.append((name, p, t, m))
+    for name, p, t, m in twins:
+        print(f"{name}: predicted {p:.4f} s from its own profile ({100 * (p - m) / m:+.1f}%), {t:.4f} s from the "
+              f"tp reference's ({100 * (t - m) / m:+.1f}%): the same job and command, profiled at another moment")
     if repeats > 1:
         print(f"each layout: the median of its {repeats} predictions against the median of its {repeats} runs' "
               "median steps; prof± and meas± the largest over its repeats, memory the largest error")
@@ -252,6 +262,11 @@ def summary(paths):
         print(f"run {i + 1}: median |error| {100 * statistics.median(e):.1f}%, max {100 * max(e):.1f}%, Spearman {rho:.3f}")
     print("a layout off the same way in every run (|mean| near each run's error, small range) is a systematic error; "
           "one whose sign changes between runs is noise")
+    for n in names:
+        if all("twin_predicted_s" in r[n] for r in runs):
+            e = [(r[n]["twin_predicted_s"] - r[n]["measured_s"]) / r[n]["measured_s"] for r in runs]
+            print(f"{n} predicted from the tp reference's profile (the same job): " +
+                  " ".join(f"{100 * x:+.1f}%" for x in e) + " per run")
 
 
 if __name__ == "__main__":

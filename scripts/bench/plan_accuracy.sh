@@ -35,6 +35,10 @@
 # reports per layout the median of its R predictions and the median of its R measured steps
 # (each the median step of its run); no layout or repeat is dropped. A burst of load that
 # outlasts one layout's profile or run then moves one of its R figures, not its median.
+# tp2-aa is the tp reference's own job (the same file, profiled by the same command): it is
+# also predicted from the reference's profile, taken at the start of the repeat, and the report
+# prints both predictions; when they disagree, a profile measured the machine's state at its
+# moment, not a cost the method leaves out.
 # Run it on a quiet machine for the figures, three times:
 #   for i in 1 2 3; do scripts/bench/plan_accuracy.sh --steps 12 --repeats 3 --json /tmp/acc$i.json; done
 #   /usr/bin/python3 scripts/bench/plan_accuracy.py summary /tmp/acc1.json /tmp/acc2.json /tmp/acc3.json
@@ -181,14 +185,19 @@ if [ "$profiles" -gt 0 ]; then  # the profile's repeatability alone: R profiles 
   exit 0
 fi
 # One repeat of one layout: its profile (the reference's tp-2 entry merged in), the prediction,
-# the run and the load-corrected prediction; appends "STATUS PLAN METRICS CORRECTED PROFILE"
-# to the layout's file of repeats.
+# the run and the load-corrected prediction; appends "STATUS PLAN METRICS CORRECTED PROFILE TWIN"
+# to the layout's file of repeats (TWIN: the prediction from the reference's profile, or "-").
 measure() {  # measure NAME REPEAT
   local name=$1 r=".$2" status=ok
   local run="$work/run-$name$r"
   profile "$name" "$r"
   /usr/bin/python3 scripts/bench/plan_accuracy.py merge "$work/$name$r.profile.toml" "$work/tp-reference$r.profile.toml"
   "$hetu" plan --evaluate --json --profile "$work/$name$r.profile.toml" "$work/$name.toml" > "$work/$name$r.plan.json"
+  local twin=-  # a layout that is the reference's own job: predicted from the reference's profile too
+  if cmp -s "$work/$name.toml" "$work/tp-reference.toml"; then
+    twin="$work/$name$r.twin.json"
+    "$hetu" plan --evaluate --json --profile "$work/tp-reference$r.profile.toml" "$work/$name.toml" > "$twin"
+  fi
   mpirun -np 2 --bind-to none "$hetu" train "$work/$name.toml" "${common[@]}" --set job.out_dir="$run" \
     > "$work/$name$r.log" 2>&1 || status=failed
   if [ "$status" = failed ]; then
@@ -200,7 +209,7 @@ measure() {  # measure NAME REPEAT
       "$work/$name$r.profile.toml" "$work/$name$r.scaled.toml"
     "$hetu" plan --evaluate --json --profile "$work/$name$r.scaled.toml" "$work/$name.toml" > "$work/$name$r.corrected.json"
   fi
-  echo "$status $work/$name$r.plan.json $run/metrics.jsonl $work/$name$r.corrected.json $work/$name$r.profile.toml" \
+  echo "$status $work/$name$r.plan.json $run/metrics.jsonl $work/$name$r.corrected.json $work/$name$r.profile.toml $twin" \
     >> "$work/$name.repeats"
 }
 for r in $(seq "$repeats"); do  # round robin: every layout once per repeat
