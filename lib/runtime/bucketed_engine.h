@@ -7,7 +7,8 @@
 // before they run every parameter is resharded in (optimize param -> compute param); after
 // them and the lane's own gradient sum over its holders (dual(A) -> A), every gradient is
 // resharded back (A -> optimize param) and added to the optimize layout's gradients. The
-// optimize strategy's own lane computes on its parameters, with no copy. Every micro-batch's
+// optimize strategy's own lane computes on its parameters, with no copy. A lane's copy is
+// memory only while its rounds run (Note [Compute copies on demand] in the .cpp). Every micro-batch's
 // loss is a token sum over the whole global batch's target count, so the buckets' losses and
 // gradients add up to the single-device step's. See Note [Lane order] in the .cpp. With
 // buckets planned per step, each step names the strategy of each bucket (BucketedStep).
