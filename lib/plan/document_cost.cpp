@@ -18,7 +18,11 @@ namespace hetu::plan {
 //   (forward_s - attention_forward_s) x t / priced_tokens + attention_forward_s x q / (priced_tokens x priced_seq_len)
 // (the same for the backward; the send scales with t). Its activations scale with t (the
 // varlen kernels keep no T x T matrix), the training state does not (peak_bytes,
-// cost_model.h). A set of documents is split over the strategy's replicas by their shares,
+// cost_model.h). A strategy that does not hold the parameters runs on a compute copy of them
+// (lib/runtime/bucketed_engine.h, allocated only while its buckets run): its devices keep the
+// optimize strategy's training state throughout, so a micro-batch there is priced on top of
+// that state (resident_bytes) plus the copy's parameters and gradients (two f32 copies of its
+// shard), with no AdamW state of its own. A set of documents is split over the strategy's replicas by their shares,
 // tokens and Σ L² alike (the cost-balanced packing, lib/io/document_packing.h, evens both per
 // share), each replica packing its part into alike micro-batches (ReplicaPart: fluid, so a
 // set of few documents is priced as if it split evenly), as few as its devices hold: at most
@@ -63,7 +67,25 @@ double micro_batch_peak_bytes(const DocumentReplica& replica, const StageCost& s
   scaled.activation_bytes *= scale;
   scaled.head_activation_bytes *= scale;
   scaled.workspace_bytes *= scale;
-  return peak_bytes(scaled, in_flight, micro_batches);
+  if (!replica.compute_copy) return peak_bytes(scaled, in_flight, micro_batches);
+  const double state = replica.resident_bytes + 2 * stage.param_bytes;  // the copy and its gradients
+  const double pipeline = state + static_cast<double>(in_flight) * scaled.activation_bytes -
+                          scaled.head_activation_bytes + scaled.workspace_bytes;
+  return std::max(pipeline, state + stage.sync_buffer_bytes);
+}
+
+void price_as_compute_copy(DocumentStrategy& lane, const DocumentStrategy& optimize) {
+  double resident = 0;
+  for (const DocumentReplica& r : optimize.replicas) {
+    for (const StageCost& stage : r.stages) {
+      resident = std::max(resident, training_bytes_per_param_byte(stage.zero_state_share) * stage.param_bytes +
+                                        stage.reserved_bytes);
+    }
+  }
+  for (DocumentReplica& r : lane.replicas) {
+    r.compute_copy = true;
+    r.resident_bytes = resident;
+  }
 }
 
 ReplicaPart replica_part(const DocumentStrategy& strategy, size_t replica, const DocumentLoad& load,

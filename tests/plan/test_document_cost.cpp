@@ -174,3 +174,31 @@ TEST_CASE("document cost: measured times split off attention by its FLOP share, 
   CHECK(capped.attention_forward_s == Approx(2 * forward));  // 2 layers, each at most its whole time
   CHECK(capped.attention_forward_s <= capped.times.forward_s);
 }
+
+TEST_CASE("document cost: a compute copy's micro-batch sits beside the optimize strategy's state", "[document_cost]") {
+  // The optimize strategy keeps the whole model on one device (f32 weight, gradient, AdamW's
+  // two moments: 4 x its parameter bytes, plus the reserved memory); a tp-2 lane's device
+  // holds that state, its copy's shard and that shard's gradient (2 x the shard's bytes) and
+  // the micro-batch's activations. Reference: predict_layout's peak of the lane stage alone at
+  // a micro-batch of the document, its own training state swapped for those.
+  const StageCost held = stage_at(64, 2, 0, 3, 1, 1e9), lane_priced = stage_at(64, 2, 0, 3, 2, 1e9);
+  const DocumentStrategy optimize = strategy_of({{held}}, {1});
+  auto peak_as_copy = [&](int64_t length) {
+    const StageCost alone = stage_at(length, 1, 0, 3, 2, 1e9);
+    const double own_state = 4 * alone.param_bytes + alone.reserved_bytes;
+    const double beside = 4 * held.param_bytes + held.reserved_bytes + 2 * alone.param_bytes;
+    return predict_layout({{ScheduleKind::one_f_one_b, 2, {alone}}}).peak_bytes[0][0] - own_state + beside;
+  };
+  const double memory = peak_as_copy(100);
+  DocumentStrategy lane = strategy_of({{lane_priced}}, {1}, memory);
+  CHECK(max_fitting_tokens(lane, 0, 1) > 100);  // priced as if it held the parameters: more fit
+  price_as_compute_copy(lane, optimize);
+  CHECK(lane.replicas[0].resident_bytes == 4 * held.param_bytes + held.reserved_bytes);
+  CHECK(peak_as_copy(101) > memory);
+  CHECK(max_fitting_tokens(lane, 0, 1) == 100);
+  DocumentLoad holds, too_long;
+  holds.add(100);
+  too_long.add(101);
+  CHECK(load_fits(lane, holds));
+  CHECK_FALSE(load_fits(lane, too_long));
+}
