@@ -62,8 +62,10 @@ BucketPlanner::BucketPlanner(std::vector<DocumentStrategy> strategies, BucketPla
     int64_t widest = 1;
     for (const DocumentReplica& r : s.replicas) {
       HT_USAGE_CHECK(!r.stages.empty() && r.memory_bytes.size() == r.stages.size() && r.share > 0 &&
-                         r.priced_tokens > 0 && r.micro_batch_tokens >= 1,
-                     "bucket planner: strategy '{}' has a replica without stages, memory, share or micro-batch", s.name);
+                         r.priced_tokens > 0 && r.micro_batch_tokens >= 1 && s.row_tokens >= 1 &&
+                         r.micro_batch_tokens % s.row_tokens == 0,
+                     "bucket planner: strategy '{}' has a replica without stages, memory, share or micro-batch of "
+                     "rows", s.name);
       shares += r.share;
       widest = std::max(widest, r.micro_batch_tokens);
     }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "lib/pipeline/bucket_rows.h"
 #include "lib/util/error.h"
 
 namespace hetu::plan {
@@ -25,13 +26,15 @@ namespace hetu::plan {
 // shard), with no AdamW state of its own. A set of documents is split over the strategy's replicas by their shares,
 // tokens and Σ L² alike (the cost-balanced packing, lib/io/document_packing.h, evens both per
 // share), each replica packing its part into alike micro-batches (ReplicaPart: fluid, so a
-// set of few documents is priced as if it split evenly), as few as its devices hold: at most
-// its micro_batch_tokens each, and at most max_fitting_tokens(m) with m of them in flight (a
-// micro-batch holds whole tokens; the limit does not grow with m; the gradients count as held
-// even with one micro-batch, since a bucket's accumulate with the other buckets'). The set runs in the slowest
-// replica's pipeline time (pipeline_time) plus the strategy's switch_s. It fits when its
-// longest document fits one micro-batch (every micro-batch in flight counted at max(tokens per
-// micro-batch, longest): an upper bound) and every replica finds such an m.
+// set of few documents is priced as if it split evenly) of its micro-batch's rows, each as
+// long as the set's longest document needs (lib/pipeline/bucket_rows.h: what the bucket
+// batcher packs): a micro-batch holds micro_batch_tokens / row_factor tokens, and the part
+// runs in as many as its tokens fill. It fits when a micro-batch of that many tokens fits
+// every device with m of them in flight (max_fitting_tokens(m); the gradients count as held
+// even with one micro-batch, since a bucket's accumulate with the other buckets'): so a
+// memory limit keeps long documents (long rows, big micro-batches) off a strategy that
+// short ones (short rows) fit. The set runs in the slowest replica's pipeline time
+// (pipeline_time) plus the strategy's switch_s.
 void DocumentLoad::add(int64_t length) {
   HT_USAGE_CHECK(length >= 1, "document cost: a document of {} tokens", length);
   ++documents;
@@ -97,25 +100,24 @@ ReplicaPart replica_part(const DocumentStrategy& strategy, size_t replica, const
   ReplicaPart out;
   const double tokens = part * load.tokens;
   if (tokens <= 0) return out;
-  if (load.longest > mine.micro_batch_tokens) {
+  const int64_t seq_len = strategy.row_tokens;
+  if (load.longest > mine.micro_batch_tokens || load.longest > seq_len) {
     out.fits = false;
     return out;
   }
-  // The fewest micro-batches of at most micro_batch_tokens that the devices hold; fitting(m)
-  // does not grow with m (more in flight), so once the longest document does not fit, none do.
-  int64_t m = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(tokens / static_cast<double>(mine.micro_batch_tokens))));
-  for (int step = 0; step < 64; ++step) {
-    const auto most = static_cast<double>(fitting(m));
-    if (static_cast<double>(load.longest) > most || most <= 0) break;
-    if (tokens / static_cast<double>(m) <= most) {
-      out.micro_batches = m;
-      out.tokens = tokens / static_cast<double>(m);
-      out.square_tokens = part * load.square_tokens / static_cast<double>(m);
-      return out;
-    }
-    m = std::max(m + 1, static_cast<int64_t>(std::ceil(tokens / most)));
+  // Its micro-batches are its rows of the bucket's row length (bucket_rows.h): as many rows
+  // as a micro-batch of seq_len rows, each seq_len / row_factor long, so a micro-batch holds
+  // that many tokens (padding included: what its memory holds) and the part runs in as many
+  // of them as its tokens fill.
+  const int64_t holds = mine.micro_batch_tokens / pipeline::bucket_row_factor(seq_len, load.longest);
+  const int64_t m = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(tokens / static_cast<double>(holds))));
+  if (holds > fitting(m)) {
+    out.fits = false;
+    return out;
   }
-  out.fits = false;
+  out.micro_batches = m;
+  out.tokens = tokens / static_cast<double>(m);
+  out.square_tokens = part * load.square_tokens / static_cast<double>(m);
   return out;
 }
 
@@ -189,6 +191,7 @@ DocumentStrategy document_strategy(std::string name, const std::vector<ReplicaCo
   DocumentStrategy s;
   s.name = std::move(name);
   s.priced_seq_len = static_cast<double>(seq_len);
+  s.row_tokens = seq_len;
   for (size_t r = 0; r < costs.size(); ++r) {
     HT_USAGE_CHECK(memory_bytes[r].size() == costs[r].stages.size() && micro_batch[r] >= 1,
                    "document cost: strategy '{}' replica {} has no memory per stage or micro-batch", s.name, r);

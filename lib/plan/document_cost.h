@@ -55,6 +55,9 @@ struct DocumentStrategy {
   std::string name;
   std::vector<DocumentReplica> replicas;
   double priced_seq_len = 1;          // the sequences its stage costs were priced at
+  // The rows its micro-batches pack (the job's seq_len, dividing every micro_batch_tokens),
+  // cut shorter for a set of short documents (lib/pipeline/bucket_rows.h).
+  int64_t row_tokens = 1;
   double switch_s = 0;                // per bucket run under it: parameters in, gradients back (0: it holds them)
   // The longest document every replica's micro-batch may pack (each takes a share of a bucket).
   int64_t micro_batch_tokens() const;

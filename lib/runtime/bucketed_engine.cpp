@@ -138,9 +138,10 @@ double BucketedEngine::run_lane(Lane& lane, const std::vector<int64_t>& buckets,
                                 const BucketedStep& step) {
   if (lane.engine == nullptr) return 0;
   const int64_t replica = lane.engine->position().replica;
-  const int64_t count = lane.engine->layout().replicas.at(static_cast<size_t>(replica)).micro_batches();
+  const int64_t per_round = lane.engine->layout().replicas.at(static_cast<size_t>(replica)).micro_batches();
   double partial = 0;
   for (int64_t bucket : buckets) {
+    const int64_t count = per_round * (step.row_factor.empty() ? 1 : step.row_factor.at(static_cast<size_t>(bucket)));
     for (int64_t round = 0; round < step.rounds.at(static_cast<size_t>(bucket)); ++round) {
       std::vector<pipeline::MicroBatch> micro;
       for (int64_t i = 0; i < count; ++i) {
@@ -184,8 +185,9 @@ double BucketedEngine::forward_backward(BatchSource& train) {
     reshard_in_s_ += std::chrono::duration<double>(run_start - in_start).count();
     reshard_out_s_ += std::chrono::duration<double>(Clock::now() - out_start).count();
   }
-  spdlog::debug("buckets: rounds per bucket {}; resharding parameters in {:.2f} ms, gradients out {:.2f} ms",
-                fmt::join(step.rounds, ","), 1e3 * reshard_in_s_, 1e3 * reshard_out_s_);
+  spdlog::debug("buckets: rounds per bucket {}; rows per seq_len row {}; resharding parameters in {:.2f} ms, "
+                "gradients out {:.2f} ms",
+                fmt::join(step.rounds, ","), fmt::join(step.row_factor, ","), 1e3 * reshard_in_s_, 1e3 * reshard_out_s_);
   return sum_over_world(*optimize_.comm, partial);
 }
 

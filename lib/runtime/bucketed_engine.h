@@ -31,9 +31,12 @@ namespace hetu::runtime {
 // A step's batches, bucket by bucket: next_step() reads the step's global batch and returns
 // each bucket's round count and the global batch's target count (the loss normalizer);
 // micro_batch() is micro-batch `index` of `replica` (of the bucket's strategy) in round
-// `round` of `bucket`.
+// `round` of `bucket`, (micro_batch, seq_len / row_factor) tokens.
 struct BucketedStep {
   std::vector<int64_t> rounds;  // per bucket
+  // Per bucket, its rows per row of seq_len (lib/pipeline/bucket_rows.h): a replica runs
+  // row_factor x its layout's micro-batches per round, each of micro_batch shorter rows.
+  std::vector<int64_t> row_factor;
   int64_t global_targets = 0;
   // Per bucket, the strategy that runs it when the buckets are planned per step ([parallel]
   // auto); empty: the lanes' own buckets.

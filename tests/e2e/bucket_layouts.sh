@@ -4,7 +4,8 @@
 # buckets that run under different strategies, the parameters and AdamW state staying in the
 # default layout, and the run is checked against the same job on one device (no buckets):
 #   - GPT-2 (configs/gpt2-buckets-cpu.toml): up to 16 tokens under the default dp=4 (no copy),
-#     up to 40 under tp=2 x dp=2, the rest under pp=2 x dp=2; every bucket runs in some step;
+#     up to 40 under tp=2 x dp=2, the rest under pp=2 x dp=2; every bucket runs in some step,
+#     the first in rows as short as its pieces allow (16 or 8 tokens, lib/pipeline/bucket_rows.h);
 #   - LLaMA with GQA: up to 16 tokens under dp=4, up to 40 under pp=2 x dp=2 and the rest
 #     under the default tp=2 x dp=2, whose lane runs first although its bucket is last;
 #   (a step whose default bucket is empty, GPT-2's third, gets every gradient resharded);
@@ -106,6 +107,8 @@ check_model gpt2 "$gpt2_job"
 every_bucket_ran gpt2-buckets 3
 grep -q "bucket 2: documents longer run under strategy pp2-dp2" "$work/gpt2-buckets/logs/rank-0.log" \
   || fail "gpt2: the buckets are not logged"
+# The first bucket's pieces (up to 16 tokens) pack rows of 16 or 8 (4 or 8 per row of seq_len 64).
+grep -Eq "rows per seq_len row (4|8)," "$work/gpt2-buckets/logs/rank-0.log" || fail "gpt2: no bucket ran in short rows"
 
 echo "== gpt2: buckets on devices that hold one lane's compute copy at a time"
 cat > "$work/catalog-lanes.toml" <<'TOML'
