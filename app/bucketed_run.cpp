@@ -42,6 +42,9 @@ class BucketSource final : public runtime::BucketedSource {
     std::copy(d.y.begin(), d.y.end(), y.data<int32_t>());
     return {x.to(device_), y.to(device_), std::move(d.cu_seqlens), d.global_targets};
   }
+  int64_t micro_batches(int64_t bucket, int64_t round, int64_t replica) override {
+    return batcher_.micro_batches(bucket, round, replica);
+  }
   std::string save_position() const override { return batcher_.position().to_string(); }
   void restore_position(const std::string& position) override { batcher_.restore(io::DataPosition::parse(position)); }
 

@@ -50,6 +50,11 @@ int64_t BucketBatcher::rounds(int64_t bucket) const {
 
 int64_t BucketBatcher::row_factor(int64_t bucket) const { return row_factor_.at(static_cast<size_t>(bucket)); }
 
+int64_t BucketBatcher::micro_batches(int64_t bucket, int64_t round, int64_t replica) const {
+  const Round& r = rounds_.at(static_cast<size_t>(bucket)).at(static_cast<size_t>(round));
+  return r.shares.at(static_cast<size_t>(replica)) / buckets_[static_cast<size_t>(bucket)].micro_batch.at(static_cast<size_t>(replica));
+}
+
 void BucketBatcher::next_step() {
   const DocumentBatcher::GlobalBatch batch = loader_.next_global_batch();
   global_targets_ = batch.targets;
@@ -79,11 +84,19 @@ void BucketBatcher::next_step() {
     const int64_t rows = std::accumulate(shares.begin(), shares.end(), int64_t{0});
     std::vector<Round>& rounds = rounds_[b];
     std::vector<int64_t> lengths;
-    auto close = [&] {
-      rounds.back().packed = pack_balanced(lengths, shares, row_len, shape.micro_batch);
+    NextFitRows fill(rows, row_len);
+    auto close = [&] {  // a round its rows fill: each replica's share of them, whole micro-batches
+      Round& round = rounds.back();
+      round.shares = shares;
+      if (const int64_t used = fill.rows_used(); used < rows) {
+        for (size_t r = 0; r < shares.size(); ++r) {
+          const int64_t mb = shape.micro_batch[r];
+          round.shares[r] = mb * ((used * shares[r] + rows * mb - 1) / (rows * mb));
+        }
+      }
+      round.packed = pack_balanced(lengths, round.shares, row_len, shape.micro_batch);
       lengths.clear();
     };
-    NextFitRows fill(rows, row_len);
     for (const DocumentBatcher::Piece& p : by_bucket[b]) {
       if (rounds.empty() || !fill.add(p.length)) {
         if (!rounds.empty()) close();
@@ -103,9 +116,8 @@ DocumentBatch BucketBatcher::micro_batch(int64_t bucket, int64_t round, int64_t 
   const Round& r = rounds_.at(static_cast<size_t>(bucket)).at(static_cast<size_t>(round));
   const int64_t mb = shape.micro_batch.at(static_cast<size_t>(replica));
   const int64_t factor = row_factor(bucket);
-  const int64_t first =
-      factor * std::accumulate(shape.shares.begin(), shape.shares.begin() + replica, int64_t{0}) + index * mb;
-  HT_CHECK(index >= 0 && (index + 1) * mb <= factor * shape.shares[static_cast<size_t>(replica)],
+  const int64_t first = std::accumulate(r.shares.begin(), r.shares.begin() + replica, int64_t{0}) + index * mb;
+  HT_CHECK(index >= 0 && (index + 1) * mb <= r.shares.at(static_cast<size_t>(replica)),
            "buckets: replica {} has no micro-batch {}", replica, index);
   const auto rows = std::span<const std::vector<int64_t>>(r.packed.rows).subspan(static_cast<size_t>(first),
                                                                                  static_cast<size_t>(mb));

@@ -7,7 +7,9 @@
 // rounds of row_factor x global_batch such rows (the token budget of a global batch) by
 // next-fit; each round is placed cost-balanced over the replicas of the bucket's strategy
 // (their batch shares and micro-batches of micro_batch rows, each share row_factor x as many
-// rows, document_packing.h). A bucket without pieces has no
+// rows, document_packing.h). A round its pieces do not fill (a bucket's last) has only the
+// rows they use, each replica its share of them rounded up to whole micro-batches (at least
+// one), so that no micro-batch of padding runs. A bucket without pieces has no
 // round. The loss normalizer is the whole global batch's target count, every bucket included.
 // Planned buckets ([parallel] auto = true): a BucketPlanFn, given the lengths of each global
 // batch's pieces in stream order, returns that step's buckets (their strategies named).
@@ -51,6 +53,9 @@ class BucketBatcher {
   // Rows of the bucket's rounds per row of seq_len (its rows are seq_len / row_factor long);
   // a replica runs row_factor x its micro-batches per round.
   int64_t row_factor(int64_t bucket) const;
+  // The micro-batches `replica` runs in round `round` of `bucket` (a full round: row_factor x
+  // its share over its micro-batch).
+  int64_t micro_batches(int64_t bucket, int64_t round, int64_t replica) const;
   const BucketShape& shape(int64_t bucket) const { return buckets_.at(static_cast<size_t>(bucket)); }
   int64_t global_targets() const { return global_targets_; }
   int64_t seq_len() const { return seq_len_; }
@@ -65,6 +70,7 @@ class BucketBatcher {
  private:
   struct Round {
     std::vector<DocumentBatcher::Piece> pieces;
+    std::vector<int64_t> shares;  // rows per replica
     PackedBatch packed;
   };
   void check_buckets() const;

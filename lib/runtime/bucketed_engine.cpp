@@ -138,13 +138,11 @@ double BucketedEngine::run_lane(Lane& lane, const std::vector<int64_t>& buckets,
                                 const BucketedStep& step) {
   if (lane.engine == nullptr) return 0;
   const int64_t replica = lane.engine->position().replica;
-  const int64_t per_round = lane.engine->layout().replicas.at(static_cast<size_t>(replica)).micro_batches();
   double partial = 0;
   for (int64_t bucket : buckets) {
-    const int64_t count = per_round * (step.row_factor.empty() ? 1 : step.row_factor.at(static_cast<size_t>(bucket)));
     for (int64_t round = 0; round < step.rounds.at(static_cast<size_t>(bucket)); ++round) {
       std::vector<pipeline::MicroBatch> micro;
-      for (int64_t i = 0; i < count; ++i) {
+      for (int64_t i = 0, count = source.micro_batches(bucket, round, replica); i < count; ++i) {
         Batch b = source.micro_batch(bucket, round, replica, i);
         micro.push_back({b.inputs, b.targets, std::move(b.cu_seqlens)});
       }

@@ -34,8 +34,8 @@ namespace hetu::runtime {
 // `round` of `bucket`, (micro_batch, seq_len / row_factor) tokens.
 struct BucketedStep {
   std::vector<int64_t> rounds;  // per bucket
-  // Per bucket, its rows per row of seq_len (lib/pipeline/bucket_rows.h): a replica runs
-  // row_factor x its layout's micro-batches per round, each of micro_batch shorter rows.
+  // Per bucket, its rows per row of seq_len (lib/pipeline/bucket_rows.h): a full round runs
+  // row_factor x a replica's micro-batches, each of micro_batch shorter rows (logged).
   std::vector<int64_t> row_factor;
   int64_t global_targets = 0;
   // Per bucket, the strategy that runs it when the buckets are planned per step ([parallel]
@@ -47,6 +47,9 @@ class BucketedSource : public BatchSource {
  public:
   virtual BucketedStep next_step() = 0;
   virtual Batch micro_batch(int64_t bucket, int64_t round, int64_t replica, int64_t index) = 0;
+  // How many micro-batches `replica` runs in round `round` of `bucket` (every rank of the
+  // replica is told the same).
+  virtual int64_t micro_batches(int64_t bucket, int64_t round, int64_t replica) = 0;
   Batch next() final;  // throws: a bucketed step reads micro_batch()
 };
 

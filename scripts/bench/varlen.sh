@@ -15,11 +15,12 @@
 # (goals: balanced <= 1.05, in-order >= 1.3). Not part of CI.
 # usage: scripts/bench/varlen.sh [--seq-len 2048] [--steps 12] [--documents 4000] [--layers 4]
 #          [--hidden 128] [--global-batch 16] [--memory-gib G] [--slowdown 20] [--with-dp4]
+#          [--keep DIR] (the jobs, logs and profile kept in DIR)
 #        (after scripts/build.sh --target hetu); smoke: --seq-len 256 --steps 4 --documents 600
 #        --layers 2 --hidden 64 --slowdown 5 --memory-gib 0.006
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-seq_len=2048; steps=12; documents=4000; layers=4; hidden=128; global_batch=16; memory_gib=""; slowdown=20; dp4=0
+seq_len=2048; steps=12; documents=4000; layers=4; hidden=128; global_batch=16; memory_gib=""; slowdown=20; dp4=0; keep=""
 while [ $# -gt 0 ]; do
   case $1 in
     --seq-len) seq_len=$2; shift 2 ;;
@@ -31,13 +32,18 @@ while [ $# -gt 0 ]; do
     --memory-gib) memory_gib=$2; shift 2 ;;
     --slowdown) slowdown=$2; shift 2 ;;
     --with-dp4) dp4=1; shift ;;
+    --keep) keep=$2; shift 2 ;;
     *) sed -n '/^# usage/,/--memory-gib 0.006$/p' "$0"; exit 2 ;;
   esac
 done
 hetu=build/bin/hetu
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
-work=$(mktemp -d /tmp/hetu-varlen-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+if [ -n "$keep" ]; then
+  work=$keep; rm -rf "$work"; mkdir -p "$work"
+else
+  work=$(mktemp -d /tmp/hetu-varlen-XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+fi
 
 /usr/bin/python3 scripts/bench/varlen_documents.py --count "$documents" --min-len 32 --max-len "$seq_len" "$work/docs.txt"
 "$hetu" data prepare --tokenizer byte --out "$work/data" --val-tokens 4000 --document-start '^' "$work/docs.txt" > /dev/null
