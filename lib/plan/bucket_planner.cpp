@@ -32,7 +32,8 @@ namespace hetu::plan {
 // between them: exact at the grid and wherever one stage stays the bottleneck (G_m then is
 // linear), otherwise within a small fraction (G_m is a max of linear functions, convex);
 // test_bucket_planner checks it against load_time_s. Memory is tabulated the same way
-// (max_fitting_tokens per m, exact). Equal replicas (a data-parallel strategy's) are priced
+// (max_fitting_tokens per m, exact; past the table, 1F1B's is the table's last, since neither
+// its micro-batches in flight nor the gradients grow). Equal replicas (a data-parallel strategy's) are priced
 // once. Tables stop at 6 x stages + 4 micro-batches: past that,
 // G_m is extrapolated linearly by the last window of 2 x stages (the steady state repeats, as
 // the layout search's Note [Layout search]; exact for one stage), memory priced exactly. A
@@ -144,7 +145,15 @@ double BucketPlanner::bucket_s(size_t s, const DocumentLoad& load) const {
     if (alike_[s][r] != r) continue;
     const ReplicaTable& t = tables_[s][r];
     const ReplicaPart part = replica_part(strategy, r, load, [&](int64_t m) {
-      return m <= t.micro_batches ? t.fitting[static_cast<size_t>(m - 1)] : max_fitting_tokens(strategy, r, m);
+      if (m <= t.micro_batches) return t.fitting[static_cast<size_t>(m - 1)];
+      // Under 1F1B neither the micro-batches in flight (at most the stages) nor the gradients
+      // held grow past the table's end (short rows run many micro-batches).
+      const auto stages = static_cast<int64_t>(strategy.replicas[r].stages.size());
+      if (strategy.replicas[r].schedule == pipeline::ScheduleKind::one_f_one_b &&
+          t.micro_batches >= std::max<int64_t>(2, stages)) {
+        return t.fitting.back();
+      }
+      return max_fitting_tokens(strategy, r, m);
     });
     if (!part.fits) return kDocumentsDoNotFit;
     if (part.micro_batches == 0) continue;

@@ -3,7 +3,7 @@
 # documents of long-tailed lengths (scripts/bench/varlen_documents.py, --min-len to --seq-len
 # tokens, through `hetu data prepare`), on 4 emulated CPU ranks whose type (a catalogue written
 # here) has --memory-gib of memory, so that the layouts that fit long documents are tensor or
-# pipeline parallel, and computes --slowdown times slower (emulate_slowdown: the sleeps, paced
+# pipeline parallel, and computes --slowdown times slower (emulate_slowdown with emulate_cpu_time: the sleeps, paced
 # by CPU time, dominate, so 4 ranks on 2 cores are not oversubscribed; tests/e2e/straggler.sh).
 # Two runs on the same data, steps and profile (measured once here with hetu profile):
 #   per-batch: [parallel] auto = true with the strategies tp2-dp2 and pp2-dp2 (and dp4 with
@@ -57,6 +57,7 @@ kind = "cpu"
 peak_tflops_fp32 = 0.05
 memory_bandwidth_gbs = 5
 emulate_slowdown = $slowdown
+emulate_cpu_time = true
 ${memory_gib:+memory_gib = $memory_gib}
 TOML
 write_job() {  # FILE STRATEGIES(0/1)
