@@ -181,6 +181,8 @@ TOML
 run_logged auto "gpt2: mpirun -np 4 run with planned buckets" mpirun -np 4 "$hetu" --log-level debug train \
   "$work/auto.toml" "${common[@]}" --set job.out_dir=\"$work/auto\" --set cluster.device_catalog=\"$work/catalog.toml\" \
   --set 'cluster.node[0].devices.type="cpu-small"'
+grep -Eq "parallel.auto: strategy dp4 \(a compute copy and its gradients beside the default's state\) holds rows of up to [0-9]+ tokens" \
+  "$work/auto/logs/rank-0.log" || fail "auto: the strategies' memory plan is not logged"
 grep -Eq "parallel.auto: buckets planned: .*-> (tp2-dp2|pp2-dp2|dp4)" "$work/auto/logs/rank-0.log" \
   || { grep "parallel.auto" "$work/auto/logs/rank-0.log"; fail "auto: no bucket planned under a strategy other than the default"; }
 sed -nE 's/.*parallel.auto: bucket plan of [0-9]+ pieces in ([0-9.]+) ms.*/\1/p' "$work/auto/logs/rank-0.log" > "$work/plan-ms"
