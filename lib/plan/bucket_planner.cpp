@@ -83,10 +83,13 @@ BucketPlanner::BucketPlanner(std::vector<DocumentStrategy> strategies, BucketPla
         continue;
       }
       ReplicaTable t;
+      // Its micro-batches of the batch at the shortest rows (one token each: micro_batch_tokens
+      // / row_tokens tokens a micro-batch, bucket_rows.h).
+      const double rows_per_micro_batch = static_cast<double>(s.replicas[r].micro_batch_tokens / s.row_tokens);
       t.micro_batches = options_.max_batch_tokens > 0
                             ? static_cast<int64_t>(std::ceil(s.replicas[r].share / shares *
                                                              static_cast<double>(options_.max_batch_tokens) /
-                                                             static_cast<double>(s.replicas[r].micro_batch_tokens)))
+                                                             rows_per_micro_batch))
                             : kDefaultTabulatedMicroBatches;
       t.micro_batches = std::max<int64_t>(1, t.micro_batches);
       t.extrapolate_after = tabulated_up_to(static_cast<int64_t>(s.replicas[r].stages.size()));

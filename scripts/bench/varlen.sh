@@ -16,11 +16,14 @@
 # usage: scripts/bench/varlen.sh [--seq-len 2048] [--steps 12] [--documents 4000] [--layers 4]
 #          [--hidden 128] [--global-batch 16] [--memory-gib G] [--slowdown 20] [--with-dp4]
 #          [--keep DIR] (the jobs, logs and profile kept in DIR)
+#          [--link-gbps G [--link-latency-us 50]] (4 rehearsed nodes of one device each, behind
+#          emulated links of G Gb/s: tp and pp then pay for their messages, as across nodes)
 #        (after scripts/build.sh --target hetu); smoke: --seq-len 256 --steps 4 --documents 600
 #        --layers 2 --hidden 64 --slowdown 5 --memory-gib 0.006
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seq_len=2048; steps=12; documents=4000; layers=4; hidden=128; global_batch=16; memory_gib=""; slowdown=20; dp4=0; keep=""
+link_gbps=""; link_latency_us=50
 while [ $# -gt 0 ]; do
   case $1 in
     --seq-len) seq_len=$2; shift 2 ;;
@@ -33,6 +36,8 @@ while [ $# -gt 0 ]; do
     --slowdown) slowdown=$2; shift 2 ;;
     --with-dp4) dp4=1; shift ;;
     --keep) keep=$2; shift 2 ;;
+    --link-gbps) link_gbps=$2; shift 2 ;;
+    --link-latency-us) link_latency_us=$2; shift 2 ;;
     *) sed -n '/^# usage/,/--memory-gib 0.006$/p' "$0"; exit 2 ;;
   esac
 done
@@ -60,6 +65,17 @@ emulate_slowdown = $slowdown
 emulate_cpu_time = true
 ${memory_gib:+memory_gib = $memory_gib}
 TOML
+cluster_nodes() {  # one node of 4 devices, or (--link-gbps) 4 rehearsed nodes of one behind emulated links
+  if [ -z "$link_gbps" ]; then
+    printf '[[cluster.node]]\nhost = "localhost"\ndevices = { type = "emu", count = 4 }\n'
+    return
+  fi
+  printf 'rehearse = true\n'
+  for n in 0 1 2 3; do
+    printf '[[cluster.node]]\nhost = "node%s"\ndevices = { type = "emu", count = 1 }\nemulate_link_gbps = %s\nemulate_link_latency_us = %s\n' \
+      "$n" "$link_gbps" "$link_latency_us"
+  done
+}
 write_job() {  # FILE STRATEGIES(0/1)
   cat > "$1" <<TOML
 [job]
@@ -91,9 +107,7 @@ warmup_steps = 2
 every = 0
 [cluster]
 device_catalog = "$work/catalog.toml"
-[[cluster.node]]
-host = "localhost"
-devices = { type = "emu", count = 4 }
+$(cluster_nodes)
 [parallel]
 auto = true
 profile = "$work/profile.toml"
