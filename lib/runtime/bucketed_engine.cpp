@@ -53,7 +53,7 @@ void release_copy(const std::vector<nn::NamedParameter>& params) {
   for (const nn::NamedParameter& p : params) {
     TensorImpl& t = *p.tensor.impl();
     HT_CHECK(!t.grad_.defined(), "buckets: {}'s compute copy is released with a gradient", p.name);
-    t.storage_ = Storage::allocate(0, t.storage_->device());
+    t.storage_ = Storage::wrap(nullptr, 0, t.storage_->device(), {});  // no memory
   }
 }
 

@@ -13,10 +13,10 @@
 #   both AdamW moments within 1e-6 of max|ref| plus 1e-8. (optimizer.eps = 1e-4: with 1e-6
 #   AdamW turns the fp32 rounding of near-zero gradients into ~1e-5 relative parameter
 #   differences, as plain dp=4 documents packing without buckets does too.)
-#   - GPT-2's buckets on devices of 0.0036 GiB (a catalogue written here): a lane's compute copy
-#     of the parameters is allocated only while its buckets run, so the device holds the
-#     default's training state and one lane's copy and gradients (measured peak 0.00345 GiB;
-#     with every lane's copy resident, 0.00368: out of memory); the same checks as above;
+#   - GPT-2's buckets on devices of 0.00305 GiB (a catalogue written here): a lane's compute
+#     copy of the parameters is allocated only while its buckets run, so the device holds the
+#     default's training state and one lane's copy and gradients (measured peak 0.00294 GiB;
+#     with every lane's copy resident, 0.00317: out of memory); the same checks as above;
 #   - GPT-2 with the middle bucket under tp=2 on devices 2-3 only (ranks 0-1 idle in it: they
 #     only send their parameters and receive the gradients): the same checks;
 #   - buckets without data.packing = "documents" are refused before compute, exit 2, naming
@@ -119,7 +119,7 @@ name = "cpu-lanes"
 kind = "cpu"
 peak_tflops_fp32 = 0.05
 memory_bandwidth_gbs = 5
-memory_gib = 0.0036
+memory_gib = 0.00305
 TOML
 run_logged lanes "gpt2: mpirun -np 4 run on small devices" mpirun -np 4 "$hetu" train "$gpt2_job" "${common[@]}" \
   --set job.out_dir=\"$work/lanes\" --set cluster.device_catalog=\"$work/catalog-lanes.toml\" \
