@@ -30,7 +30,9 @@ namespace hetu::plan {
 // long as the set's longest document needs (lib/pipeline/bucket_rows.h: what the bucket
 // batcher packs): a micro-batch holds micro_batch_tokens / row_factor tokens, and the part
 // runs in as many as its tokens fill. It fits when a micro-batch of that many tokens fits
-// every device with m of them in flight (max_fitting_tokens(m); the gradients count as held
+// every device with m of them in flight (m at least the stages: a full pipeline, since rows
+// hold whole documents and replicas whole micro-batches, the runtime may run more than the
+// tokens fill) (max_fitting_tokens(m); the gradients count as held
 // even with one micro-batch, since a bucket's accumulate with the other buckets'): so a
 // memory limit keeps long documents (long rows, big micro-batches) off a strategy that
 // short ones (short rows) fit. The set runs in the slowest replica's pipeline time
@@ -88,6 +90,7 @@ void price_as_compute_copy(DocumentStrategy& lane, const DocumentStrategy& optim
   for (DocumentReplica& r : lane.replicas) {
     r.compute_copy = true;
     r.resident_bytes = resident;
+    for (double& memory : r.memory_bytes) memory *= kComputeCopyMemoryShare;
   }
 }
 
@@ -111,7 +114,9 @@ ReplicaPart replica_part(const DocumentStrategy& strategy, size_t replica, const
   // of them as its tokens fill.
   const int64_t holds = mine.micro_batch_tokens / pipeline::bucket_row_factor(seq_len, load.longest);
   const int64_t m = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(tokens / static_cast<double>(holds))));
-  if (holds > fitting(m)) {
+  // Its memory as with at least a full pipeline in flight: a row holds whole documents and a
+  // replica runs whole micro-batches, so the runtime may run more of them than the tokens fill.
+  if (holds > fitting(std::max<int64_t>(m, static_cast<int64_t>(mine.stages.size())))) {
     out.fits = false;
     return out;
   }

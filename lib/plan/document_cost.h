@@ -71,9 +71,14 @@ StageTimes micro_batch_times(const DocumentStrategy& strategy, size_t r, const S
 double micro_batch_peak_bytes(const DocumentReplica& replica, const StageCost& stage, double tokens,
                               int64_t in_flight, int64_t micro_batches);
 
+// A compute copy is planned per step, with no one to see it fit: its devices' memory is taken
+// at this share, the peak estimate's tested bound (within 10%, tests/e2e/plan_memory.sh).
+inline constexpr double kComputeCopyMemoryShare = 0.9;
+
 // Makes `lane` a compute copy beside `optimize` (the strategy that holds the parameters):
 // every replica's devices keep the most training state and reserved memory any device of
-// `optimize` keeps, and the copy's parameters and gradients.
+// `optimize` keeps, and the copy's parameters and gradients, within kComputeCopyMemoryShare
+// of their memory.
 void price_as_compute_copy(DocumentStrategy& lane, const DocumentStrategy& optimize);
 
 // The most tokens a micro-batch of replica `r` may hold (at most its micro_batch_tokens) when it

@@ -195,17 +195,38 @@ TEST_CASE("document cost: a compute copy's micro-batch sits beside the optimize 
     const double beside = 4 * held.param_bytes + held.reserved_bytes + 2 * alone.param_bytes;
     return predict_layout({{ScheduleKind::one_f_one_b, 2, {alone}}}).peak_bytes[0][0] - own_state + beside;
   };
-  const double memory = peak_as_copy(64);
+  const double memory = peak_as_copy(64) / kComputeCopyMemoryShare;  // planned within that share
   DocumentStrategy lane = strategy_of({{lane_priced}}, {1}, memory);
   lane.row_tokens = 128;
   CHECK(max_fitting_tokens(lane, 0, 1) > 64);  // priced as if it held the parameters: more fit
   price_as_compute_copy(lane, optimize);
   CHECK(lane.replicas[0].resident_bytes == 4 * held.param_bytes + held.reserved_bytes);
-  CHECK(peak_as_copy(65) > memory);
+  CHECK(peak_as_copy(65) > memory * kComputeCopyMemoryShare);
   CHECK(max_fitting_tokens(lane, 0, 1) == 64);
   DocumentLoad holds, too_long;  // rows of 64 and of 128
   holds.add(64);
   too_long.add(65);
   CHECK(load_fits(lane, holds));
   CHECK_FALSE(load_fits(lane, too_long));
+}
+
+TEST_CASE("document cost: a pipeline's documents must fit with its pipeline full", "[document_cost]") {
+  // Two 1F1B stages; one document of 64 tokens is one micro-batch by its tokens, but rows hold
+  // whole documents and replicas whole micro-batches, so the runtime may run more: the first
+  // stage is checked holding two in flight (peak_bytes at a micro-batch of 128 tokens, the
+  // gradients held), not one.
+  const StageCost a = stage_at(64, 2, 0, 1, 1, 1e9), b = stage_at(64, 2, 2, 3, 1, 1e9);
+  const double one_in_flight = peak_bytes(a, 1, 2), full = peak_bytes(a, 2, 2);
+  REQUIRE(full > one_in_flight);
+  REQUIRE(peak_bytes(b, 1, 2) <= one_in_flight);
+  DocumentLoad one;
+  one.add(64);
+  DocumentStrategy between = strategy_of({{a, b}}, {1}, (one_in_flight + full) / 2);
+  between.row_tokens = 64;
+  CHECK(replica_part(between, 0, one).micro_batches == 0);
+  CHECK_FALSE(load_fits(between, one));
+  DocumentStrategy holds = strategy_of({{a, b}}, {1}, full);
+  holds.row_tokens = 64;
+  CHECK(load_fits(holds, one));
+  CHECK(replica_part(holds, 0, one).micro_batches == 1);
 }
