@@ -26,6 +26,21 @@ std::string describe(const std::vector<io::BucketShape>& buckets) {
   return out;
 }
 
+// The longest documents a full global batch of them may have under `s`: the longest row
+// (lib/pipeline/bucket_rows.h) whose micro-batches its devices hold (a compute copy's beside
+// the default's training state); 0: none.
+int64_t longest_held(const plan::DocumentStrategy& s, int64_t global_batch, int64_t seq_len) {
+  for (int64_t row = seq_len; row >= 1; row = row % 2 == 0 ? row / 2 : 0) {
+    plan::DocumentLoad load;
+    load.documents = global_batch * (seq_len / row);
+    load.tokens = static_cast<double>(global_batch * seq_len);
+    load.square_tokens = load.tokens * static_cast<double>(row);
+    load.longest = row;
+    if (plan::load_fits(s, load)) return row;
+  }
+  return 0;
+}
+
 struct PlanState {
   std::unique_ptr<plan::BucketPlanner> planner;
   std::map<std::string, io::BucketShape> shape_of;  // strategy name -> its replicas' shares
@@ -54,6 +69,11 @@ io::BucketPlanFn auto_bucket_plan(const config::LoadedConfig& loaded, const Prof
       shape.micro_batch.push_back(r.micro_batch);
     }
     state->shape_of[name] = std::move(shape);
+  }
+  for (const plan::DocumentStrategy& s : state->planner->strategies()) {
+    spdlog::info("parallel.auto: strategy {}{} holds rows of up to {} tokens in its devices' memory", s.name,
+                 s.name == config::kDefaultStrategy ? "" : " (a compute copy and its gradients beside the default's state)",
+                 longest_held(s, c.training.global_batch, c.training.seq_len));
   }
   spdlog::info("parallel.auto: each step's buckets planned over the strategies {} (profile: {})",
                fmt::join(auto_bucket_strategies(c), ", "),

@@ -26,6 +26,7 @@ class BucketSource final : public runtime::BucketedSource {
     runtime::BucketedStep step;
     for (int64_t b = 0; b < batcher_.buckets(); ++b) {
       step.rounds.push_back(batcher_.rounds(b));
+      step.row_factor.push_back(batcher_.row_factor(b));
       if (planned_) step.strategies.push_back(batcher_.shape(b).strategy);
     }
     step.global_targets = batcher_.global_targets();
@@ -34,11 +35,15 @@ class BucketSource final : public runtime::BucketedSource {
   runtime::Batch micro_batch(int64_t bucket, int64_t round, int64_t replica, int64_t index) override {
     timing::Scope scope(timing::Phase::data, "data");
     io::DocumentBatch d = batcher_.micro_batch(bucket, round, replica, index);
-    const auto rows = static_cast<int64_t>(d.x.size()) / seq_len();
-    Tensor x = empty({rows, seq_len()}, DType::i32), y = empty({rows, seq_len()}, DType::i32);
+    const int64_t row_len = seq_len() / batcher_.row_factor(bucket);
+    const auto rows = static_cast<int64_t>(d.x.size()) / row_len;
+    Tensor x = empty({rows, row_len}, DType::i32), y = empty({rows, row_len}, DType::i32);
     std::copy(d.x.begin(), d.x.end(), x.data<int32_t>());
     std::copy(d.y.begin(), d.y.end(), y.data<int32_t>());
     return {x.to(device_), y.to(device_), std::move(d.cu_seqlens), d.global_targets};
+  }
+  int64_t micro_batches(int64_t bucket, int64_t round, int64_t replica) override {
+    return batcher_.micro_batches(bucket, round, replica);
   }
   std::string save_position() const override { return batcher_.position().to_string(); }
   void restore_position(const std::string& position) override { batcher_.restore(io::DataPosition::parse(position)); }

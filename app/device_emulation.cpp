@@ -81,7 +81,7 @@ std::unique_ptr<Communicator> with_emulation(std::unique_ptr<Communicator> comm,
   const DeviceProfile* type = device_profile(loaded, mine);
   const bool scheduled = type != nullptr && !type->emulate_slowdown_schedule.empty();
   if (spec.slowdown <= 1 && !scheduled && !measure_compute && !any_link_emulated(c)) return comm;
-  spec.cpu_time = measure_compute;  // see Note [Emulated devices]
+  spec.cpu_time = measure_compute || (type != nullptr && type->emulate_cpu_time);  // see Note [Emulated devices]
   for (const config::NodeSection& node : c.cluster.nodes) {
     spec.links.push_back({node.emulate_link_gbps, node.emulate_link_latency_us});
   }

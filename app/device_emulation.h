@@ -32,7 +32,8 @@ void limit_cpu_memory(const config::LoadedConfig& loaded, const config::DeviceId
 // `comm` wrapped in an EmulatedCommunicator when this rank's device is slowed (now or by its
 // schedule), any node's link is emulated, or `measure_compute` asks for its compute clock
 // (emulated_compute_s, [straggler]: then the slowdown is paced by CPU time, so that ranks
-// sharing cores are not slowed by each other's waits; Note [Emulated devices]); `comm`
+// sharing cores are not slowed by each other's waits; Note [Emulated devices]; also where the
+// device type sets emulate_cpu_time); `comm`
 // itself otherwise.
 std::unique_ptr<Communicator> with_emulation(std::unique_ptr<Communicator> comm, const config::LoadedConfig& loaded,
                                              const RankMap& ranks, bool measure_compute = false);

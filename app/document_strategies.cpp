@@ -27,7 +27,8 @@ plan::DocumentStrategy document_strategy(const std::string& name, const LayoutEs
   return plan::document_strategy(name, e.replicas, memory, micro_batch, seq_len, reshard);
 }
 
-// Every strategy of the job (default first), each its own layout's estimate.
+// Every strategy of the job (default first), each its own layout's estimate, the others
+// priced as compute copies beside the default's training state.
 std::vector<plan::DocumentStrategy> job_strategies(const config::LoadedConfig& loaded, const Profile& profile) {
   const plan::Link link = slowest_link(loaded, profile);
   std::vector<std::string> names{config::kDefaultStrategy};
@@ -38,6 +39,7 @@ std::vector<plan::DocumentStrategy> job_strategies(const config::LoadedConfig& l
     under.config.parallel = loaded.config.strategy(name);
     out.push_back(document_strategy(name, estimate_layout(under, profile), under.config.parallel,
                                     loaded.config.training.seq_len, name == config::kDefaultStrategy ? nullptr : &link));
+    if (out.size() > 1) plan::price_as_compute_copy(out.back(), out.front());
   }
   return out;
 }

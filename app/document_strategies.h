@@ -26,7 +26,8 @@ plan::DocumentStrategy document_strategy(const std::string& name, const LayoutEs
                                          const plan::Link* reshard);
 
 // Every strategy of the job ("default" first, then [[parallel.strategy]] in file order), each
-// its own layout's estimate; only "default" holds the parameters.
+// its own layout's estimate; only "default" holds the parameters, the others are compute
+// copies beside its training state (plan::price_as_compute_copy).
 std::vector<plan::DocumentStrategy> job_strategies(const config::LoadedConfig& loaded, const Profile& profile);
 
 }  // namespace hetu::app

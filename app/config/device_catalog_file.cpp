@@ -62,6 +62,12 @@ void read_device_catalog_file(const std::string& path, DeviceCatalog& catalog) {
         type.emulate_slowdown_schedule.emplace_back(previous, entry[1]);
       }
     }
+    if (auto v = d.get_bool("emulate_cpu_time")) {
+      if (type.kind != DeviceKind::cpu) {
+        d.fail("emulate_cpu_time", "only CPU kinds emulate a slowdown (device \"" + type.name + "\" is a gpu)");
+      }
+      type.emulate_cpu_time = *v;
+    }
     if (type.peak_tflops_bf16 < 0 || type.peak_tflops_fp32 <= 0) {
       d.fail("peak_tflops_fp32", "peaks must be >= 0 and peak_tflops_fp32 > 0 (needed for MFU)");
     }

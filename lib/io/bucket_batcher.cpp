@@ -1,8 +1,10 @@
 // BucketBatcher: a global batch's pieces by length into buckets, next-fit rounds, balanced rows.
 #include "lib/io/bucket_batcher.h"
 
+#include <algorithm>
 #include <numeric>
 
+#include "lib/pipeline/bucket_rows.h"
 #include "lib/util/error.h"
 
 namespace hetu::io {
@@ -46,6 +48,13 @@ int64_t BucketBatcher::rounds(int64_t bucket) const {
   return static_cast<int64_t>(rounds_.at(static_cast<size_t>(bucket)).size());
 }
 
+int64_t BucketBatcher::row_factor(int64_t bucket) const { return row_factor_.at(static_cast<size_t>(bucket)); }
+
+int64_t BucketBatcher::micro_batches(int64_t bucket, int64_t round, int64_t replica) const {
+  const Round& r = rounds_.at(static_cast<size_t>(bucket)).at(static_cast<size_t>(round));
+  return r.shares.at(static_cast<size_t>(replica)) / buckets_[static_cast<size_t>(bucket)].micro_batch.at(static_cast<size_t>(replica));
+}
+
 void BucketBatcher::next_step() {
   const DocumentBatcher::GlobalBatch batch = loader_.next_global_batch();
   global_targets_ = batch.targets;
@@ -63,21 +72,36 @@ void BucketBatcher::next_step() {
     while (b + 1 < buckets_.size() && p.length > buckets_[b].max_len) ++b;
     by_bucket[b].push_back(p);
   }
+  row_factor_.assign(buckets_.size(), 1);
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const BucketShape& shape = buckets_[b];
-    const int64_t rows = std::accumulate(shape.shares.begin(), shape.shares.end(), int64_t{0});
+    int64_t longest = by_bucket[b].empty() ? seq_len_ : 1;  // an empty bucket: rows of seq_len
+    for (const DocumentBatcher::Piece& p : by_bucket[b]) longest = std::max(longest, p.length);
+    const int64_t factor = pipeline::bucket_row_factor(seq_len_, longest), row_len = seq_len_ / factor;
+    row_factor_[b] = factor;
+    std::vector<int64_t> shares = shape.shares;
+    for (int64_t& share : shares) share *= factor;
+    const int64_t rows = std::accumulate(shares.begin(), shares.end(), int64_t{0});
     std::vector<Round>& rounds = rounds_[b];
     std::vector<int64_t> lengths;
-    auto close = [&] {
-      rounds.back().packed = pack_balanced(lengths, shape.shares, seq_len_, shape.micro_batch);
+    NextFitRows fill(rows, row_len);
+    auto close = [&] {  // a round its rows fill: each replica's share of them, whole micro-batches
+      Round& round = rounds.back();
+      round.shares = shares;
+      if (const int64_t used = fill.rows_used(); used < rows) {
+        for (size_t r = 0; r < shares.size(); ++r) {
+          const int64_t mb = shape.micro_batch[r];
+          round.shares[r] = mb * ((used * shares[r] + rows * mb - 1) / (rows * mb));
+        }
+      }
+      round.packed = pack_balanced(lengths, round.shares, row_len, shape.micro_batch);
       lengths.clear();
     };
-    NextFitRows fill(rows, seq_len_);
     for (const DocumentBatcher::Piece& p : by_bucket[b]) {
       if (rounds.empty() || !fill.add(p.length)) {
         if (!rounds.empty()) close();
         rounds.emplace_back();
-        fill = NextFitRows(rows, seq_len_);
+        fill = NextFitRows(rows, row_len);
         fill.add(p.length);
       }
       rounds.back().pieces.push_back(p);
@@ -91,12 +115,13 @@ DocumentBatch BucketBatcher::micro_batch(int64_t bucket, int64_t round, int64_t 
   const BucketShape& shape = buckets_.at(static_cast<size_t>(bucket));
   const Round& r = rounds_.at(static_cast<size_t>(bucket)).at(static_cast<size_t>(round));
   const int64_t mb = shape.micro_batch.at(static_cast<size_t>(replica));
-  const int64_t first = std::accumulate(shape.shares.begin(), shape.shares.begin() + replica, int64_t{0}) + index * mb;
-  HT_CHECK(index >= 0 && (index + 1) * mb <= shape.shares[static_cast<size_t>(replica)],
+  const int64_t factor = row_factor(bucket);
+  const int64_t first = std::accumulate(r.shares.begin(), r.shares.begin() + replica, int64_t{0}) + index * mb;
+  HT_CHECK(index >= 0 && (index + 1) * mb <= r.shares.at(static_cast<size_t>(replica)),
            "buckets: replica {} has no micro-batch {}", replica, index);
   const auto rows = std::span<const std::vector<int64_t>>(r.packed.rows).subspan(static_cast<size_t>(first),
                                                                                  static_cast<size_t>(mb));
-  DocumentBatch out = loader_.documents()->assemble(r.pieces, rows);
+  DocumentBatch out = loader_.documents()->assemble(r.pieces, rows, seq_len_ / factor);
   out.global_targets = global_targets_;
   return out;
 }

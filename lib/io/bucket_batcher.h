@@ -2,9 +2,14 @@
 // ([[parallel.bucket]], a layout per batch). The global batch is the one DocumentBatcher
 // reads (the same pieces, in the same order, as every layout without buckets); each piece
 // (a document, or a seq_len piece of a longer one) goes to the first bucket whose max_len is
-// at least its length. A bucket's pieces, in stream order, fill rounds of global_batch rows
-// by next-fit; each round is placed cost-balanced over the replicas of the bucket's strategy
-// (their batch shares and micro-batches, document_packing.h). A bucket without pieces has no
+// at least its length. A bucket's rows are as long as its longest piece needs
+// (lib/pipeline/bucket_rows.h: seq_len / row_factor), and its pieces, in stream order, fill
+// rounds of row_factor x global_batch such rows (the token budget of a global batch) by
+// next-fit; each round is placed cost-balanced over the replicas of the bucket's strategy
+// (their batch shares and micro-batches of micro_batch rows, each share row_factor x as many
+// rows, document_packing.h). A round its pieces do not fill (a bucket's last) has only the
+// rows they use, each replica its share of them rounded up to whole micro-batches (at least
+// one), so that no micro-batch of padding runs. A bucket without pieces has no
 // round. The loss normalizer is the whole global batch's target count, every bucket included.
 // Planned buckets ([parallel] auto = true): a BucketPlanFn, given the lengths of each global
 // batch's pieces in stream order, returns that step's buckets (their strategies named).
@@ -45,6 +50,12 @@ class BucketBatcher {
   void next_step();
   int64_t buckets() const { return static_cast<int64_t>(buckets_.size()); }
   int64_t rounds(int64_t bucket) const;
+  // Rows of the bucket's rounds per row of seq_len (its rows are seq_len / row_factor long);
+  // a replica runs row_factor x its micro-batches per round.
+  int64_t row_factor(int64_t bucket) const;
+  // The micro-batches `replica` runs in round `round` of `bucket` (a full round: row_factor x
+  // its share over its micro-batch).
+  int64_t micro_batches(int64_t bucket, int64_t round, int64_t replica) const;
   const BucketShape& shape(int64_t bucket) const { return buckets_.at(static_cast<size_t>(bucket)); }
   int64_t global_targets() const { return global_targets_; }
   int64_t seq_len() const { return seq_len_; }
@@ -59,6 +70,7 @@ class BucketBatcher {
  private:
   struct Round {
     std::vector<DocumentBatcher::Piece> pieces;
+    std::vector<int64_t> shares;  // rows per replica
     PackedBatch packed;
   };
   void check_buckets() const;
@@ -68,6 +80,7 @@ class BucketBatcher {
   BucketPlanFn plan_;                      // empty: buckets_ are fixed
   int64_t global_batch_;
   std::vector<std::vector<Round>> rounds_;  // of the current step, per bucket
+  std::vector<int64_t> row_factor_;         // of the current step, per bucket
   int64_t global_targets_ = 0;
 };
 

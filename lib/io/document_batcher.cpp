@@ -104,8 +104,9 @@ void DocumentBatcher::load_batch() {
   loaded_ = true;
 }
 
-DocumentBatch DocumentBatcher::assemble(std::span<const Piece> pieces, std::span<const std::vector<int64_t>> rows) const {
-  const int64_t T = options_.seq_len;
+DocumentBatch DocumentBatcher::assemble(std::span<const Piece> pieces, std::span<const std::vector<int64_t>> rows,
+                                        int64_t row_len) const {
+  const int64_t T = row_len > 0 ? row_len : options_.seq_len;
   const auto mb = static_cast<int64_t>(rows.size());
   DocumentBatch out;
   out.x.assign(static_cast<size_t>(mb * T), separator_);
@@ -115,7 +116,7 @@ DocumentBatch DocumentBatcher::assemble(std::span<const Piece> pieces, std::span
     int64_t at = i * T;
     for (int64_t p : rows[static_cast<size_t>(i)]) {
       const Piece& piece = pieces[static_cast<size_t>(p)];
-      HT_CHECK(at + piece.length <= (i + 1) * T, "data: row {} holds more than seq_len {} tokens", i, T);
+      HT_CHECK(at + piece.length <= (i + 1) * T, "data: row {} holds more than its {} tokens", i, T);
       const uint16_t* tokens = shards_[static_cast<size_t>(piece.shard)].tokens() + piece.start;
       const int64_t targets = piece.length - 1 + (piece.continues ? 1 : 0);
       std::copy(tokens, tokens + piece.length, out.x.begin() + at);

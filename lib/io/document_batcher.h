@@ -82,9 +82,10 @@ class DocumentBatcher {
   // The whole next global batch (between two of them only: no row of it read), the cursor
   // moved to the one after; what next() would read over all replicas' rows.
   GlobalBatch next_global_batch();
-  // The tokens of `rows` (each a list of indices into `pieces`, at most seq_len tokens) as
-  // next() lays out a micro-batch; global_targets is left 0.
-  DocumentBatch assemble(std::span<const Piece> pieces, std::span<const std::vector<int64_t>> rows) const;
+  // The tokens of `rows` (each a list of indices into `pieces`, at most row_len tokens; 0:
+  // seq_len) as next() lays out a micro-batch, in rows of row_len; global_targets is left 0.
+  DocumentBatch assemble(std::span<const Piece> pieces, std::span<const std::vector<int64_t>> rows,
+                         int64_t row_len = 0) const;
 
  private:
   struct Document {

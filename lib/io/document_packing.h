@@ -32,6 +32,7 @@ class NextFitRows {
   // the global batch is full and the piece starts the next one. length in [1, seq_len].
   bool add(int64_t length);
   int64_t pieces() const { return pieces_; }
+  int64_t rows_used() const { return pieces_ == 0 ? 0 : row_ + 1; }
   const std::vector<int64_t>& row_of() const { return row_of_; }  // the row of each piece added
 
  private:

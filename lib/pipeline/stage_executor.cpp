@@ -22,6 +22,7 @@ StageExecutor::StageExecutor(const ParallelLayout& layout, Position position, Co
     : replica_(layout.replicas.at(static_cast<size_t>(position.replica))),
       position_(position),
       comm_(comm),
+      plans_(plans),
       hidden_shape_(std::move(hidden_shape)),
       dtype_(dtype),
       num_stages_(static_cast<int64_t>(replica_.stages.size())) {
@@ -36,6 +37,18 @@ StageExecutor::StageExecutor(const ParallelLayout& layout, Position position, Co
   const int64_t s = position_.stage;
   if (s > 0) from_prev_ = edge(s - 1, s);
   if (s + 1 < num_stages_) to_next_ = edge(s, s + 1);
+}
+
+// Micro-batches of another (rows, T) than the executor was built for (a bucket's rows,
+// bucket_rows.h): the edges' plans for that activation shape, from the plan cache.
+void StageExecutor::shape_edges(const Shape& inputs) {
+  const Shape shape{inputs.at(0), inputs.at(1), hidden_shape_.at(2)};
+  for (std::optional<Edge>* edge : {&from_prev_, &to_next_}) {
+    if (!edge->has_value()) continue;
+    Edge& e = **edge;
+    e.forward = &plans_.get(e.src, e.dst, shape);
+    e.backward = &plans_.get(dual_annotation(e.dst), dual_annotation(e.src), shape);
+  }
 }
 
 double StageExecutor::train(StageCompute& compute, const std::vector<MicroBatch>& micro_batches, double normalizer) {
@@ -55,8 +68,8 @@ double StageExecutor::evaluate(StageCompute& compute, const std::vector<MicroBat
 double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& micro_batches, double normalizer,
                           bool training) {
   const int64_t m = static_cast<int64_t>(micro_batches.size());
-  HT_CHECK(!training || m == replica_.micro_batches(), "stage executor: {} micro-batches given, the replica runs {}",
-           m, replica_.micro_batches());
+  HT_CHECK(!training || m >= 1, "stage executor: a training pass of no micro-batches");
+  if (m > 0) shape_edges(micro_batches[0].inputs.shape());
   std::vector<PipeAction> actions;
   if (training) {
     actions = make_schedule(replica_.schedule, num_stages_, m, position_.stage);

@@ -57,7 +57,9 @@ class StageExecutor {
   StageExecutor(const ParallelLayout& layout, Position position, Communicator* comm, PlanCache& plans,
                 Shape hidden_shape, DType dtype = DType::f32);
 
-  // Forward and backward of every micro-batch (gradients accumulate into the parameters).
+  // Forward and backward of every micro-batch (gradients accumulate into the parameters),
+  // any number of them, all of one (rows, T): a layout's micro_batches() of (micro_batch,
+  // seq_len), or a bucket's rows (bucket_rows.h), the edges planned for their shape.
   // Returns the sum of the losses this rank seeded (its replica's share of the step loss on
   // tp index 0 of the last stage; 0 elsewhere).
   double train(StageCompute& compute, const std::vector<MicroBatch>& micro_batches, double normalizer);
@@ -76,10 +78,12 @@ class StageExecutor {
     const CommPlan* backward = nullptr;  // gradient plan: dual annotations, reversed
   };
   double run(StageCompute& compute, const std::vector<MicroBatch>& micro_batches, double normalizer, bool training);
+  void shape_edges(const Shape& inputs);
 
   ReplicaLayout replica_;
   Position position_;
   Communicator* comm_;
+  PlanCache& plans_;
   Shape hidden_shape_;
   DType dtype_;
   int64_t num_stages_ = 1;

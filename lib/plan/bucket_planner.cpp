@@ -32,7 +32,8 @@ namespace hetu::plan {
 // between them: exact at the grid and wherever one stage stays the bottleneck (G_m then is
 // linear), otherwise within a small fraction (G_m is a max of linear functions, convex);
 // test_bucket_planner checks it against load_time_s. Memory is tabulated the same way
-// (max_fitting_tokens per m, exact). Equal replicas (a data-parallel strategy's) are priced
+// (max_fitting_tokens per m, exact; past the table, 1F1B's is the table's last, since neither
+// its micro-batches in flight nor the gradients grow). Equal replicas (a data-parallel strategy's) are priced
 // once. Tables stop at 6 x stages + 4 micro-batches: past that,
 // G_m is extrapolated linearly by the last window of 2 x stages (the steady state repeats, as
 // the layout search's Note [Layout search]; exact for one stage), memory priced exactly. A
@@ -62,8 +63,10 @@ BucketPlanner::BucketPlanner(std::vector<DocumentStrategy> strategies, BucketPla
     int64_t widest = 1;
     for (const DocumentReplica& r : s.replicas) {
       HT_USAGE_CHECK(!r.stages.empty() && r.memory_bytes.size() == r.stages.size() && r.share > 0 &&
-                         r.priced_tokens > 0 && r.micro_batch_tokens >= 1,
-                     "bucket planner: strategy '{}' has a replica without stages, memory, share or micro-batch", s.name);
+                         r.priced_tokens > 0 && r.micro_batch_tokens >= 1 && s.row_tokens >= 1 &&
+                         r.micro_batch_tokens % s.row_tokens == 0,
+                     "bucket planner: strategy '{}' has a replica without stages, memory, share or micro-batch of "
+                     "rows", s.name);
       shares += r.share;
       widest = std::max(widest, r.micro_batch_tokens);
     }
@@ -80,10 +83,13 @@ BucketPlanner::BucketPlanner(std::vector<DocumentStrategy> strategies, BucketPla
         continue;
       }
       ReplicaTable t;
+      // Its micro-batches of the batch at the shortest rows (one token each: micro_batch_tokens
+      // / row_tokens tokens a micro-batch, bucket_rows.h).
+      const double rows_per_micro_batch = static_cast<double>(s.replicas[r].micro_batch_tokens / s.row_tokens);
       t.micro_batches = options_.max_batch_tokens > 0
                             ? static_cast<int64_t>(std::ceil(s.replicas[r].share / shares *
                                                              static_cast<double>(options_.max_batch_tokens) /
-                                                             static_cast<double>(s.replicas[r].micro_batch_tokens)))
+                                                             rows_per_micro_batch))
                             : kDefaultTabulatedMicroBatches;
       t.micro_batches = std::max<int64_t>(1, t.micro_batches);
       t.extrapolate_after = tabulated_up_to(static_cast<int64_t>(s.replicas[r].stages.size()));
@@ -142,7 +148,15 @@ double BucketPlanner::bucket_s(size_t s, const DocumentLoad& load) const {
     if (alike_[s][r] != r) continue;
     const ReplicaTable& t = tables_[s][r];
     const ReplicaPart part = replica_part(strategy, r, load, [&](int64_t m) {
-      return m <= t.micro_batches ? t.fitting[static_cast<size_t>(m - 1)] : max_fitting_tokens(strategy, r, m);
+      if (m <= t.micro_batches) return t.fitting[static_cast<size_t>(m - 1)];
+      // Under 1F1B neither the micro-batches in flight (at most the stages) nor the gradients
+      // held grow past the table's end (short rows run many micro-batches).
+      const auto stages = static_cast<int64_t>(strategy.replicas[r].stages.size());
+      if (strategy.replicas[r].schedule == pipeline::ScheduleKind::one_f_one_b &&
+          t.micro_batches >= std::max<int64_t>(2, stages)) {
+        return t.fitting.back();
+      }
+      return max_fitting_tokens(strategy, r, m);
     });
     if (!part.fits) return kDocumentsDoNotFit;
     if (part.micro_batches == 0) continue;

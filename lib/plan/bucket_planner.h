@@ -45,7 +45,8 @@ struct BucketPlan {
 struct BucketPlannerOptions {
   int64_t max_boundaries = 64;     // candidate bucket ends (all distinct lengths when there are no more)
   int64_t ratio_points = 65;       // the pipeline tables' grid over Σ L² / Σ L, per strategy
-  int64_t max_batch_tokens = 0;    // the largest batch planned (tables cover its micro-batches); 0: 64 per replica
+  int64_t max_batch_tokens = 0;    // the largest batch planned (tables cover its micro-batches, at the
+                                   // shortest rows); 0: 64 per replica
 };
 
 class BucketPlanner {

@@ -30,6 +30,9 @@ struct DeviceProfile {
   // CPU kinds only: {step, F} pairs, steps increasing: from step `step` (1-based) on, the
   // slowdown is F (a rehearsed device that slows down or recovers during a run).
   std::vector<std::pair<int64_t, double>> emulate_slowdown_schedule = {};
+  // CPU kinds only: the slowdown multiplies a rank's CPU time, not its wall time, so ranks that
+  // compute at once on too few cores are not slowed further by waiting for one (as [straggler]).
+  bool emulate_cpu_time = false;
 };
 
 class DeviceCatalog {

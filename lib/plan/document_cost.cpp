@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "lib/pipeline/bucket_rows.h"
 #include "lib/util/error.h"
 
 namespace hetu::plan {
@@ -18,16 +19,24 @@ namespace hetu::plan {
 //   (forward_s - attention_forward_s) x t / priced_tokens + attention_forward_s x q / (priced_tokens x priced_seq_len)
 // (the same for the backward; the send scales with t). Its activations scale with t (the
 // varlen kernels keep no T x T matrix), the training state does not (peak_bytes,
-// cost_model.h). A set of documents is split over the strategy's replicas by their shares,
+// cost_model.h). A strategy that does not hold the parameters runs on a compute copy of them
+// (lib/runtime/bucketed_engine.h, allocated only while its buckets run): its devices keep the
+// optimize strategy's training state throughout, so a micro-batch there is priced on top of
+// that state (resident_bytes) plus the copy's parameters and gradients (two f32 copies of its
+// shard), with no AdamW state of its own. A set of documents is split over the strategy's replicas by their shares,
 // tokens and Σ L² alike (the cost-balanced packing, lib/io/document_packing.h, evens both per
 // share), each replica packing its part into alike micro-batches (ReplicaPart: fluid, so a
-// set of few documents is priced as if it split evenly), as few as its devices hold: at most
-// its micro_batch_tokens each, and at most max_fitting_tokens(m) with m of them in flight (a
-// micro-batch holds whole tokens; the limit does not grow with m; the gradients count as held
-// even with one micro-batch, since a bucket's accumulate with the other buckets'). The set runs in the slowest
-// replica's pipeline time (pipeline_time) plus the strategy's switch_s. It fits when its
-// longest document fits one micro-batch (every micro-batch in flight counted at max(tokens per
-// micro-batch, longest): an upper bound) and every replica finds such an m.
+// set of few documents is priced as if it split evenly) of its micro-batch's rows, each as
+// long as the set's longest document needs (lib/pipeline/bucket_rows.h: what the bucket
+// batcher packs): a micro-batch holds micro_batch_tokens / row_factor tokens, and the part
+// runs in as many as its tokens fill. It fits when a micro-batch of that many tokens fits
+// every device with m of them in flight (m at least the stages: a full pipeline, since rows
+// hold whole documents and replicas whole micro-batches, the runtime may run more than the
+// tokens fill) (max_fitting_tokens(m); the gradients count as held
+// even with one micro-batch, since a bucket's accumulate with the other buckets'): so a
+// memory limit keeps long documents (long rows, big micro-batches) off a strategy that
+// short ones (short rows) fit. The set runs in the slowest replica's pipeline time
+// (pipeline_time) plus the strategy's switch_s.
 void DocumentLoad::add(int64_t length) {
   HT_USAGE_CHECK(length >= 1, "document cost: a document of {} tokens", length);
   ++documents;
@@ -63,7 +72,26 @@ double micro_batch_peak_bytes(const DocumentReplica& replica, const StageCost& s
   scaled.activation_bytes *= scale;
   scaled.head_activation_bytes *= scale;
   scaled.workspace_bytes *= scale;
-  return peak_bytes(scaled, in_flight, micro_batches);
+  if (!replica.compute_copy) return peak_bytes(scaled, in_flight, micro_batches);
+  const double state = replica.resident_bytes + 2 * stage.param_bytes;  // the copy and its gradients
+  const double pipeline = state + static_cast<double>(in_flight) * scaled.activation_bytes -
+                          scaled.head_activation_bytes + scaled.workspace_bytes;
+  return std::max(pipeline, state + stage.sync_buffer_bytes);
+}
+
+void price_as_compute_copy(DocumentStrategy& lane, const DocumentStrategy& optimize) {
+  double resident = 0;
+  for (const DocumentReplica& r : optimize.replicas) {
+    for (const StageCost& stage : r.stages) {
+      resident = std::max(resident, training_bytes_per_param_byte(stage.zero_state_share) * stage.param_bytes +
+                                        stage.reserved_bytes);
+    }
+  }
+  for (DocumentReplica& r : lane.replicas) {
+    r.compute_copy = true;
+    r.resident_bytes = resident;
+    for (double& memory : r.memory_bytes) memory *= kComputeCopyMemoryShare;
+  }
 }
 
 ReplicaPart replica_part(const DocumentStrategy& strategy, size_t replica, const DocumentLoad& load,
@@ -75,25 +103,26 @@ ReplicaPart replica_part(const DocumentStrategy& strategy, size_t replica, const
   ReplicaPart out;
   const double tokens = part * load.tokens;
   if (tokens <= 0) return out;
-  if (load.longest > mine.micro_batch_tokens) {
+  const int64_t seq_len = strategy.row_tokens;
+  if (load.longest > mine.micro_batch_tokens || load.longest > seq_len) {
     out.fits = false;
     return out;
   }
-  // The fewest micro-batches of at most micro_batch_tokens that the devices hold; fitting(m)
-  // does not grow with m (more in flight), so once the longest document does not fit, none do.
-  int64_t m = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(tokens / static_cast<double>(mine.micro_batch_tokens))));
-  for (int step = 0; step < 64; ++step) {
-    const auto most = static_cast<double>(fitting(m));
-    if (static_cast<double>(load.longest) > most || most <= 0) break;
-    if (tokens / static_cast<double>(m) <= most) {
-      out.micro_batches = m;
-      out.tokens = tokens / static_cast<double>(m);
-      out.square_tokens = part * load.square_tokens / static_cast<double>(m);
-      return out;
-    }
-    m = std::max(m + 1, static_cast<int64_t>(std::ceil(tokens / most)));
+  // Its micro-batches are its rows of the bucket's row length (bucket_rows.h): as many rows
+  // as a micro-batch of seq_len rows, each seq_len / row_factor long, so a micro-batch holds
+  // that many tokens (padding included: what its memory holds) and the part runs in as many
+  // of them as its tokens fill.
+  const int64_t holds = mine.micro_batch_tokens / pipeline::bucket_row_factor(seq_len, load.longest);
+  const int64_t m = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(tokens / static_cast<double>(holds))));
+  // Its memory as with at least a full pipeline in flight: a row holds whole documents and a
+  // replica runs whole micro-batches, so the runtime may run more of them than the tokens fill.
+  if (holds > fitting(std::max<int64_t>(m, static_cast<int64_t>(mine.stages.size())))) {
+    out.fits = false;
+    return out;
   }
-  out.fits = false;
+  out.micro_batches = m;
+  out.tokens = tokens / static_cast<double>(m);
+  out.square_tokens = part * load.square_tokens / static_cast<double>(m);
   return out;
 }
 
@@ -167,6 +196,7 @@ DocumentStrategy document_strategy(std::string name, const std::vector<ReplicaCo
   DocumentStrategy s;
   s.name = std::move(name);
   s.priced_seq_len = static_cast<double>(seq_len);
+  s.row_tokens = seq_len;
   for (size_t r = 0; r < costs.size(); ++r) {
     HT_USAGE_CHECK(memory_bytes[r].size() == costs[r].stages.size() && micro_batch[r] >= 1,
                    "document cost: strategy '{}' replica {} has no memory per stage or micro-batch", s.name, r);

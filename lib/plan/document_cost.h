@@ -42,6 +42,12 @@ struct DocumentReplica {
   double priced_tokens = 1;           // the micro-batch the stage costs were priced at (in
                                       // sequences of DocumentStrategy::priced_seq_len)
   int64_t micro_batch_tokens = 1;     // the most tokens one of its micro-batches packs
+  // A compute copy (a strategy that does not hold the parameters, Note [Documents under a
+  // strategy]): its devices keep resident_bytes of the optimize strategy's (its training state
+  // and reserved memory, the most any device keeps) beside the copy's f32 parameters and
+  // gradients, in place of a training state of their own.
+  bool compute_copy = false;
+  double resident_bytes = 0;
   bool operator==(const DocumentReplica&) const = default;
 };
 
@@ -49,6 +55,9 @@ struct DocumentStrategy {
   std::string name;
   std::vector<DocumentReplica> replicas;
   double priced_seq_len = 1;          // the sequences its stage costs were priced at
+  // The rows its micro-batches pack (the job's seq_len, dividing every micro_batch_tokens),
+  // cut shorter for a set of short documents (lib/pipeline/bucket_rows.h).
+  int64_t row_tokens = 1;
   double switch_s = 0;                // per bucket run under it: parameters in, gradients back (0: it holds them)
   // The longest document every replica's micro-batch may pack (each takes a share of a bucket).
   int64_t micro_batch_tokens() const;
@@ -61,6 +70,16 @@ StageTimes micro_batch_times(const DocumentStrategy& strategy, size_t r, const S
 // A device's peak holding `in_flight` of `micro_batches` micro-batches of `tokens` tokens each.
 double micro_batch_peak_bytes(const DocumentReplica& replica, const StageCost& stage, double tokens,
                               int64_t in_flight, int64_t micro_batches);
+
+// A compute copy is planned per step, with no one to see it fit: its devices' memory is taken
+// at this share, the peak estimate's tested bound (within 10%, tests/e2e/plan_memory.sh).
+inline constexpr double kComputeCopyMemoryShare = 0.9;
+
+// Makes `lane` a compute copy beside `optimize` (the strategy that holds the parameters):
+// every replica's devices keep the most training state and reserved memory any device of
+// `optimize` keeps, and the copy's parameters and gradients, within kComputeCopyMemoryShare
+// of their memory.
+void price_as_compute_copy(DocumentStrategy& lane, const DocumentStrategy& optimize);
 
 // The most tokens a micro-batch of replica `r` may hold (at most its micro_batch_tokens) when it
 // runs `micro_batches` of them: every stage's device holds those in flight at that size, and

@@ -8,6 +8,8 @@
 #include <map>
 
 #include "lib/autograd/grad_mode.h"
+#include "lib/core/shape.h"
+#include "lib/core/storage.h"
 #include "lib/hspmd/reshard.h"
 #include "lib/ops/ops.h"
 #include "lib/runtime/world_sum.h"
@@ -28,6 +30,31 @@ std::map<std::string, Tensor> by_name(const std::vector<nn::NamedParameter>& par
 Tensor find(const std::map<std::string, Tensor>& tensors, const std::string& name) {
   auto it = tensors.find(name);
   return it == tensors.end() ? Tensor() : it->second;
+}
+
+// Note [Compute copies on demand]: a lane's compute copy of the parameters is memory only
+// while its buckets run: reshard_in allocates it (every handle to a parameter, the model's
+// modules' included, sees the new storage) and, once its gradients are resharded back and
+// dropped, release_copy lets it go. So a device holds the optimize layout's training state
+// plus at most one lane's copy and gradients, which is what the bucket planner prices
+// (document_cost.h, DocumentReplica::resident_bytes).
+void allocate_copy(const std::vector<nn::NamedParameter>& params) {
+  for (const nn::NamedParameter& p : params) {
+    TensorImpl& t = *p.tensor.impl();
+    const size_t bytes = static_cast<size_t>(p.tensor.numel()) * dtype_size(t.dtype_);
+    if (t.storage_ != nullptr && t.storage_->nbytes() >= bytes) continue;  // one tensor under two names
+    t.storage_ = Storage::allocate(bytes, t.storage_->device());
+    t.strides_ = contiguous_strides(t.shape_);
+    t.offset_ = 0;
+  }
+}
+
+void release_copy(const std::vector<nn::NamedParameter>& params) {
+  for (const nn::NamedParameter& p : params) {
+    TensorImpl& t = *p.tensor.impl();
+    HT_CHECK(!t.grad_.defined(), "buckets: {}'s compute copy is released with a gradient", p.name);
+    t.storage_ = Storage::wrap(nullptr, 0, t.storage_->device(), {});  // no memory
+  }
 }
 
 }  // namespace
@@ -55,6 +82,7 @@ BucketedEngine::BucketedEngine(StrategyRun optimize, std::vector<ComputeLane> la
                "buckets: {} is {} under {} and {} under {} (or keeps ZeRO-1 state)", p.name, shape_str(q.shape),
                optimize_.strategy->name, shape_str(p.shape), lane.run.strategy->name);
     }
+    if (!lane.optimize && lane.engine != nullptr) release_copy(lane.run.engine->parameters());
     if (lane.optimize) {
       lanes_.insert(lanes_.begin(), std::move(lane));
     } else {
@@ -66,6 +94,7 @@ BucketedEngine::BucketedEngine(StrategyRun optimize, std::vector<ComputeLane> la
 void BucketedEngine::reshard_in(const Lane& lane) {
   timing::Scope scope(timing::Phase::grad_sync, "bucket_reshard_in");
   autograd::NoGradGuard no_grad;
+  allocate_copy(lane.run.engine->parameters());
   const std::map<std::string, Tensor> from = by_name(optimize_.engine->parameters());
   const std::map<std::string, Tensor> to = by_name(lane.run.engine->parameters());
   const Strategy& s = *lane.run.strategy;
@@ -102,18 +131,18 @@ void BucketedEngine::reshard_out(const Lane& lane) {
       dst.set_grad(summed.contiguous());
     }
   }
+  release_copy(lane.run.engine->parameters());
 }
 
 double BucketedEngine::run_lane(Lane& lane, const std::vector<int64_t>& buckets, BucketedSource& source,
                                 const BucketedStep& step) {
   if (lane.engine == nullptr) return 0;
   const int64_t replica = lane.engine->position().replica;
-  const int64_t count = lane.engine->layout().replicas.at(static_cast<size_t>(replica)).micro_batches();
   double partial = 0;
   for (int64_t bucket : buckets) {
     for (int64_t round = 0; round < step.rounds.at(static_cast<size_t>(bucket)); ++round) {
       std::vector<pipeline::MicroBatch> micro;
-      for (int64_t i = 0; i < count; ++i) {
+      for (int64_t i = 0, count = source.micro_batches(bucket, round, replica); i < count; ++i) {
         Batch b = source.micro_batch(bucket, round, replica, i);
         micro.push_back({b.inputs, b.targets, std::move(b.cu_seqlens)});
       }
@@ -154,8 +183,9 @@ double BucketedEngine::forward_backward(BatchSource& train) {
     reshard_in_s_ += std::chrono::duration<double>(run_start - in_start).count();
     reshard_out_s_ += std::chrono::duration<double>(Clock::now() - out_start).count();
   }
-  spdlog::debug("buckets: rounds per bucket {}; resharding parameters in {:.2f} ms, gradients out {:.2f} ms",
-                fmt::join(step.rounds, ","), 1e3 * reshard_in_s_, 1e3 * reshard_out_s_);
+  spdlog::debug("buckets: rounds per bucket {}; rows per seq_len row {}; resharding parameters in {:.2f} ms, "
+                "gradients out {:.2f} ms",
+                fmt::join(step.rounds, ","), fmt::join(step.row_factor, ","), 1e3 * reshard_in_s_, 1e3 * reshard_out_s_);
   return sum_over_world(*optimize_.comm, partial);
 }
 

@@ -7,7 +7,8 @@
 // before they run every parameter is resharded in (optimize param -> compute param); after
 // them and the lane's own gradient sum over its holders (dual(A) -> A), every gradient is
 // resharded back (A -> optimize param) and added to the optimize layout's gradients. The
-// optimize strategy's own lane computes on its parameters, with no copy. Every micro-batch's
+// optimize strategy's own lane computes on its parameters, with no copy. A lane's copy is
+// memory only while its rounds run (Note [Compute copies on demand] in the .cpp). Every micro-batch's
 // loss is a token sum over the whole global batch's target count, so the buckets' losses and
 // gradients add up to the single-device step's. See Note [Lane order] in the .cpp. With
 // buckets planned per step, each step names the strategy of each bucket (BucketedStep).
@@ -30,9 +31,12 @@ namespace hetu::runtime {
 // A step's batches, bucket by bucket: next_step() reads the step's global batch and returns
 // each bucket's round count and the global batch's target count (the loss normalizer);
 // micro_batch() is micro-batch `index` of `replica` (of the bucket's strategy) in round
-// `round` of `bucket`.
+// `round` of `bucket`, (micro_batch, seq_len / row_factor) tokens.
 struct BucketedStep {
   std::vector<int64_t> rounds;  // per bucket
+  // Per bucket, its rows per row of seq_len (lib/pipeline/bucket_rows.h): a full round runs
+  // row_factor x a replica's micro-batches, each of micro_batch shorter rows (logged).
+  std::vector<int64_t> row_factor;
   int64_t global_targets = 0;
   // Per bucket, the strategy that runs it when the buckets are planned per step ([parallel]
   // auto); empty: the lanes' own buckets.
@@ -43,6 +47,9 @@ class BucketedSource : public BatchSource {
  public:
   virtual BucketedStep next_step() = 0;
   virtual Batch micro_batch(int64_t bucket, int64_t round, int64_t replica, int64_t index) = 0;
+  // How many micro-batches `replica` runs in round `round` of `bucket` (every rank of the
+  // replica is told the same).
+  virtual int64_t micro_batches(int64_t bucket, int64_t round, int64_t replica) = 0;
   Batch next() final;  // throws: a bucketed step reads micro_batch()
 };
 

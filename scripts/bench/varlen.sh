@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # The benefit of a layout per batch ([parallel] auto = true over documents): GPT-2 on synthetic
-# documents of long-tailed lengths (scripts/bench/varlen_documents.py, --min-len to --seq-len
-# tokens, through `hetu data prepare`), on 4 emulated CPU ranks whose type (a catalogue written
-# here) has --memory-gib of memory, so that the layouts that fit long documents are tensor or
-# pipeline parallel, and computes --slowdown times slower (emulate_slowdown: the sleeps, paced
-# by CPU time, dominate, so 4 ranks on 2 cores are not oversubscribed; tests/e2e/straggler.sh).
+# documents of long-tailed lengths (scripts/bench/varlen_documents.py, 32 to --seq-len tokens,
+# through `hetu data prepare`), on 4 emulated CPU ranks whose type (a catalogue written here)
+# has --memory-gib of memory and computes --slowdown times slower (emulate_slowdown with
+# emulate_cpu_time: the sleeps, paced by CPU time, dominate, so 4 ranks on 2 cores are not
+# oversubscribed; tests/e2e/straggler.sh). A bucket's rows are as short as its documents allow
+# (docs/config.md, [[parallel.bucket]]), so a limit under what rows of seq_len need on dp4 (and
+# tp2-dp2) keeps long documents on tp or pp while short ones still fit dp4 beside the default's
+# state. On one node the emulated tp and pp messages are free, and tp4 computes as fast per
+# device as dp4: nothing for per-batch layouts to win; --link-gbps puts each device on its own
+# node behind emulated links, as a cluster whose tp and pp cross nodes.
 # Two runs on the same data, steps and profile (measured once here with hetu profile):
 #   per-batch: [parallel] auto = true with the strategies tp2-dp2 and pp2-dp2 (and dp4 with
 #              --with-dp4): every step's buckets and their strategies planned from its lengths;
@@ -15,11 +20,19 @@
 # (goals: balanced <= 1.05, in-order >= 1.3). Not part of CI.
 # usage: scripts/bench/varlen.sh [--seq-len 2048] [--steps 12] [--documents 4000] [--layers 4]
 #          [--hidden 128] [--global-batch 16] [--memory-gib G] [--slowdown 20] [--with-dp4]
-#        (after scripts/build.sh --target hetu); smoke: --seq-len 256 --steps 4 --documents 600
-#        --layers 2 --hidden 64 --slowdown 5 --memory-gib 0.006
+#          [--keep DIR] (the jobs, logs and profile kept in DIR)
+#          [--link-gbps G [--link-latency-us 50]] (4 rehearsed nodes of one device each, behind
+#          emulated links of G Gb/s: tp and pp then pay for their messages, as across nodes)
+#        (after scripts/build.sh --target hetu). The limit: `hetu plan` on the single job (kept
+#        with --keep) gives each layout's predicted peak; at the defaults (4 nodes) tp4 needs
+#        0.035 GiB, tp2-pp2 0.049, tp2-dp2 0.052, dp4 0.088:
+#          scripts/bench/varlen.sh --with-dp4 --link-gbps 1 --slowdown 2 --memory-gib 0.042
+#        smoke (about a minute): --seq-len 1024 --steps 6 --documents 1500 --layers 2
+#          --hidden 128 --slowdown 2 --memory-gib 0.013 --with-dp4 --link-gbps 1
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-seq_len=2048; steps=12; documents=4000; layers=4; hidden=128; global_batch=16; memory_gib=""; slowdown=20; dp4=0
+seq_len=2048; steps=12; documents=4000; layers=4; hidden=128; global_batch=16; memory_gib=""; slowdown=20; dp4=0; keep=""
+link_gbps=""; link_latency_us=50
 while [ $# -gt 0 ]; do
   case $1 in
     --seq-len) seq_len=$2; shift 2 ;;
@@ -31,13 +44,20 @@ while [ $# -gt 0 ]; do
     --memory-gib) memory_gib=$2; shift 2 ;;
     --slowdown) slowdown=$2; shift 2 ;;
     --with-dp4) dp4=1; shift ;;
-    *) sed -n '/^# usage/,/--memory-gib 0.006$/p' "$0"; exit 2 ;;
+    --keep) keep=$2; shift 2 ;;
+    --link-gbps) link_gbps=$2; shift 2 ;;
+    --link-latency-us) link_latency_us=$2; shift 2 ;;
+    *) sed -n '/^# usage/,/--with-dp4 --link-gbps 1$/p' "$0"; exit 2 ;;
   esac
 done
 hetu=build/bin/hetu
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
-work=$(mktemp -d /tmp/hetu-varlen-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+if [ -n "$keep" ]; then
+  work=$keep; rm -rf "$work"; mkdir -p "$work"
+else
+  work=$(mktemp -d /tmp/hetu-varlen-XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+fi
 
 /usr/bin/python3 scripts/bench/varlen_documents.py --count "$documents" --min-len 32 --max-len "$seq_len" "$work/docs.txt"
 "$hetu" data prepare --tokenizer byte --out "$work/data" --val-tokens 4000 --document-start '^' "$work/docs.txt" > /dev/null
@@ -51,8 +71,20 @@ kind = "cpu"
 peak_tflops_fp32 = 0.05
 memory_bandwidth_gbs = 5
 emulate_slowdown = $slowdown
+emulate_cpu_time = true
 ${memory_gib:+memory_gib = $memory_gib}
 TOML
+cluster_nodes() {  # one node of 4 devices, or (--link-gbps) 4 rehearsed nodes of one behind emulated links
+  if [ -z "$link_gbps" ]; then
+    printf '[[cluster.node]]\nhost = "localhost"\ndevices = { type = "emu", count = 4 }\n'
+    return
+  fi
+  printf 'rehearse = true\n'
+  for n in 0 1 2 3; do
+    printf '[[cluster.node]]\nhost = "node%s"\ndevices = { type = "emu", count = 1 }\nemulate_link_gbps = %s\nemulate_link_latency_us = %s\n' \
+      "$n" "$link_gbps" "$link_latency_us"
+  done
+}
 write_job() {  # FILE STRATEGIES(0/1)
   cat > "$1" <<TOML
 [job]
@@ -84,9 +116,7 @@ warmup_steps = 2
 every = 0
 [cluster]
 device_catalog = "$work/catalog.toml"
-[[cluster.node]]
-host = "localhost"
-devices = { type = "emu", count = 4 }
+$(cluster_nodes)
 [parallel]
 auto = true
 profile = "$work/profile.toml"
@@ -130,7 +160,7 @@ print(f"per-batch layouts vs the best single layout that fits: {b / a:.2f}x toke
 PY
 grep -Eq "buckets planned: .*-> (tp2-dp2|pp2-dp2|dp4)" "$work/per-batch/logs/rank-0.log" \
   || echo "varlen: NOTE every planned bucket ran under the default layout, as the single run does: the ratio above is" \
-          "noise, not a benefit (a --memory-gib that dp4 cannot fit long documents in, and every lane's copy can, moves them)"
+          "noise, not a benefit (a --memory-gib that rows of seq_len do not fit on dp4, and short rows do, moves them)"
 echo "== packing balance (4 replicas of $((global_batch / 4)) rows; goals: balanced <= 1.05, in-order >= 1.3)"
 "$hetu" data balance --data "$work/data/train_*.bin" --seq-len "$seq_len" \
   --shares "$((global_batch / 4)),$((global_batch / 4)),$((global_batch / 4)),$((global_batch / 4))"

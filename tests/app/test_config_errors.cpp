@@ -594,7 +594,13 @@ TEST_CASE("a device catalogue file may emulate slower CPUs, and its keys are che
   const hetu::DeviceProfile* slow = loaded.catalog.find("cpu-slow");
   REQUIRE(slow != nullptr);
   CHECK(slow->emulate_slowdown == 2.5);
+  CHECK_FALSE(slow->emulate_cpu_time);
   CHECK(slow->memory_gib == 4);
+  CHECK(load_job_config_text(job_with("kind = \"cpu\"\nemulate_slowdown = 2\nemulate_cpu_time = true\n"), "job.toml", {})
+            .catalog.find("cpu-slow")->emulate_cpu_time);
+  CHECK_THAT(load_error(job_with("kind = \"gpu\"\nemulate_cpu_time = true\n"), {}),
+             Catch::Matchers::Contains("emulate_cpu_time: only CPU kinds emulate a slowdown (device \"cpu-slow\" "
+                                       "is a gpu)"));
   CHECK(loaded.catalog.find("cpu")->emulate_slowdown == 1);
   CHECK(loaded.config.cluster.device_catalog == dir.file("catalog.toml"));  // absolute: the resolved job finds it
   CHECK_THAT(load_error(job_with("kind = \"cpu\"\nemulate_slowdown = 0.5\n"), {}),

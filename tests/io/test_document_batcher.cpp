@@ -179,7 +179,11 @@ TEST_CASE("packed documents need shards that record their boundaries", "[documen
 namespace {
 
 // The non-padding segments of every micro-batch of a bucketed step, each checked to be in
-// the bucket of its length: (x, y) sorted, for comparison with the plain loader's step.
+// the bucket of its length and in a row of the bucket's row length: 16 halved while the
+// bucket's longest piece fits the half (a full round: every replica running row_factor x its
+// micro-batches of that many shorter rows; the last round of a bucket only as many as it
+// needs, each replica at least one, at most one per replica of padding only): (x, y) sorted,
+// for comparison with the plain loader's step.
 std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> bucketed_step(BucketBatcher& batcher,
                                                                                  const std::vector<BucketShape>& shapes,
                                                                                  int64_t& global_targets) {
@@ -190,24 +194,43 @@ std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> bucketed_step
     const BucketShape& shape = shapes[static_cast<size_t>(k)];
     const int64_t lo = k == 0 ? 0 : shapes[static_cast<size_t>(k - 1)].max_len;
     const int64_t hi = shape.max_len == 0 ? 16 : shape.max_len;
+    const int64_t factor = batcher.row_factor(k), row = 16 / factor;
+    CHECK(16 % factor == 0);
+    int64_t longest = 0;
     for (int64_t r = 0; r < batcher.rounds(k); ++r) {
+      const bool last = r + 1 == batcher.rounds(k);
+      int64_t padding_only = 0;  // micro-batches; a trimmed round rounds each replica up by less than one
       for (size_t replica = 0; replica < shape.shares.size(); ++replica) {
         const int64_t mb = shape.micro_batch[replica];
-        for (int64_t i = 0; i < shape.shares[replica] / mb; ++i) {
+        const int64_t count = batcher.micro_batches(k, r, static_cast<int64_t>(replica));
+        CHECK(count >= 1);
+        CHECK(count <= factor * shape.shares[replica] / mb);
+        if (!last) CHECK(count == factor * shape.shares[replica] / mb);
+        for (int64_t i = 0; i < count; ++i) {
+          bool data = false;
           const DocumentBatch d = batcher.micro_batch(k, r, static_cast<int64_t>(replica), i);
           CHECK(d.global_targets == global_targets);
-          Batch b{empty({mb, 16}, DType::i32), empty({mb, 16}, DType::i32), d.cu_seqlens, d.global_targets};
+          REQUIRE(d.x.size() == static_cast<size_t>(mb * row));
+          Batch b{empty({mb, row}, DType::i32), empty({mb, row}, DType::i32), d.cu_seqlens, d.global_targets};
           std::copy(d.x.begin(), d.x.end(), b.x.data<int32_t>());
           std::copy(d.y.begin(), d.y.end(), b.y.data<int32_t>());
-          for (const Segment& s : segments(b, 16)) {
+          for (const Segment& s : segments(b, row)) {
             if (s.x.size() == 1 && s.y[0] == kIgnoreTarget && s.x[0] == 0) continue;  // padding
             INFO("bucket " << k << ", a piece of " << s.x.size() << " tokens");
             CHECK((static_cast<int64_t>(s.x.size()) > lo && static_cast<int64_t>(s.x.size()) <= hi));
+            longest = std::max(longest, static_cast<int64_t>(s.x.size()));
             out.emplace_back(s.x, s.y);
+            data = true;
           }
+          if (!data) ++padding_only;
         }
+        CHECK_THROWS(batcher.micro_batch(k, r, static_cast<int64_t>(replica), count));
       }
+      CHECK(padding_only <= static_cast<int64_t>(shape.shares.size()));
     }
+    int64_t expected = 16;  // halved while the half holds the bucket's longest piece
+    while (batcher.rounds(k) > 0 && expected % 2 == 0 && expected / 2 >= longest) expected /= 2;
+    CHECK(row == expected);
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -39,6 +39,7 @@ DocumentStrategy strategy(const std::string& name, std::vector<std::vector<Stage
   DocumentStrategy s;
   s.name = name;
   s.priced_seq_len = kPriced;
+  s.row_tokens = micro_batch_tokens;  // micro-batches of one row
   s.switch_s = switch_s;
   for (size_t r = 0; r < replicas.size(); ++r) {
     DocumentReplica replica;

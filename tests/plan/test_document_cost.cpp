@@ -1,7 +1,7 @@
 // Documents priced under a strategy (lib/plan/document_cost.h) against independent references:
 // a micro-batch of documents against the catalogue estimate of each document as its own
 // sequence (estimate_stage with the model's facts at that length, summed), the memory limit
-// against predict_layout's peak of a micro-batch of that document, replicas of different
+// against predict_layout's peak of a micro-batch of the documents' rows, replicas of different
 // speed and the switch cost worked out by hand.
 #include <catch2/catch.hpp>
 
@@ -55,6 +55,7 @@ DocumentStrategy strategy_of(std::vector<std::vector<StageCost>> replicas, std::
   DocumentStrategy s;
   s.name = std::string("strategy");
   s.priced_seq_len = 64;
+  s.row_tokens = 64;
   for (size_t r = 0; r < replicas.size(); ++r) {
     DocumentReplica replica;
     replica.share = shares[r];
@@ -90,27 +91,32 @@ TEST_CASE("document cost: a micro-batch of documents is the sum of each as its o
   }
 }
 
-TEST_CASE("document cost: a document fits when a micro-batch holding it fits the device", "[document_cost]") {
-  // One stage of the whole model: the peak as predict_layout gives it for micro-batches that
-  // are the document alone, with the gradients held (a step of two; a bucket's gradients
-  // accumulate with the others').
+TEST_CASE("document cost: documents fit when a micro-batch of their rows fits the device", "[document_cost]") {
+  // One stage of the whole model, micro-batches of one row of 128 tokens; documents of up to
+  // 64 tokens pack rows of 64 (lib/pipeline/bucket_rows.h). The peak as predict_layout gives
+  // it for micro-batches of one sequence as long as the row, with the gradients held (a step
+  // of two; a bucket's gradients accumulate with the others').
   const StageCost priced = stage_at(64, 2, 0, 3, 1, 1e9);
-  auto peak_alone = [](int64_t length) {
+  auto peak_of_row = [](int64_t length) {
     return predict_layout({{ScheduleKind::one_f_one_b, 2, {stage_at(length, 1, 0, 3, 1, 1e9)}}}).peak_bytes[0][0];
   };
-  const double memory = peak_alone(100);
-  const DocumentStrategy s = strategy_of({{priced}}, {1}, memory);
-  DocumentLoad holds, too_long;
-  holds.add(100);
-  too_long.add(101);
-  CHECK(peak_alone(101) > memory);
-  CHECK(load_fits(s, holds));
-  CHECK_FALSE(load_fits(s, too_long));
-  CHECK(load_time_s(s, too_long) == kDocumentsDoNotFit);
-  CHECK(max_fitting_tokens(s, 0, 1) == 100);
-  DocumentLoad longer_than_a_micro_batch;  // 129 > micro_batch_tokens, memory unbounded
-  longer_than_a_micro_batch.add(129);
-  CHECK_FALSE(load_fits(strategy_of({{priced}}, {1}), longer_than_a_micro_batch));
+  const double memory = peak_of_row(64);
+  DocumentStrategy s = strategy_of({{priced}}, {1}, memory);
+  s.row_tokens = 128;
+  DocumentLoad short_rows, long_rows;
+  for (int64_t length : {64, 10, 33}) short_rows.add(length);
+  long_rows.add(65);
+  CHECK(peak_of_row(128) > memory);
+  CHECK(load_fits(s, short_rows));
+  CHECK(replica_part(s, 0, short_rows).micro_batches == 2);  // 107 tokens in rows of 64
+  CHECK_FALSE(load_fits(s, long_rows));
+  CHECK(load_time_s(s, long_rows) == kDocumentsDoNotFit);
+  CHECK(max_fitting_tokens(s, 0, 1) == 64);
+  DocumentLoad longer_than_a_row;  // 129 > the rows of 128, memory unbounded
+  longer_than_a_row.add(129);
+  DocumentStrategy unbounded = strategy_of({{priced}}, {1});
+  unbounded.row_tokens = 128;
+  CHECK_FALSE(load_fits(unbounded, longer_than_a_row));
 }
 
 TEST_CASE("document cost: replicas of different speed run their shares side by side", "[document_cost]") {
@@ -173,4 +179,54 @@ TEST_CASE("document cost: measured times split off attention by its FLOP share, 
   const StageCost capped = estimate_stage(f, {1, 2, false, false, 1, 2, 64, 1}, measured);
   CHECK(capped.attention_forward_s == Approx(2 * forward));  // 2 layers, each at most its whole time
   CHECK(capped.attention_forward_s <= capped.times.forward_s);
+}
+
+TEST_CASE("document cost: a compute copy's micro-batch sits beside the optimize strategy's state", "[document_cost]") {
+  // The optimize strategy keeps the whole model on one device (f32 weight, gradient, AdamW's
+  // two moments: 4 x its parameter bytes, plus the reserved memory); a tp-2 lane's device
+  // holds that state, its copy's shard and that shard's gradient (2 x the shard's bytes) and
+  // the micro-batch's activations. Reference: predict_layout's peak of the lane stage alone at
+  // a micro-batch of the document, its own training state swapped for those.
+  const StageCost held = stage_at(64, 2, 0, 3, 1, 1e9), lane_priced = stage_at(64, 2, 0, 3, 2, 1e9);
+  const DocumentStrategy optimize = strategy_of({{held}}, {1});
+  auto peak_as_copy = [&](int64_t length) {
+    const StageCost alone = stage_at(length, 1, 0, 3, 2, 1e9);
+    const double own_state = 4 * alone.param_bytes + alone.reserved_bytes;
+    const double beside = 4 * held.param_bytes + held.reserved_bytes + 2 * alone.param_bytes;
+    return predict_layout({{ScheduleKind::one_f_one_b, 2, {alone}}}).peak_bytes[0][0] - own_state + beside;
+  };
+  const double memory = peak_as_copy(64) / kComputeCopyMemoryShare;  // planned within that share
+  DocumentStrategy lane = strategy_of({{lane_priced}}, {1}, memory);
+  lane.row_tokens = 128;
+  CHECK(max_fitting_tokens(lane, 0, 1) > 64);  // priced as if it held the parameters: more fit
+  price_as_compute_copy(lane, optimize);
+  CHECK(lane.replicas[0].resident_bytes == 4 * held.param_bytes + held.reserved_bytes);
+  CHECK(peak_as_copy(65) > memory * kComputeCopyMemoryShare);
+  CHECK(max_fitting_tokens(lane, 0, 1) == 64);
+  DocumentLoad holds, too_long;  // rows of 64 and of 128
+  holds.add(64);
+  too_long.add(65);
+  CHECK(load_fits(lane, holds));
+  CHECK_FALSE(load_fits(lane, too_long));
+}
+
+TEST_CASE("document cost: a pipeline's documents must fit with its pipeline full", "[document_cost]") {
+  // Two 1F1B stages; one document of 64 tokens is one micro-batch by its tokens, but rows hold
+  // whole documents and replicas whole micro-batches, so the runtime may run more: the first
+  // stage is checked holding two in flight (peak_bytes at a micro-batch of 128 tokens, the
+  // gradients held), not one.
+  const StageCost a = stage_at(64, 2, 0, 1, 1, 1e9), b = stage_at(64, 2, 2, 3, 1, 1e9);
+  const double one_in_flight = peak_bytes(a, 1, 2), full = peak_bytes(a, 2, 2);
+  REQUIRE(full > one_in_flight);
+  REQUIRE(peak_bytes(b, 1, 2) <= one_in_flight);
+  DocumentLoad one;
+  one.add(64);
+  DocumentStrategy between = strategy_of({{a, b}}, {1}, (one_in_flight + full) / 2);
+  between.row_tokens = 64;
+  CHECK(replica_part(between, 0, one).micro_batches == 0);
+  CHECK_FALSE(load_fits(between, one));
+  DocumentStrategy holds = strategy_of({{a, b}}, {1}, full);
+  holds.row_tokens = 64;
+  CHECK(load_fits(holds, one));
+  CHECK(replica_part(holds, 0, one).micro_batches == 1);
 }
