@@ -73,8 +73,9 @@ template <typename T> void transpose_keys(T* kt, int64_t ldkt, const T* k, int64
   }
 }
 
-// One query block [t0, t0 + nq) of one head against its kv head (kt = kᵀ: D rows of Tk keys,
-// leading dimension ldkt, Note [Attention forward tiles]; v: Tk rows, leading dimension ldv);
+// One query block [t0, t0 + nq) of one head against its kv head: keys as kᵀ (D rows of Tk,
+// leading dimension ldkeys; Note [Attention forward tiles]) when keys_transposed, else as k
+// (Tk rows); v: Tk rows, leading dimension ldv;
 // query t sits at position past + t and sees keys 0..past + t. q, out point at the block's
 // first row (leading dimensions ldq, ldo); lse at its first entry. Keys come in chunks of up
 // to kKeyChunk: up to that length one GEMM gives all the scores and there is nothing to
@@ -82,8 +83,8 @@ template <typename T> void transpose_keys(T* kt, int64_t ldkt, const T* k, int64
 // OpenBLAS calls.
 struct AttendBlock {
   template <typename T>
-  static void run(T* out, int64_t ldo, T* lse, const T* q, int64_t ldq, const T* kt, int64_t ldkt, const T* v,
-                  int64_t ldv, int64_t t0, int64_t nq, int64_t past, int64_t Tk, int64_t D, T scale, T* scores,
+  static void run(T* out, int64_t ldo, T* lse, const T* q, int64_t ldq, const T* keys, int64_t ldkeys,
+                  bool keys_transposed, const T* v, int64_t ldv, int64_t t0, int64_t nq, int64_t past, int64_t Tk, int64_t D, T scale, T* scores,
                   T* row_max, T* row_sum) {
     constexpr T kNegInf = -std::numeric_limits<T>::infinity();
     std::fill(row_max, row_max + nq, kNegInf);
@@ -91,7 +92,11 @@ struct AttendBlock {
     const int64_t key_end = std::min(Tk, past + t0 + nq);  // keys any row of the block sees
     for (int64_t j0 = 0; j0 < key_end; j0 += kKeyChunk) {
       const int64_t nk = std::min(kKeyChunk, key_end - j0);
-      gemm<T>(false, false, nq, nk, D, scale, q, ldq, kt + j0, ldkt, T(0), scores, nk);  // S = Q Kᵀ · scale
+      if (keys_transposed) {  // S = Q Kᵀ · scale
+        gemm<T>(false, false, nq, nk, D, scale, q, ldq, keys + j0, ldkeys, T(0), scores, nk);
+      } else {
+        gemm<T>(false, true, nq, nk, D, scale, q, ldq, keys + j0 * ldkeys, ldkeys, T(0), scores, nk);
+      }
       for (int64_t r = 0; r < nq; ++r) {
         T* s = scores + r * nk;
         const int64_t visible = std::min(nk, past + t0 + r + 1 - j0);  // causal: keys j0 .. past + t
@@ -211,9 +216,13 @@ void attention_forward(Heads<scalar_t> out, scalar_t* lse, Heads<const scalar_t>
   const int64_t H = dims.H, Hkv = dims.Hkv, T = dims.T, D = dims.D, Tk = dims.keys();
   const int64_t group = H / Hkv;
   const int64_t past = Tk - T;  // keys before the first query (KV cache; then one document per row)
-  // kᵀ of every (batch row, kv head): D rows of Tk keys (Note [Attention forward tiles]).
+  // kᵀ of every (batch row, kv head): D rows of Tk keys (Note [Attention forward tiles]), once
+  // a row has a full query block to share it; fewer queries (decoding with a KV cache) read k
+  // as it lies, since the copy would cost as much as their GEMMs.
+  const bool keys_transposed = T >= kQueryBlock;
   const int64_t ldkt = Tk;
-  const auto kt = std::make_unique_for_overwrite<scalar_t[]>(static_cast<size_t>(dims.B * Hkv * D * ldkt));
+  const auto kt = std::make_unique_for_overwrite<scalar_t[]>(
+      keys_transposed ? static_cast<size_t>(dims.B * Hkv * D * ldkt) : size_t{0});
   auto kt_of = [&](int64_t b, int64_t hkv) { return kt.get() + (b * Hkv + hkv) * D * ldkt; };
   std::vector<QueryBlock> blocks;
   for (const AttentionDocument& doc : docs) {
@@ -227,7 +236,7 @@ void attention_forward(Heads<scalar_t> out, scalar_t* lse, Heads<const scalar_t>
   {
     std::vector<scalar_t> scores(kQueryBlock * kKeyChunk), row_max(kQueryBlock), row_sum(kQueryBlock);
 #pragma omp for schedule(static)
-    for (int64_t bh = 0; bh < dims.B * Hkv; ++bh) {
+    for (int64_t bh = 0; bh < (keys_transposed ? dims.B * Hkv : 0); ++bh) {
       transpose_keys(kt_of(bh / Hkv, bh % Hkv), ldkt, k.at(bh / Hkv, bh % Hkv, 0), k.row, Tk, D);
     }
 #pragma omp for schedule(dynamic)
@@ -237,7 +246,9 @@ void attention_forward(Heads<scalar_t> out, scalar_t* lse, Heads<const scalar_t>
       const int64_t b = blk.doc->b, first = blk.doc->start, t0 = blk.t0;
       const int64_t nq = std::min(kQueryBlock, blk.doc->length - t0);
       run_isa<AttendBlock>(out.at(b, h, first + t0), out.row, lse + (b * H + h) * T + first + t0,
-                           q.at(b, h, first + t0), q.row, kt_of(b, hkv) + first, ldkt, v.at(b, hkv, first), v.row, t0,
+                           q.at(b, h, first + t0), q.row,
+                           keys_transposed ? kt_of(b, hkv) + first : k.at(b, hkv, first),
+                           keys_transposed ? ldkt : k.row, keys_transposed, v.at(b, hkv, first), v.row, t0,
                            nq, past, past + blk.doc->length, D, s, scores.data(), row_max.data(), row_sum.data());
     }
   }
