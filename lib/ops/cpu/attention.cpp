@@ -47,7 +47,9 @@ namespace {
 // 244 stays under it), for S and for O += P V. 32-query blocks also halve the masked upper
 // half of the diagonal tiles that 64-query blocks computed (T = 64: 1.5x the useful FLOPs
 // instead of 2x). Measured together (B 4, H 4, D 64, one thread): 0.86x the time of 64 × 256
-// NT tiles at T = 64 and at T = 256.
+// NT tiles at T = 64 and at T = 256. What is left: ~79% GEMMs, ~14% the softmax loops, ~7%
+// the key transpose (perf). In scripts/bench/cpu_train.sh's T = 256, V = 256 step the forward
+// was ~4% of the samples, so this is worth ~0.5% of that step.
 constexpr int64_t kQueryBlock = 32;
 constexpr int64_t kKeyChunk = 128;
 constexpr int64_t kKeyBlock = 32;
