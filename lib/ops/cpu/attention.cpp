@@ -16,7 +16,9 @@
 // as it lies (NN) and only dQ = dS K (depth = the key block, 32) reads it transposed.
 // OpenBLAS runs a transposed A with beta = 1 on its general path, which packs both operands on
 // every call; with query-major tiles (dV, dK as TN) that path and its packing took ~40% of a
-// forward + backward profile at T = 256 (perf), for 2/7 of the FLOPs.
+// forward + backward profile at T = 256 (perf), for 2/7 of the FLOPs. Pᵀ = K Qᵀ and dPᵀ = V dOᵀ
+// stay NT: as NN on qᵀ, doutᵀ transposed once per call (the forward's trick, Note [Attention
+// forward tiles]) the backward took 1.03x (T = 64) and 1.2x (T = 256) the time (B 4, H 4, D 64).
 // Operands are strided Heads views (attention.h): a block of rows is a BLAS matrix with
 // leading dimension Heads::row, so q, k, v are read where the projection wrote them. The
 // softmax loops use fast_exp and run at the CPU's widest vectors (run_isa; fast_math.h).
