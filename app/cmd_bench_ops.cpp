@@ -1,8 +1,9 @@
 // `hetu bench ops`: throughput of hetu's kernels next to peers measured in the same run, so
 // the ratios mean something on a shared, noisy machine. On the CPU (--device cpu, f32):
 //  - matmul GFLOP/s at model-like shapes vs raw single-thread OpenBLAS sgemm (the peak);
-//  - fused causal attention forward, backward and both GFLOP/s (B=4, H=4, T=256, D=64) vs that
-//    peak, and the same batch packed with three documents per row (cu_seqlens);
+//  - fused causal attention forward, backward and both GFLOP/s (B=4, H=4, T=64 and 256, D=64)
+//    vs that peak, the forward against plain sgemm of its two GEMMs' sizes (QKᵀ, PV), and the
+//    same batch packed with three documents per row (cu_seqlens);
 //  - layer_norm forward and the vocabulary-shard cross-entropy passes GB/s vs memcpy;
 //  - the fused LM head + loss (forward and both gradients) vs the unfused ops: time and
 //    peak tensor bytes (the allocator's peak counter).
@@ -173,6 +174,30 @@ void attention_rows(const Bench& b, int64_t B, int64_t H, int64_t T, int64_t D,
   const double flops = 2.0 * static_cast<double>(B * H * T * T * D);
   const std::string shape = fmt::format("B{} H{} T{} D{} (causal)", B, H, T, D);
   row("attention fwd " + shape, gflops_text(flops / plain.fwd_s / 1e9), vs_peak(flops / plain.fwd_s / 1e9));
+  // Peer of the forward kernel alone: per (b, h) the two GEMMs of its sizes, S = Q Kᵀ (T×T×D)
+  // and O = P V (T×D×T), as plain single-thread sgemm over the whole square (no mask, no
+  // softmax); its FLOP rate is the rate the forward's tiles would reach if they were free.
+  if (b.dtype == DType::f32 && !b.device.is_cuda()) {
+    const Tensor kt = b.random({T, D}, 9).transpose(0, 1).contiguous(), p = b.random({T, T}, 10);
+    Tensor scores = empty({T, T}), o = empty({T, D});
+    const float* qd = q.data<float>();
+    const float* vd = v.data<float>();
+    const int t = static_cast<int>(T), d = static_cast<int>(D);
+    const int threads = ops::num_threads();
+    openblas_set_num_threads(1);
+    const double gemm_s = b.time([&] {
+      for (int64_t bh = 0; bh < B * H; ++bh) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, t, d, 1.0f, qd + bh * T * D, d, kt.data<float>(), t,
+                    0.0f, scores.data<float>(), t);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, d, t, 1.0f, p.data<float>(), t, vd + bh * T * D, d,
+                    0.0f, o.data<float>(), d);
+      }
+    });
+    ops::set_num_threads(threads);
+    const double gemm_gflops = 2.0 * flops / gemm_s / 1e9;
+    row(fmt::format("peer: sgemm QKt + PV of T{} D{}, 1 thread", T, D), gflops_text(gemm_gflops),
+        fmt::format("fwd {:.2f}x its rate/thread", flops / plain.fwd_s / 1e9 / gemm_gflops / threads));
+  }
   row("attention bwd " + shape, gflops_text(2.5 * flops / plain.bwd_s / 1e9), vs_peak(2.5 * flops / plain.bwd_s / 1e9));
   const double both = 3.5 * flops / (plain.fwd_s + plain.bwd_s) / 1e9;
   row("attention fwd+bwd " + shape, gflops_text(both), vs_peak(both));
@@ -246,6 +271,7 @@ int run_cpu(const BenchOptions& options) {
                {"matmul linear (8x128x3072)@(768x3072)^T", {8, 128, 3072}, {768, 3072}, true},
                {"matmul batched (16x256x64)@(16x64x256)", {16, 256, 64}, {16, 64, 256}, false}},
               vs_peak);
+  attention_rows(b, 4, 4, 64, 64, vs_peak);  // scripts/bench/cpu_train.sh's two lengths
   attention_rows(b, 4, 4, 256, 64, vs_peak);
 
   // layer_norm (8·1024 rows of 768): reads x, writes out -> 2·N·C·4 bytes; peer: memcpy.

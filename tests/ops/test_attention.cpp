@@ -299,6 +299,16 @@ TEST_CASE("attention with a longer key cache equals the last rows of full attent
   CHECK(hetu::test::max_abs_diff(tail.lse, to_vector(full.lse.narrow(2, 8, 3))) <= 1e-12);
   CHECK_THROWS_WITH(hetu::ops::attention_backward(tail.out, q.narrow(2, 8, 3), k, v, tail.out, tail.lse, 0.35),
                     Catch::Contains("sequence lengths differ"));
+  // A long prefill chunk: the last 40 of 300 positions (a full query block and more, so the
+  // kernel takes its transposed-keys path; the cache spans several key chunks). The tail runs
+  // first, so its buffers cannot hold what the full run left there.
+  const Tensor q2 = hetu::test::random_tensor({1, 4, 300, 8}, DType::f64, 904);
+  const Tensor k2 = hetu::test::random_tensor({1, 2, 300, 8}, DType::f64, 905);
+  const Tensor v2 = hetu::test::random_tensor({1, 2, 300, 8}, DType::f64, 906);
+  const hetu::ops::AttentionResult tail2 = hetu::ops::attention(q2.narrow(2, 260, 40), k2, v2, 0.35);
+  const hetu::ops::AttentionResult full2 = hetu::ops::attention(q2, k2, v2, 0.35);
+  CHECK(hetu::test::max_abs_diff(tail2.out, to_vector(full2.out.narrow(2, 260, 40))) <= 1e-12);
+  CHECK(hetu::test::max_abs_diff(tail2.lse, to_vector(full2.lse.narrow(2, 260, 40))) <= 1e-12);
 }
 
 // How GPT-2 calls attention: q, k, v are (B, H, T, D) views of one fused (B, T, 3·H·D)

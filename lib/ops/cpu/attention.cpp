@@ -5,8 +5,8 @@
 // Forward: a block of Bq query rows takes the keys it can see in tiles of up to Bk; per tile
 // the scores S = Q Kᵀ (Bq×Bk) go through an online softmax (running max m, running sum l, the
 // output block rescaled by exp(m_old - m_new)), then O += P V. out = O / l, lse = m + log l.
-// One Bq×Bk score tile per thread exists at a time: never a T×T matrix (Bk = 256, so up to
-// 256 keys it is one GEMM and one plain softmax).
+// One Bq×Bk score tile per thread exists at a time: never a T×T matrix. The keys are read
+// transposed (kᵀ, made once per call): Note [Attention forward tiles].
 // Backward (flash-attention style): per key block and chunk of the query rows that see it,
 // P = exp(S·scale - lse), dP = dO Vᵀ, dS = P ∘ (dP - delta)·scale with delta_t = Σ_d
 // dout·out; dV += Pᵀ dO, dK += dSᵀ Q, dQ += dS K. Parallel over (document, kv head): a task
@@ -16,7 +16,9 @@
 // as it lies (NN) and only dQ = dS K (depth = the key block, 32) reads it transposed.
 // OpenBLAS runs a transposed A with beta = 1 on its general path, which packs both operands on
 // every call; with query-major tiles (dV, dK as TN) that path and its packing took ~40% of a
-// forward + backward profile at T = 256 (perf), for 2/7 of the FLOPs.
+// forward + backward profile at T = 256 (perf), for 2/7 of the FLOPs. Pᵀ = K Qᵀ and dPᵀ = V dOᵀ
+// stay NT: as NN on qᵀ, doutᵀ transposed once per call (the forward's trick, Note [Attention
+// forward tiles]) the backward took 1.03x (T = 64) and 1.2x (T = 256) the time (B 4, H 4, D 64).
 // Operands are strided Heads views (attention.h): a block of rows is a BLAS matrix with
 // leading dimension Heads::row, so q, k, v are read where the projection wrote them. The
 // softmax loops use fast_exp and run at the CPU's widest vectors (run_isa; fast_math.h).
@@ -25,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -37,8 +40,20 @@ namespace {
 
 // Forward: query rows per task, and the most keys per score tile (longer documents: online
 // softmax over tiles). Backward: keys per task step, and the most query rows per score tile.
-constexpr int64_t kQueryBlock = 64;
-constexpr int64_t kKeyChunk = 256;
+// Note [Attention forward tiles]: S = Q Kᵀ with both operands D-contiguous is a row-major NT
+// GEMM, which OpenBLAS (0.3.21, AVX-512) never gives its small-matrix kernels: it packs both
+// operands on the general path (~83 GFLOP/s here against ~110 for the same shape as NN, one
+// thread). So the forward first transposes every kv head's keys once (kᵀ: D rows × Tk keys,
+// shared by all query blocks and the group's heads) and takes S = Q kᵀ as NN. OpenBLAS also
+// leaves its small path once M·N·K > 10⁶, so a tile is at most 32 queries × 128 keys (D up to
+// 244 stays under it), for S and for O += P V. 32-query blocks also halve the masked upper
+// half of the diagonal tiles that 64-query blocks computed (T = 64: 1.5x the useful FLOPs
+// instead of 2x). Measured together (B 4, H 4, D 64, one thread): 0.86x the time of 64 × 256
+// NT tiles at T = 64 and at T = 256. What is left: ~79% GEMMs, ~14% the softmax loops, ~7%
+// the key transpose (perf). In scripts/bench/cpu_train.sh's T = 256, V = 256 step the forward
+// was ~4% of the samples, so this is worth ~0.5% of that step.
+constexpr int64_t kQueryBlock = 32;
+constexpr int64_t kKeyChunk = 128;
 constexpr int64_t kKeyBlock = 32;
 constexpr int64_t kQueryChunk = 256;
 
@@ -49,17 +64,31 @@ template <typename T> T dot(const T* a, const T* b, int64_t n) {
   return acc;
 }
 
-// One query block [t0, t0 + nq) of one head against its kv head (k, v: Tk rows with leading
-// dimensions ldk, ldv); query t sits at position past + t and sees keys 0..past + t. q, out
-// point at the block's first row (leading dimensions ldq, ldo); lse at its first entry.
-// Keys come in chunks of up to kKeyChunk, so up to that length one GEMM gives all the scores
-// and there is nothing to rescale; the first chunk's GEMM writes out (beta 0), so out needs
-// no zero-fill. Run through run_isa: the softmax loops vectorise (fast_exp), the GEMMs are
+// kt (D rows of Tk, leading dimension ldkt) = kᵀ for keys [0, Tk) of one kv head (k: Tk rows,
+// leading dimension ldk), in 16-key panels so both sides stay in L1.
+template <typename T> void transpose_keys(T* kt, int64_t ldkt, const T* k, int64_t ldk, int64_t Tk, int64_t D) {
+  constexpr int64_t kPanel = 16;
+  for (int64_t j0 = 0; j0 < Tk; j0 += kPanel) {
+    const int64_t nj = std::min(kPanel, Tk - j0);
+    for (int64_t d = 0; d < D; ++d) {
+      T* dst = kt + d * ldkt + j0;
+      for (int64_t j = 0; j < nj; ++j) dst[j] = k[(j0 + j) * ldk + d];
+    }
+  }
+}
+
+// One query block [t0, t0 + nq) of one head against its kv head: keys as kᵀ (D rows of Tk,
+// leading dimension ldkeys; Note [Attention forward tiles]) when keys_transposed, else as k
+// (Tk rows); v: Tk rows, leading dimension ldv;
+// query t sits at position past + t and sees keys 0..past + t. q, out point at the block's
+// first row (leading dimensions ldq, ldo); lse at its first entry. Keys come in chunks of up
+// to kKeyChunk: up to that length one GEMM gives all the scores and there is nothing to
+// rescale; the first chunk's GEMM writes out (beta 0), so out needs no zero-fill. Run through run_isa: the softmax loops vectorise (fast_exp), the GEMMs are
 // OpenBLAS calls.
 struct AttendBlock {
   template <typename T>
-  static void run(T* out, int64_t ldo, T* lse, const T* q, int64_t ldq, const T* k, int64_t ldk, const T* v,
-                  int64_t ldv, int64_t t0, int64_t nq, int64_t past, int64_t Tk, int64_t D, T scale, T* scores,
+  static void run(T* out, int64_t ldo, T* lse, const T* q, int64_t ldq, const T* keys, int64_t ldkeys,
+                  bool keys_transposed, const T* v, int64_t ldv, int64_t t0, int64_t nq, int64_t past, int64_t Tk, int64_t D, T scale, T* scores,
                   T* row_max, T* row_sum) {
     constexpr T kNegInf = -std::numeric_limits<T>::infinity();
     std::fill(row_max, row_max + nq, kNegInf);
@@ -67,7 +96,11 @@ struct AttendBlock {
     const int64_t key_end = std::min(Tk, past + t0 + nq);  // keys any row of the block sees
     for (int64_t j0 = 0; j0 < key_end; j0 += kKeyChunk) {
       const int64_t nk = std::min(kKeyChunk, key_end - j0);
-      gemm<T>(false, true, nq, nk, D, scale, q, ldq, k + j0 * ldk, ldk, T(0), scores, nk);  // S = Q Kᵀ · scale
+      if (keys_transposed) {  // S = Q Kᵀ · scale
+        gemm<T>(false, false, nq, nk, D, scale, q, ldq, keys + j0, ldkeys, T(0), scores, nk);
+      } else {
+        gemm<T>(false, true, nq, nk, D, scale, q, ldq, keys + j0 * ldkeys, ldkeys, T(0), scores, nk);
+      }
       for (int64_t r = 0; r < nq; ++r) {
         T* s = scores + r * nk;
         const int64_t visible = std::min(nk, past + t0 + r + 1 - j0);  // causal: keys j0 .. past + t
@@ -184,9 +217,17 @@ template <typename scalar_t>
 void attention_forward(Heads<scalar_t> out, scalar_t* lse, Heads<const scalar_t> q, Heads<const scalar_t> k,
                        Heads<const scalar_t> v, const AttentionDims& dims, std::span<const AttentionDocument> docs,
                        double scale) {
-  const int64_t H = dims.H, T = dims.T, D = dims.D;
-  const int64_t group = H / dims.Hkv;
-  const int64_t past = dims.keys() - T;  // keys before the first query (KV cache; then one document per row)
+  const int64_t H = dims.H, Hkv = dims.Hkv, T = dims.T, D = dims.D, Tk = dims.keys();
+  const int64_t group = H / Hkv;
+  const int64_t past = Tk - T;  // keys before the first query (KV cache; then one document per row)
+  // kᵀ of every (batch row, kv head): D rows of Tk keys (Note [Attention forward tiles]), once
+  // a row has a full query block to share it; fewer queries (decoding with a KV cache) read k
+  // as it lies, since the copy would cost as much as their GEMMs.
+  const bool keys_transposed = T >= kQueryBlock;
+  const int64_t ldkt = Tk;
+  const auto kt = std::make_unique_for_overwrite<scalar_t[]>(
+      keys_transposed ? static_cast<size_t>(dims.B * Hkv * D * ldkt) : size_t{0});
+  auto kt_of = [&](int64_t b, int64_t hkv) { return kt.get() + (b * Hkv + hkv) * D * ldkt; };
   std::vector<QueryBlock> blocks;
   for (const AttentionDocument& doc : docs) {
     for (int64_t t0 = 0; t0 < doc.length; t0 += kQueryBlock) blocks.push_back({&doc, t0});
@@ -198,6 +239,10 @@ void attention_forward(Heads<scalar_t> out, scalar_t* lse, Heads<const scalar_t>
 #pragma omp parallel
   {
     std::vector<scalar_t> scores(kQueryBlock * kKeyChunk), row_max(kQueryBlock), row_sum(kQueryBlock);
+#pragma omp for schedule(static)
+    for (int64_t bh = 0; bh < (keys_transposed ? dims.B * Hkv : 0); ++bh) {
+      transpose_keys(kt_of(bh / Hkv, bh % Hkv), ldkt, k.at(bh / Hkv, bh % Hkv, 0), k.row, Tk, D);
+    }
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < tasks; ++task) {
       const QueryBlock& blk = blocks[static_cast<size_t>(task / H)];
@@ -205,7 +250,9 @@ void attention_forward(Heads<scalar_t> out, scalar_t* lse, Heads<const scalar_t>
       const int64_t b = blk.doc->b, first = blk.doc->start, t0 = blk.t0;
       const int64_t nq = std::min(kQueryBlock, blk.doc->length - t0);
       run_isa<AttendBlock>(out.at(b, h, first + t0), out.row, lse + (b * H + h) * T + first + t0,
-                           q.at(b, h, first + t0), q.row, k.at(b, hkv, first), k.row, v.at(b, hkv, first), v.row, t0,
+                           q.at(b, h, first + t0), q.row,
+                           keys_transposed ? kt_of(b, hkv) + first : k.at(b, hkv, first),
+                           keys_transposed ? ldkt : k.row, keys_transposed, v.at(b, hkv, first), v.row, t0,
                            nq, past, past + blk.doc->length, D, s, scores.data(), row_max.data(), row_sum.data());
     }
   }
