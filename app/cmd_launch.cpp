@@ -13,6 +13,7 @@
 // heterogeneous job's components (launch_srun.h). A job that switches strategies loses them
 // with the device (launch_job.h). Logs to the console and out_dir/logs/launch.log.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
@@ -55,13 +56,20 @@ struct LaunchResult {
   int exit_code = 0;                     // the launcher's (128 + signal when a signal ended it)
   std::optional<LaunchFailure> failure;  // the rank it says died first
   Clock::time_point failed_at;           // when the supervisor read that
+  bool ended_after_finish = false;       // the run had finished; the launcher did not exit, so it was ended
 };
 
 // Runs argv (with `env` added to its environment), passing its stderr through line by line to
 // ours while reading it for a dead rank.
-// `on_failure` runs once, as soon as the dead rank is read (srun: ending the step at once).
+// `end_launcher(false)` runs once, as soon as the dead rank is read (srun: ending the step at once).
+// Runs the launcher, echoing and parsing its stderr, until it exits. Once `finished` exists
+// (rank 0's marker: the run ended well) a launcher that has not exited `grace_s` later is
+// ended as a failed step is (end_launcher), killed 10 s later if it is still there, and the
+// attempt counts as finished: Slurm 22.05's srun was seen to stay up after every task of a
+// heterogeneous step had exited.
 LaunchResult run_launcher(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                          const std::function<void()>& on_failure) {
+                          const std::function<void(bool finished)>& end_launcher, const std::string& finished,
+                          double grace_s) {
   int fds[2];
   HT_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "launch: pipe: {}", std::strerror(errno));
   const pid_t pid = ::fork();
@@ -82,7 +90,34 @@ LaunchResult run_launcher(const std::vector<std::string>& argv, const std::map<s
   LaunchFailureParser parser;
   std::string pending;
   char buffer[4096];
+  std::optional<Clock::time_point> finished_at;  // when the marker was first seen
+  bool ended = false, killed = false;
+  int status = 0;
+  bool reaped = false;  // the launcher exited while a process it left still holds the pipe
   while (true) {
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = ::poll(&p, 1, 500);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      if (ended && ::waitpid(pid, &status, WNOHANG) == pid) {
+        reaped = true;
+        break;
+      }
+      if (ended && !killed && std::chrono::duration<double>(Clock::now() - *finished_at).count() > grace_s + 10) {
+        spdlog::warn("launch: {} ignored being ended; killing it", argv[0]);
+        ::kill(pid, SIGKILL);
+        killed = true;
+      }
+      if (!finished_at && fs::exists(finished)) finished_at = Clock::now();
+      if (finished_at && !ended && std::chrono::duration<double>(Clock::now() - *finished_at).count() > grace_s) {
+        spdlog::warn("launch: {} has not exited {:.0f} s after the run finished ({}); ending it", argv[0], grace_s,
+                     finished);
+        ended = true;
+        result.ended_after_finish = true;
+        end_launcher(true);
+      }
+      continue;
+    }
     const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -93,17 +128,17 @@ LaunchResult run_launcher(const std::vector<std::string>& argv, const std::map<s
       parser.feed(pending.substr(0, end));
       if (!known && parser.failure()) {
         result.failed_at = Clock::now();
-        if (on_failure) on_failure();
+        end_launcher(false);
       }
     }
   }
   if (!pending.empty()) parser.feed(pending);
   ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (!reaped && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   g_launcher = -1;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (result.ended_after_finish) result.exit_code = 0;
   result.failure = parser.failure();
   if (result.failure && result.failed_at == Clock::time_point{}) result.failed_at = Clock::now();
   return result;
@@ -216,21 +251,29 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
     const std::vector<std::string> argv = launcher_argv(o, np, placement, het, train_argv(o, job_file, sets, state_dir));
     spdlog::info("launch: attempt {}: {}{}", attempt, env.empty() ? "" : "SLURM_HOSTFILE=" + env["SLURM_HOSTFILE"] + " ",
                  join(argv, " "));
-    const LaunchResult r = run_launcher(argv, env, [&] {
-      if (o.launcher != "srun" || g_launcher <= 0) return;  // mpirun ends the survivors itself
+    const std::string finished = finished_marker(out_dir, state_dir);
+    std::error_code stale;
+    fs::remove(finished, stale);  // an earlier supervision of this out_dir may have left one
+    const LaunchResult r = run_launcher(argv, env, [&](bool run_finished) {
+      if (g_launcher <= 0) return;
+      if (o.launcher != "srun") {  // mpirun ends the survivors of a failure itself
+        if (run_finished) ::kill(g_launcher, SIGTERM);
+        return;
+      }
       // srun's forced termination: SIGKILL to every task now, not KillWait later (launch_srun.h).
       spdlog::info("launch: ending the srun step at once (two SIGINTs to srun: SIGKILL to every task)");
       ::kill(g_launcher, SIGINT);
       ::usleep(200000);
       ::kill(g_launcher, SIGINT);
-    });
+    }, finished, o.finish_grace_s);
     auto finish = [&](int code) {
       std::error_code ec;
       fs::remove_all(state_root, ec);
       return code;
     };
     if (r.exit_code == 0) {
-      spdlog::info("launch: attempt {} finished ({} ranks)", attempt, np);
+      spdlog::info("launch: attempt {} finished ({} ranks){}", attempt, np,
+                   r.ended_after_finish ? "; its launcher was ended after the run finished" : "");
       return finish(0);
     }
     if (g_stop_signal != 0) {

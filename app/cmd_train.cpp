@@ -399,7 +399,13 @@ int train_job(const TrainOptions& options, const MpiSession& mpi, bool& training
   runtime::install_stop_handlers();
   const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
   limit_cpu_memory(loaded, device);
-  return train(options, loaded, layout, ranks, mpi, straggler_profile, plan_buckets);
+  const int code = train(options, loaded, layout, ranks, mpi, straggler_profile, plan_buckets);
+  if (code == 0 && !options.state_dir.empty() && mpi.rank() == 0) {
+    const std::string marker = finished_marker(c.job.out_dir, options.state_dir);
+    std::filesystem::create_directories(std::filesystem::path(marker).parent_path());
+    write_file_atomic(marker, "hetu train ended with exit code 0\n");
+  }
+  return code;
 }
 
 // An error on one rank of several: the others would wait for it in their next collective,

@@ -32,6 +32,7 @@ struct LaunchOptions : ConfigOptions {
   std::string launcher_args;    // extra launcher words (split at spaces)
   int64_t stop_at_step = 0;     // passed on to hetu train
   std::string log_level_flag = "info";  // passed on to hetu train
+  double finish_grace_s = 30;   // how long the launcher may take to exit after the run finished
 };
 
 struct PlanOptions : ConfigOptions {

@@ -57,6 +57,10 @@ std::vector<std::string> rank_hosts(const config::JobConfig& c) {
   return hosts;
 }
 
+std::string finished_marker(const std::string& out_dir, const std::string& state_dir) {
+  return out_dir + "/launch/" + std::filesystem::path(state_dir).lexically_normal().filename().string() + ".finished";
+}
+
 std::string node_state_dir(const config::JobConfig& c, int64_t rank, const std::string& state_dir) {
   if (!c.cluster.rehearse || state_dir.empty()) return state_dir;
   int64_t first = 0;  // the first rank of each node

@@ -44,4 +44,10 @@ std::vector<std::string> rank_hosts(const config::JobConfig& c);
 // cluster (lib/io/snapshot_exchange.h).
 std::string node_state_dir(const config::JobConfig& c, int64_t rank, const std::string& state_dir);
 
+// The file rank 0 of a supervised hetu train writes once its run has ended well (exit 0), so
+// the supervisor knows the attempt finished even when the launcher does not return:
+// OUT_DIR/launch/attempt-K.finished for `state_dir` = ROOT/attempt-K (on the shared out_dir,
+// since rank 0 may run on another node than the supervisor).
+std::string finished_marker(const std::string& out_dir, const std::string& state_dir);
+
 }  // namespace hetu::app

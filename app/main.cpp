@@ -96,6 +96,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"mpirun", "srun"}));
   launch_cmd->add_option("--launcher-args", launch.launcher_args,
                          "Extra words for the launcher, e.g. \"--mpi=pmix --gpu-bind=none\"");
+  launch_cmd->add_option("--finish-grace", launch.finish_grace_s,
+                         "Seconds the launcher may take to exit after the run finished before it is ended (default 30)")
+      ->check(CLI::PositiveNumber);
   launch_cmd->add_option("--stop-at-step", launch.stop_at_step, "Passed on to hetu train")
       ->check(CLI::NonNegativeNumber);
   launch_cmd->callback([&] { selected = [&] { return run_launch(launch); }; });
