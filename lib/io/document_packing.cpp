@@ -72,6 +72,119 @@ void order_micro_batches(std::vector<std::vector<int64_t>>& rows, int64_t micro_
   rows = std::move(ordered);
 }
 
+// Candidate moves the refinement may weigh per global batch (a bound on its time: about a
+// millisecond per 100,000; deterministic, unlike a clock).
+constexpr int64_t kRefinementBudget = 1 << 20;
+
+// The refinement pass of Note [Balanced packing]: moves that lower the most loaded replica's
+// attention per share row, until none does (or the work budget is spent).
+class Refinement {
+ public:
+  Refinement(std::vector<std::vector<int64_t>>& rows, const std::vector<int64_t>& owner, std::span<const int64_t> shares,
+             std::span<const int64_t> lengths, int64_t seq_len)
+      : rows_(rows), owner_(owner), shares_(shares), lengths_(lengths), seq_len_(seq_len), room_(rows.size(), seq_len),
+        cost_(rows.size(), 0.0), load_(shares.size(), 0.0) {
+    for (size_t r = 0; r < rows.size(); ++r) {
+      for (int64_t i : rows[r]) {
+        room_[r] -= length(i);
+        cost_[r] += PackingCost::attention(length(i));
+      }
+      load_[static_cast<size_t>(owner[r])] += cost_[r];
+    }
+  }
+
+  void run() {
+    while (budget_ > 0 && improve_once()) {
+    }
+  }
+
+ private:
+  // A change of replica a's and b's rows: a row swap (i, j < 0), a piece moved (j < 0) or two swapped.
+  struct Move {
+    size_t ra = 0, rb = 0;
+    int64_t i = -1, j = -1;  // positions in rows_[ra], rows_[rb]
+    bool whole_rows = false;
+    double worse = 0;        // the larger of the two replicas' loads per share after it
+  };
+
+  int64_t length(int64_t piece) const { return lengths_[static_cast<size_t>(piece)]; }
+  double per_share(size_t k, double load) const { return load / static_cast<double>(shares_[k]); }
+
+  // Considers shifting `delta` of attention from row ra's replica to row rb's.
+  void consider(Move candidate, double delta, size_t a, size_t b, Move& best, bool& found) {
+    --budget_;
+    candidate.worse = std::max(per_share(a, load_[a] - delta), per_share(b, load_[b] + delta));
+    if (candidate.worse < limit_ && (!found || candidate.worse < best.worse)) {
+      best = candidate;
+      found = true;
+    }
+  }
+
+  bool improve_once() {
+    size_t a = 0;
+    for (size_t k = 1; k < load_.size(); ++k)
+      if (per_share(k, load_[k]) > per_share(a, load_[a])) a = k;
+    limit_ = per_share(a, load_[a]) * (1 - 1e-12);  // strictly better, past rounding
+    Move best;
+    bool found = false;
+    for (size_t ra = 0; ra < rows_.size() && budget_ > 0; ++ra) {
+      if (static_cast<size_t>(owner_[ra]) != a) continue;
+      for (size_t rb = 0; rb < rows_.size(); ++rb) {
+        const auto b = static_cast<size_t>(owner_[rb]);
+        if (b == a) continue;
+        consider({ra, rb, -1, -1, true}, cost_[ra] - cost_[rb], a, b, best, found);
+        for (size_t i = 0; i < rows_[ra].size(); ++i) {
+          const int64_t li = length(rows_[ra][i]);
+          if (room_[rb] >= li) consider({ra, rb, static_cast<int64_t>(i), -1}, PackingCost::attention(li), a, b, best, found);
+          for (size_t j = 0; j < rows_[rb].size(); ++j) {
+            const int64_t lj = length(rows_[rb][j]);
+            if (lj >= li || room_[rb] + lj < li) continue;
+            consider({ra, rb, static_cast<int64_t>(i), static_cast<int64_t>(j)},
+                     PackingCost::attention(li) - PackingCost::attention(lj), a, b, best, found);
+          }
+        }
+      }
+    }
+    if (found) apply(best);
+    return found;
+  }
+
+  void apply(const Move& m) {
+    std::vector<int64_t>& from = rows_[m.ra];
+    std::vector<int64_t>& to = rows_[m.rb];
+    if (m.whole_rows) {
+      std::swap(from, to);
+    } else {
+      const int64_t piece = from[static_cast<size_t>(m.i)];
+      from.erase(from.begin() + m.i);
+      if (m.j >= 0) {
+        from.push_back(to[static_cast<size_t>(m.j)]);
+        to.erase(to.begin() + m.j);
+      }
+      to.push_back(piece);
+    }
+    for (size_t r : {m.ra, m.rb}) {
+      load_[static_cast<size_t>(owner_[r])] -= cost_[r];
+      room_[r] = seq_len_;
+      cost_[r] = 0;
+      for (int64_t i : rows_[r]) {
+        room_[r] -= length(i);
+        cost_[r] += PackingCost::attention(length(i));
+      }
+      load_[static_cast<size_t>(owner_[r])] += cost_[r];
+    }
+  }
+
+  std::vector<std::vector<int64_t>>& rows_;
+  const std::vector<int64_t>& owner_;
+  std::span<const int64_t> shares_, lengths_;
+  int64_t seq_len_;
+  std::vector<int64_t> room_;
+  std::vector<double> cost_, load_;  // per row; per replica
+  double limit_ = 0;
+  int64_t budget_ = kRefinementBudget;
+};
+
 }  // namespace
 
 NextFitRows::NextFitRows(int64_t rows, int64_t seq_len) : rows_(rows), seq_len_(seq_len) {
@@ -116,7 +229,18 @@ PackedBatch pack_in_order(std::span<const int64_t> lengths, std::span<const int6
 // the fullest row that takes it), so long documents spread over replicas in proportion to
 // their shares and short ones fill the gaps. Should the greedy strand a piece (no row has
 // room), first-fit decreasing places them all, and failing that the in-order rows, which
-// always fit, go to replicas in order. Within a replica the rows are then ordered so that
+// always fit, go to replicas in order. The greedy must also fill every replica's rows (next-fit
+// leaves a batch nearly full), so once the rows of the least loaded replicas are full the
+// last pieces go wherever there is room, whatever the load: on long-tailed documents of up to
+// 2,048 tokens in rows of 2,048 that left the attention max/mean at 1.09. A refinement pass
+// (Refinement) then takes the most loaded replica (per share row; the first of equals) and
+// applies the best of the changes between it and another replica that leave both below its
+// load: swapping one of its rows with the other's (rows are all seq_len long, so this always
+// fits), moving one of its pieces into a row of the other's with room, or swapping one of its
+// pieces with a shorter one of such a row that then has room; until none is left (each change
+// lowers the loads sorted largest first, so it ends) or a budget of candidates is spent. Every
+// row costs the same linear part, so the whole cost per share row falls with the attention's
+// maximum and never grows. Within a replica the rows are then ordered so that
 // its micro-batches cost alike (the pipeline's stages wait least on each other). Every
 // loader computes the same packing from the same lengths: nothing is communicated.
 PackedBatch pack_balanced(std::span<const int64_t> lengths, std::span<const int64_t> shares, int64_t seq_len,
@@ -163,6 +287,7 @@ PackedBatch pack_balanced(std::span<const int64_t> lengths, std::span<const int6
     out.rows = first_fit_decreasing(lengths, order, rows, seq_len);
     if (out.rows.empty()) out = pack_in_order(lengths, shares, seq_len);
   }
+  Refinement(out.rows, owner, shares, lengths, seq_len).run();
   for (std::vector<int64_t>& row : out.rows) std::sort(row.begin(), row.end());  // stream order within a row
   int64_t first = 0;
   for (size_t k = 0; k < shares.size(); ++k) {

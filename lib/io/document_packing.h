@@ -4,7 +4,8 @@
 // speed). Rows are filled in stream order by next-fit (NextFitRows decides where a global
 // batch ends), then the same pieces are re-placed so that every replica's cost per row is
 // even: a row costs linear_per_token · seq_len (every token slot, padding included, goes
-// through the projections and the MLP) plus L² per document of L tokens (attention), see
+// through the projections and the MLP) plus L² per document of L tokens (attention); a greedy
+// placement, then a refinement pass of row and piece swaps that lowers the largest load, see
 // Note [Balanced packing] in document_packing.cpp.
 //
 //   NextFitRows fill(/*rows=*/4, /*seq_len=*/2048);
