@@ -4,7 +4,8 @@
 // packing brings the per-replica attention cost's max/mean to <= 1.05 where in-order packing
 // leaves it >= 1.3, with equal and with uneven (replicas of different speed) shares; the
 // refinement's guarantee (no single row swap, piece move or piece swap lowers the largest
-// load, every such change tried here) and the largest load against a brute-force optimum.
+// load, every such change tried here) and the largest load against a brute-force optimum, which
+// attention_bound (Note [Packing balance bound]) never exceeds.
 #include "lib/io/document_packing.h"
 
 #include <catch2/catch.hpp>
@@ -200,13 +201,22 @@ TEST_CASE("balanced packing comes near the brute-force optimum of the largest at
   // 1:3): the packing's largest attention per share row against the least possible.
   const int64_t T = 16;
   double worst = 0, sum = 0;
-  int cases = 0, optimal = 0;
+  int cases = 0, optimal = 0, bound_tight = 0;
   for (uint64_t seed = 1; seed <= 80; ++seed) {
     const std::vector<int64_t> shares = seed % 2 == 0 ? std::vector<int64_t>{2, 2} : std::vector<int64_t>{1, 3};
     const std::vector<int64_t> lengths = filling_pieces(4, 3, T, 100 + seed, 8);
     const std::vector<double> load = attention_per_share(pack_balanced(lengths, shares, T).rows, lengths, shares);
-    const double ratio = *std::max_element(load.begin(), load.end()) / optimum_max_attention(lengths, shares, T);
+    const double optimum = optimum_max_attention(lengths, shares, T);
+    const double ratio = *std::max_element(load.begin(), load.end()) / optimum;
     CHECK(ratio >= 1 - 1e-12);
+    if (shares[0] == shares[1]) {  // the bound is never above the optimum's max / mean
+      const double mean = (load[0] + load[1]) / 2, bound = attention_bound(lengths, shares, T);
+      CHECK(bound <= optimum / mean + 1e-12);
+      CHECK(bound >= 1);
+      bound_tight += bound >= optimum / mean - 1e-12 ? 1 : 0;
+    } else {
+      CHECK(attention_bound(lengths, shares, T) == 0);
+    }
     worst = std::max(worst, ratio);
     sum += ratio;
     optimal += ratio <= 1 + 1e-12 ? 1 : 0;
@@ -217,4 +227,5 @@ TEST_CASE("balanced packing comes near the brute-force optimum of the largest at
   CHECK(optimal >= 55);
   CHECK(sum / cases <= 1.007);
   CHECK(worst <= 1.08);
+  CHECK(bound_tight >= 1);  // measured: the bound is the optimum in 11 of the 40 equal-share cases
 }
