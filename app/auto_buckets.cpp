@@ -31,12 +31,7 @@ std::string describe(const std::vector<io::BucketShape>& buckets) {
 // the default's training state); 0: none.
 int64_t longest_held(const plan::DocumentStrategy& s, int64_t global_batch, int64_t seq_len) {
   for (int64_t row = seq_len; row >= 1; row = row % 2 == 0 ? row / 2 : 0) {
-    plan::DocumentLoad load;
-    load.documents = global_batch * (seq_len / row);
-    load.tokens = static_cast<double>(global_batch * seq_len);
-    load.square_tokens = load.tokens * static_cast<double>(row);
-    load.longest = row;
-    if (plan::load_fits(s, load)) return row;
+    if (plan::load_fits(s, plan::full_batch_load(global_batch, seq_len, row))) return row;
   }
   return 0;
 }

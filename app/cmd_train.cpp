@@ -10,7 +10,8 @@
 // the MPI communicator and cap the CPU allocator. `[parallel] auto = true` plans the layout
 // first (auto_layout.h); `[straggler] enabled = true` re-plans around slow ranks while it
 // trains (straggler_plan.h); `[[parallel.bucket]]` runs each step's documents by length under
-// several strategies (bucketed_run.h), or with `[parallel] auto = true` and documents under
+// several strategies (bucketed_run.h; their lanes' memory checked at launch,
+// bucket_memory_check.h), or with `[parallel] auto = true` and documents under
 // buckets planned each step (auto_buckets.h).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@
 
 #include "app/auto_layout.h"
 #include "app/auto_buckets.h"
+#include "app/bucket_memory_check.h"
 #include "app/bucketed_run.h"
 #include "app/build_info.h"
 #include "app/cmd_ckpt.h"
@@ -368,6 +370,7 @@ int train_job(const TrainOptions& options, const MpiSession& mpi, bool& training
   if (!options.dry_run && mpi.rank() == 0) write_file_atomic(c.job.out_dir + "/config.resolved.toml", config::to_toml(c));
   const pipeline::ParallelLayout layout = parallel_layout(c, ranks);
   if (c.straggler.enabled && !c.parallel.auto_plan) check_straggler_job(loaded);
+  if (!plan_buckets) check_bucket_memory(loaded, straggler_profile);  // fixed buckets' lanes, before compute
 
   spdlog::info("hetu {} | job '{}' from {}", build_info().version, c.job.name, c.source);
   const std::string summary = config::describe(c);

@@ -27,19 +27,25 @@ plan::DocumentStrategy document_strategy(const std::string& name, const LayoutEs
   return plan::document_strategy(name, e.replicas, memory, micro_batch, seq_len, reshard);
 }
 
+config::LoadedConfig under_strategy(const config::LoadedConfig& loaded, const std::string& name) {
+  config::LoadedConfig under = loaded;
+  under.config.parallel = loaded.config.strategy(name);
+  return under;
+}
+
 // Every strategy of the job (default first), each its own layout's estimate, the others
 // priced as compute copies beside the default's training state.
-std::vector<plan::DocumentStrategy> job_strategies(const config::LoadedConfig& loaded, const Profile& profile) {
+std::vector<plan::DocumentStrategy> job_strategies(const config::LoadedConfig& loaded, const Profile& profile,
+                                                   double memory_share) {
   const plan::Link link = slowest_link(loaded, profile);
   std::vector<std::string> names{config::kDefaultStrategy};
   for (const config::StrategySection& s : loaded.config.strategies) names.push_back(s.name);
   std::vector<plan::DocumentStrategy> out;
   for (const std::string& name : names) {
-    config::LoadedConfig under = loaded;
-    under.config.parallel = loaded.config.strategy(name);
+    const config::LoadedConfig under = under_strategy(loaded, name);
     out.push_back(document_strategy(name, estimate_layout(under, profile), under.config.parallel,
                                     loaded.config.training.seq_len, name == config::kDefaultStrategy ? nullptr : &link));
-    if (out.size() > 1) plan::price_as_compute_copy(out.back(), out.front());
+    if (out.size() > 1) plan::price_as_compute_copy(out.back(), out.front(), memory_share);
   }
   return out;
 }

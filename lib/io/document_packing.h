@@ -4,7 +4,8 @@
 // speed). Rows are filled in stream order by next-fit (NextFitRows decides where a global
 // batch ends), then the same pieces are re-placed so that every replica's cost per row is
 // even: a row costs linear_per_token · seq_len (every token slot, padding included, goes
-// through the projections and the MLP) plus L² per document of L tokens (attention), see
+// through the projections and the MLP) plus L² per document of L tokens (attention); a greedy
+// placement, then a refinement pass of row and piece swaps that lowers the largest load, see
 // Note [Balanced packing] in document_packing.cpp.
 //
 //   NextFitRows fill(/*rows=*/4, /*seq_len=*/2048);
@@ -65,6 +66,10 @@ ReplicaLoads replica_loads(const PackedBatch& batch, std::span<const int64_t> le
 // max / mean of values (1 when all are equal; values must not all be 0).
 double max_over_mean(std::span<const double> values);
 
+// A lower bound on the attention max / mean of every packing of the pieces into rows of seq_len
+// over replicas of equal shares (0 when the shares differ): see Note [Packing balance bound].
+double attention_bound(std::span<const int64_t> lengths, std::span<const int64_t> shares, int64_t seq_len);
+
 // Documents of the given lengths, in order, cut into pieces of at most seq_len and packed into
 // consecutive global batches as the loader does (pieces left at the end that cannot fill one
 // are dropped): per batch the max / mean over replicas of the attention load and of the
@@ -73,6 +78,7 @@ struct BalanceReport {
   int64_t batches = 0;
   double in_order_attention = 0, balanced_attention = 0;
   double in_order_total = 0, balanced_total = 0;
+  double attention_bound = 0;  // no packing's attention max/mean is lower (0: shares differ)
 };
 // n document lengths in [lo, hi], long-tailed: P(L > x) ∝ 1/x - 1/hi (a truncated Pareto of
 // index 1: most documents short, a few near hi), from the counter-based RNG keyed by seed.

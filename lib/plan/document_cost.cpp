@@ -79,7 +79,7 @@ double micro_batch_peak_bytes(const DocumentReplica& replica, const StageCost& s
   return std::max(pipeline, state + stage.sync_buffer_bytes);
 }
 
-void price_as_compute_copy(DocumentStrategy& lane, const DocumentStrategy& optimize) {
+void price_as_compute_copy(DocumentStrategy& lane, const DocumentStrategy& optimize, double memory_share) {
   double resident = 0;
   for (const DocumentReplica& r : optimize.replicas) {
     for (const StageCost& stage : r.stages) {
@@ -90,39 +90,66 @@ void price_as_compute_copy(DocumentStrategy& lane, const DocumentStrategy& optim
   for (DocumentReplica& r : lane.replicas) {
     r.compute_copy = true;
     r.resident_bytes = resident;
-    for (double& memory : r.memory_bytes) memory *= kComputeCopyMemoryShare;
+    for (double& memory : r.memory_bytes) memory *= memory_share;
   }
 }
 
-ReplicaPart replica_part(const DocumentStrategy& strategy, size_t replica, const DocumentLoad& load,
-                         const std::function<int64_t(int64_t)>& fitting) {
+namespace {
+
+// How replica `r` packs its part of `load` (tokens > 0): micro-batches of its rows of the
+// bucket's row length (bucket_rows.h), as many rows as a micro-batch of seq_len rows, each
+// seq_len / row_factor long, so a micro-batch holds `holds` tokens (padding included: what its
+// memory holds) and the part runs in `count` of them, as many as its tokens fill. Its memory
+// is priced at `priced_count`, at least a full pipeline in flight: a row holds whole documents
+// and a replica runs whole micro-batches, so the runtime may run more of them than the tokens fill.
+struct MicroBatching {
+  double part = 0, tokens = 0;  // its share of the load and the tokens of that share
+  int64_t holds = 0, count = 0, priced_count = 0;
+  bool too_long = false;        // the longest document fits no micro-batch (nothing else set)
+};
+MicroBatching micro_batching(const DocumentStrategy& strategy, size_t replica, const DocumentLoad& load) {
   double total_share = 0;
   for (const DocumentReplica& r : strategy.replicas) total_share += r.share;
   const DocumentReplica& mine = strategy.replicas.at(replica);
-  const double part = mine.share / total_share;
-  ReplicaPart out;
-  const double tokens = part * load.tokens;
-  if (tokens <= 0) return out;
+  MicroBatching out;
+  out.part = mine.share / total_share;
+  out.tokens = out.part * load.tokens;
+  if (out.tokens <= 0) return out;
   const int64_t seq_len = strategy.row_tokens;
   if (load.longest > mine.micro_batch_tokens || load.longest > seq_len) {
+    out.too_long = true;
+    return out;
+  }
+  out.holds = mine.micro_batch_tokens / pipeline::bucket_row_factor(seq_len, load.longest);
+  out.count = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(out.tokens / static_cast<double>(out.holds))));
+  out.priced_count = std::max<int64_t>(out.count, static_cast<int64_t>(mine.stages.size()));
+  return out;
+}
+
+// Stage `s`'s device peak running `micro_batches` micro-batches of `tokens` tokens. A
+// bucket's gradients accumulate with the step's other buckets': held throughout, as in a step
+// of more than one micro-batch (peak_bytes).
+double stage_peak_bytes(const DocumentReplica& r, size_t s, int64_t tokens, int64_t micro_batches) {
+  const auto stages = static_cast<int64_t>(r.stages.size());
+  const int64_t in_flight = micro_batches_in_flight(r.schedule, stages, micro_batches, static_cast<int64_t>(s));
+  return micro_batch_peak_bytes(r, r.stages.at(s), static_cast<double>(tokens), in_flight,
+                                std::max<int64_t>(2, micro_batches));
+}
+
+}  // namespace
+
+ReplicaPart replica_part(const DocumentStrategy& strategy, size_t replica, const DocumentLoad& load,
+                         const std::function<int64_t(int64_t)>& fitting) {
+  const MicroBatching p = micro_batching(strategy, replica, load);
+  ReplicaPart out;
+  if (p.tokens <= 0) return out;
+  if (p.too_long || p.holds > fitting(p.priced_count)) {
     out.fits = false;
     return out;
   }
-  // Its micro-batches are its rows of the bucket's row length (bucket_rows.h): as many rows
-  // as a micro-batch of seq_len rows, each seq_len / row_factor long, so a micro-batch holds
-  // that many tokens (padding included: what its memory holds) and the part runs in as many
-  // of them as its tokens fill.
-  const int64_t holds = mine.micro_batch_tokens / pipeline::bucket_row_factor(seq_len, load.longest);
-  const int64_t m = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(tokens / static_cast<double>(holds))));
-  // Its memory as with at least a full pipeline in flight: a row holds whole documents and a
-  // replica runs whole micro-batches, so the runtime may run more of them than the tokens fill.
-  if (holds > fitting(std::max<int64_t>(m, static_cast<int64_t>(mine.stages.size())))) {
-    out.fits = false;
-    return out;
-  }
-  out.micro_batches = m;
-  out.tokens = tokens / static_cast<double>(m);
-  out.square_tokens = part * load.square_tokens / static_cast<double>(m);
+  out.micro_batches = p.count;
+  out.tokens = p.tokens / static_cast<double>(p.count);
+  out.square_tokens = p.part * load.square_tokens / static_cast<double>(p.count);
   return out;
 }
 
@@ -132,19 +159,11 @@ ReplicaPart replica_part(const DocumentStrategy& strategy, size_t replica, const
 
 int64_t max_fitting_tokens(const DocumentStrategy& strategy, size_t replica, int64_t micro_batches) {
   const DocumentReplica& r = strategy.replicas.at(replica);
-  const auto stages = static_cast<int64_t>(r.stages.size());
   int64_t most = r.micro_batch_tokens;
-  for (int64_t s = 0; s < stages; ++s) {
-    const double memory = r.memory_bytes.at(static_cast<size_t>(s));
+  for (size_t s = 0; s < r.stages.size(); ++s) {
+    const double memory = r.memory_bytes.at(s);
     if (memory <= 0) continue;
-    const StageCost& stage = r.stages[static_cast<size_t>(s)];
-    const int64_t in_flight = micro_batches_in_flight(r.schedule, stages, micro_batches, s);
-    auto fits = [&](int64_t tokens) {
-      // A bucket's gradients accumulate with the step's other buckets': held throughout, as in
-      // a step of more than one micro-batch (peak_bytes).
-      return micro_batch_peak_bytes(r, stage, static_cast<double>(tokens), in_flight,
-                                    std::max<int64_t>(2, micro_batches)) <= memory;
-    };
+    auto fits = [&](int64_t tokens) { return stage_peak_bytes(r, s, tokens, micro_batches) <= memory; };
     if (fits(most)) continue;
     int64_t lo = 0, hi = most;  // fits(lo) or lo == 0; !fits(hi)
     while (hi - lo > 1) {
@@ -161,6 +180,33 @@ bool load_fits(const DocumentStrategy& strategy, const DocumentLoad& load) {
     if (!replica_part(strategy, r, load).fits) return false;
   }
   return true;
+}
+
+DocumentLoad full_batch_load(int64_t global_batch, int64_t seq_len, int64_t longest) {
+  HT_USAGE_CHECK(global_batch >= 1 && longest >= 1 && longest <= seq_len,
+                 "document cost: a global batch of {} rows of {} tokens of documents of {}", global_batch, seq_len,
+                 longest);
+  DocumentLoad load;
+  load.tokens = static_cast<double>(global_batch * seq_len);
+  load.documents = std::max<int64_t>(1, global_batch * seq_len / longest);
+  load.square_tokens = load.tokens * static_cast<double>(longest);
+  load.longest = longest;
+  return load;
+}
+
+std::optional<MemoryShortfall> memory_shortfall(const DocumentStrategy& strategy, const DocumentLoad& load,
+                                                std::optional<int64_t> micro_batches) {
+  for (size_t r = 0; r < strategy.replicas.size(); ++r) {
+    const MicroBatching p = micro_batching(strategy, r, load);
+    if (p.tokens <= 0 || p.too_long) continue;
+    const DocumentReplica& replica = strategy.replicas[r];
+    for (size_t s = 0; s < replica.stages.size(); ++s) {
+      const double memory = replica.memory_bytes.at(s);
+      const double needed = stage_peak_bytes(replica, s, p.holds, micro_batches.value_or(p.priced_count));
+      if (memory > 0 && needed > memory) return MemoryShortfall{r, s, p.holds, needed, memory};
+    }
+  }
+  return std::nullopt;
 }
 
 double load_time_s(const DocumentStrategy& strategy, const DocumentLoad& load) {

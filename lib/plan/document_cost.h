@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,8 +79,10 @@ inline constexpr double kComputeCopyMemoryShare = 0.9;
 // Makes `lane` a compute copy beside `optimize` (the strategy that holds the parameters):
 // every replica's devices keep the most training state and reserved memory any device of
 // `optimize` keeps, and the copy's parameters and gradients, within kComputeCopyMemoryShare
-// of their memory.
-void price_as_compute_copy(DocumentStrategy& lane, const DocumentStrategy& optimize);
+// of their memory (`memory_share`: a fixed [[parallel.bucket]]'s lane, which nothing plans,
+// is checked against all of it).
+void price_as_compute_copy(DocumentStrategy& lane, const DocumentStrategy& optimize,
+                           double memory_share = kComputeCopyMemoryShare);
 
 // The most tokens a micro-batch of replica `r` may hold (at most its micro_batch_tokens) when it
 // runs `micro_batches` of them: every stage's device holds those in flight at that size, and
@@ -101,6 +104,25 @@ ReplicaPart replica_part(const DocumentStrategy& strategy, size_t replica, const
 // True when every device of the strategy holds its micro-batches of `load` (the one with the
 // longest document included) and that document fits a micro-batch.
 bool load_fits(const DocumentStrategy& strategy, const DocumentLoad& load);
+
+// A whole global batch (global_batch rows of seq_len) of documents of `longest` tokens: the most
+// memory a bucket of documents of up to `longest` tokens can ask of a strategy (its rows are
+// bucket_row_length(seq_len, longest) long; more of them only means more micro-batches).
+DocumentLoad full_batch_load(int64_t global_batch, int64_t seq_len, int64_t longest);
+
+// Where a strategy's memory refuses `load`: the first replica and stage (in order) whose
+// device cannot hold its micro-batches of micro_batch_tokens tokens, what it would need and
+// what it has (a compute copy's at kComputeCopyMemoryShare). nullopt when every device holds
+// them; a document longer than a micro-batch is no memory matter (load_fits refuses it).
+// `micro_batches`: every replica priced running that many (in flight as its schedule allows)
+// instead of those the load fills, a full pipeline at least (what load_fits prices).
+struct MemoryShortfall {
+  size_t replica = 0, stage = 0;
+  int64_t micro_batch_tokens = 0;
+  double needed_bytes = 0, memory_bytes = 0;
+};
+std::optional<MemoryShortfall> memory_shortfall(const DocumentStrategy& strategy, const DocumentLoad& load,
+                                                std::optional<int64_t> micro_batches = std::nullopt);
 
 // The time to run `load` under the strategy: the slowest replica's pipeline (pipeline_time) plus
 // switch_s; 0 for no documents; kDocumentsDoNotFit when !load_fits.

@@ -17,6 +17,11 @@
 #     copy of the parameters is allocated only while its buckets run, so the device holds the
 #     default's training state and one lane's copy and gradients (measured peak 0.00294 GiB;
 #     with every lane's copy resident, 0.00317: out of memory); the same checks as above;
+#   - the same on devices of 0.0025 GiB: one micro-batch of the tp=2 bucket beside its
+#     compute copy and the default's state, priced as the bucket planner prices it (about
+#     0.0030 GiB), exceeds them by more than the estimate's 10% (on the "lanes" devices above
+#     it does not, and they run), so the launch refuses it before compute, exit 2, naming
+#     parallel.bucket[1], its strategy and the device;
 #   - GPT-2 with the middle bucket under tp=2 on devices 2-3 only (ranks 0-1 idle in it: they
 #     only send their parameters and receive the gradients): the same checks;
 #   - buckets without data.packing = "documents" are refused before compute, exit 2, naming
@@ -127,6 +132,19 @@ run_logged lanes "gpt2: mpirun -np 4 run on small devices" mpirun -np 4 "$hetu" 
 compare_runs gpt2-single lanes 1e-6 --fields loss,grad_norm --steps 4
 /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-8 \
   "$work/lanes/checkpoints/step-0000004" "$work/gpt2-single/checkpoints/step-0000004" || fail "lanes: final tensors differ"
+
+echo "== gpt2: a bucket whose lane does not fit its devices is refused at launch"
+sed 's/^memory_gib = .*/memory_gib = 0.0025/' "$work/catalog-lanes.toml" > "$work/catalog-tight.toml"
+set +e
+mpirun -np 4 "$hetu" train "$gpt2_job" "${common[@]}" --set job.out_dir=\"$work/tight\" \
+  --set cluster.device_catalog=\"$work/catalog-tight.toml\" --set 'cluster.node[0].devices.type="cpu-lanes"' \
+  > "$work/tight.log" 2>&1
+rc=$?
+set -e
+[[ $rc == 2 ]] || { cat "$work/tight.log"; fail "tight: exit $rc, expected 2"; }
+grep -q "parallel.bucket\[1\] (documents of up to 40 tokens, strategy 'tp2-dp2'): device localhost:[0-9-]* (cpu-lanes, replica 0, stage 0) would need about" \
+  "$work/tight.log" || { cat "$work/tight.log"; fail "tight: the error does not name the bucket, strategy and device"; }
+[[ ! -e $work/tight/metrics.jsonl ]] || fail "tight: it trained"
 
 echo "== gpt2: the tp bucket on half the ranks (ranks 0-1 idle in it)"
 sed -e 's/^name = "tp2-dp2"$/name = "tp2-dp2"\ndevices = "localhost:2-3"/' -e '0,/^dp = 2$/s//dp = 1/' "$gpt2_job" \

@@ -230,3 +230,50 @@ TEST_CASE("document cost: a pipeline's documents must fit with its pipeline full
   CHECK(load_fits(holds, one));
   CHECK(replica_part(holds, 0, one).micro_batches == 1);
 }
+
+TEST_CASE("document cost: a memory shortfall names the stage that cannot hold its micro-batches", "[document_cost]") {
+  // The pipeline above: between one and two micro-batches in flight, stage 0 would need
+  // peak_bytes with two in flight (the reference, from the cost model) and has the limit;
+  // stage 1 holds its one. A global batch of 4 rows of 64 tokens of documents of 64: the same.
+  const StageCost a = stage_at(64, 2, 0, 1, 1, 1e9), b = stage_at(64, 2, 2, 3, 1, 1e9);
+  const double full = peak_bytes(a, 2, 2), limit = (peak_bytes(a, 1, 2) + full) / 2;
+  DocumentLoad one;
+  one.add(64);
+  DocumentStrategy between = strategy_of({{a, b}}, {1}, limit);
+  between.row_tokens = 64;
+  const std::optional<MemoryShortfall> short_of = memory_shortfall(between, one);
+  REQUIRE(short_of.has_value());
+  CHECK(short_of->replica == 0);
+  CHECK(short_of->stage == 0);
+  CHECK(short_of->micro_batch_tokens == 128);
+  CHECK(short_of->needed_bytes == Approx(full).epsilon(1e-12));
+  CHECK(short_of->memory_bytes == limit);
+  CHECK(memory_shortfall(between, full_batch_load(4, 64, 64)).has_value());
+  DocumentStrategy holds = strategy_of({{a, b}}, {1}, full);
+  holds.row_tokens = 64;
+  CHECK_FALSE(memory_shortfall(holds, one).has_value());
+  CHECK_FALSE(memory_shortfall(holds, full_batch_load(4, 64, 64)).has_value());
+  // The second replica of a strategy whose first is unbounded.
+  DocumentStrategy second = strategy_of({{a, b}, {a, b}}, {1, 1}, limit);
+  second.row_tokens = 64;
+  second.replicas[0].memory_bytes = {0, 0};
+  const std::optional<MemoryShortfall> of_second = memory_shortfall(second, full_batch_load(4, 64, 64));
+  REQUIRE(of_second.has_value());
+  CHECK(of_second->replica == 1);
+  CHECK(of_second->stage == 0);
+  // Agrees with load_fits wherever the documents fit a micro-batch.
+  for (const DocumentStrategy* s : {&between, &holds, &second}) {
+    for (int64_t longest : {8, 16, 32, 64}) {
+      const DocumentLoad load = full_batch_load(4, 64, longest);
+      CHECK(memory_shortfall(*s, load).has_value() == !load_fits(*s, load));
+    }
+  }
+}
+
+TEST_CASE("document cost: a full global batch of documents of one length", "[document_cost]") {
+  const DocumentLoad load = full_batch_load(4, 64, 16);
+  CHECK(load.tokens == 256);
+  CHECK(load.documents == 16);
+  CHECK(load.square_tokens == 16 * 16 * 16);
+  CHECK(load.longest == 16);
+}
