@@ -15,6 +15,7 @@
 #include "lib/optim/adamw.h"
 #include "lib/ops/ops.h"
 #include "lib/util/error.h"
+#include "lib/util/wait_trace.h"
 
 namespace hetu::app {
 namespace {
@@ -25,7 +26,8 @@ double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock:
 // sleep that emulates the slowdown comes later, outside every timing: see the header; what a
 // communication inside fn slept for it is taken out).
 template <typename Fn>
-double timed(Device device, const ComputePacing& pacing, Fn&& fn) {
+double timed(Device device, const ComputePacing& pacing, Fn&& fn, long piece = -1) {
+  const wait_trace::Span traced("piece", piece);  // HETU_WAIT_TRACE: piece codes, see time_one_pass
   const double start = now_s(), slept_before = pacing.slept();
   const double emulated_before = pacing.emulated ? pacing.emulated() : 0.0;
   fn();
@@ -61,31 +63,35 @@ PieceTimes time_one_pass(const LanguageModel& model, Device device, const Tensor
   const int64_t layers = model.config().layers;
   // The loss is the same on every rank of a tp group; one of them seeds its backward.
   const bool seeds = model.tensor_parallel() == nullptr || model.tensor_parallel()->index() == 0;
+  // HETU_WAIT_TRACE's span of the pass; its pieces' codes: embedding 0 / 3, head 1 / 2 (forward /
+  // backward), layer l 10 + l / 20 + l, AdamW 4.
+  const wait_trace::Span traced("pass", model.tensor_parallel() == nullptr ? 1 : model.tensor_parallel()->size(),
+                                ids.size(0));
   PieceTimes t;
   Tensor embedded;
-  t.embed_forward_s = timed(device, pacing, [&] { embedded = model.embed(ids, 0); });
+  t.embed_forward_s = timed(device, pacing, [&] { embedded = model.embed(ids, 0); }, 0);
   std::vector<Tensor> inputs, outputs;
   Tensor x = cut(embedded);
   for (int64_t layer = 0; layer < layers; ++layer) {
     inputs.push_back(x);
     const double before = bytes_in_use(device);
-    t.layer_forward_s += timed(device, pacing, [&] { outputs.push_back(model.block(layer, x, nullptr)); });
+    t.layer_forward_s += timed(device, pacing, [&] { outputs.push_back(model.block(layer, x, nullptr)); }, 10 + layer);
     t.layer_activation_bytes += bytes_in_use(device) - before;
     x = cut(outputs.back());
   }
   Tensor loss;
-  t.head_forward_s = timed(device, pacing, [&] { loss = model.head_loss(x, targets); });
+  t.head_forward_s = timed(device, pacing, [&] { loss = model.head_loss(x, targets); }, 1);
   pacing.settle();  // as a pipeline stage sleeps before it sends its forward's output
   t.head_backward_s = timed(device, pacing, [&] {
     autograd::backward(loss, full({}, seeds ? 1.0 : 0.0, loss.dtype(), loss.device()));
-  });
+  }, 2);
   Tensor grad = x.grad();
   for (int64_t layer = layers - 1; layer >= 0; --layer) {
     const size_t l = static_cast<size_t>(layer);
-    t.layer_backward_s += timed(device, pacing, [&] { autograd::backward(outputs[l], grad); });
+    t.layer_backward_s += timed(device, pacing, [&] { autograd::backward(outputs[l], grad); }, 20 + layer);
     grad = inputs[l].grad();
   }
-  t.embed_backward_s = timed(device, pacing, [&] { autograd::backward(embedded, grad); });
+  t.embed_backward_s = timed(device, pacing, [&] { autograd::backward(embedded, grad); }, 3);
   pacing.settle();  // and its backward's
   const double L = static_cast<double>(layers);
   t.layer_forward_s /= L, t.layer_backward_s /= L, t.layer_activation_bytes /= L;
@@ -192,7 +198,7 @@ PartTimes time_part(const LanguageModel& model, Device device, std::span<const i
       if (measured) samples[m].push_back(t);
     }
     hold_gradients(params);  // the step's gradients; the next window's passes add to them
-    const double step_s = timed(device, pacing, [&] { adamw.step(1e-9); });
+    const double step_s = timed(device, pacing, [&] { adamw.step(1e-9); }, 4);
     pacing.settle();
     if (measured) optimizer.push_back(step_s);
   }

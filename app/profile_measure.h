@@ -36,6 +36,16 @@
 // ranks' compute was within noise either way, under 0.7 ms of a 27 ms pass: its embedding
 // and loss are small; a large vocabulary's are not).
 //
+// Waits at tp > 1: a pass waits in its collectives as a training micro-batch does. Traced
+// (HETU_WAIT_TRACE, scripts/bench/tp_wait_trace.py) for the accuracy benchmark's tp2-aa, 2
+// ranks on 2 cores, quiet stretches of a busy machine: the same 21 collectives per tp-2
+// micro-batch of 4 in both; 2.4-3.4 ms of a 26-29 ms pass in them against 2.7-3.3 ms (once
+// 5.2) of training's 25-28 ms; the ranks start each pass 0.01-0.1 ms apart (the first
+// collective absorbs no skew); the rest is on the CPU (off-CPU < 0.1 ms), and is where a pass ran
+// 0-18% longer than training's micro-batch, by profile (the same job profiled twice differed
+// as much). Under load both ranks at times share one core (off-CPU about the partner's
+// compute, 15-57 involuntary switches per micro-batch), in profile and training alike.
+//
 // Emulated devices: training sleeps (F - 1) x the wall time of the compute before each
 // message and pays any oversleep (a late wake-up on a busy machine) back from its next
 // sleeps, so compute costs F x its wall time there on average (Note [Emulated devices];

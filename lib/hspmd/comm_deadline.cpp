@@ -30,6 +30,7 @@
 #include <thread>
 
 #include "lib/util/step_timer.h"
+#include "lib/util/wait_trace.h"
 
 namespace hetu {
 namespace {
@@ -249,6 +250,13 @@ std::vector<int> other_ranks() {
 void mpi_wait_all(const char* op, std::span<MPI_Request> requests, const WaitedFor& waited_for) {
   const int n = static_cast<int>(requests.size());
   int done = 0;
+  struct Traced {  // HETU_WAIT_TRACE (wait_trace.h): the wait's two ends
+    const char* op;
+    double enter_s;
+    ~Traced() {
+      if (enter_s >= 0) wait_trace::wait(op, enter_s, wait_trace::now_s());
+    }
+  } traced{op, wait_trace::enabled() ? wait_trace::now_s() : -1.0};
   MPI_Testall(n, requests.data(), &done, MPI_STATUSES_IGNORE);
   if (done) return;
   const Clock::time_point start = Clock::now();

@@ -7,6 +7,7 @@
 #include "lib/hspmd/redistribute.h"
 #include "lib/util/error.h"
 #include "lib/util/step_timer.h"
+#include "lib/util/wait_trace.h"
 
 namespace hetu::pipeline {
 namespace {
@@ -93,6 +94,7 @@ double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& 
   for (size_t k = 0; k < actions.size(); ++k) {
     const PipeAction& a = actions[k];
     const size_t i = static_cast<size_t>(a.micro_batch);
+    const wait_trace::Span traced(a.op == PipeOp::forward ? "forward" : "backward", a.micro_batch, training);
     if (a.op == PipeOp::forward) {
       timing::Scope scope(timing::Phase::forward, "forward", timing::Track::compute,
                           {{"mb", a.micro_batch}, {"stage", position_.stage}});

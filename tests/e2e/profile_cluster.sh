@@ -7,7 +7,8 @@
 #    match the model (counted here from its shape), and the link between the nodes is
 #    measured near the emulated 1 Gb/s and at least its 200 us (more when the machine is busy).
 # 2. Two CPUs on one node: tp 1 and tp 2 are profiled (tp 2 by both ranks, keeping about half
-#    the activations), and the p2p and all_reduce links within the node are measured.
+#    the activations), and the p2p and all_reduce links within the node are measured; its
+#    HETU_WAIT_TRACE shows every collective of a tp-2 pass inside a timed piece.
 # usage: profile_cluster.sh HETU SOURCE_DIR
 set -euo pipefail
 hetu=$1; src=$2
@@ -57,8 +58,10 @@ PY
 # Two CPUs on one node: tp 2 and the links within the node.
 sed -e '/^\[cluster\]/,$d' "$src/configs/emulated-hetero-cpu.toml" > "$work/one-node.toml"
 printf '[cluster]\n[[cluster.node]]\nhost = "localhost"\ndevices = { type = "cpu", count = 2 }\n' >> "$work/one-node.toml"
-mpirun -np 2 --bind-to none "$hetu" profile "$work/one-node.toml" --out "$work/one-node-profile.toml" \
-  > "$work/one-node.log" 2>&1 || { cat "$work/one-node.log"; fail "mpirun -np 2 hetu profile on one node"; }
+mkdir "$work/trace"
+HETU_WAIT_TRACE="$work/trace" mpirun -np 2 --bind-to none "$hetu" profile "$work/one-node.toml" \
+  --out "$work/one-node-profile.toml" > "$work/one-node.log" 2>&1 \
+  || { cat "$work/one-node.log"; fail "mpirun -np 2 hetu profile on one node"; }
 /usr/bin/python3 - "$work/one-node-profile.toml" <<'PY' || { cat "$work/one-node-profile.toml"; fail "the one-node profile is off"; }
 import sys, tomllib
 p = tomllib.load(open(sys.argv[1], "rb"))
@@ -75,4 +78,42 @@ kinds = sorted((l["kind"], l["scope"]) for l in p["link"])
 assert kinds == [("all_reduce", "within"), ("p2p", "within")], kinds
 assert all(l["hosts"] == ["localhost"] and l["gbps"] > 0 for l in p["link"]), p["link"]
 PY
+# HETU_WAIT_TRACE (lib/util/wait_trace.h): per rank, every tp-2 pass's collectives happen inside
+# its timed pieces (none is left out of the entry), the pieces lie within the pass and add up to
+# it but for the untimed glue between them, and both ranks wait on as many collectives.
+/usr/bin/python3 - "$work/trace" <<'PY' || fail "the wait trace of the tp-2 profile is off"
+import glob, sys
+counts = {}
+for path in sorted(glob.glob(sys.argv[1] + "/wait.*.txt")):
+    rank = path.split("/")[-1].split(".")[1]
+    passes, piece, current = [], None, None
+    for f in (line.split() for line in open(path)):
+        if f[0] == "M" and f[1] == "pass" and f[2] == "begin":
+            current = {"begin": float(f[5]), "tp": int(f[3]), "pieces": 0.0, "waits": 0, "outside": 0}
+        elif f[0] == "M" and f[1] == "pass" and f[2] == "end":
+            current["end"] = float(f[5])
+            passes.append(current)
+            current = None
+        elif f[0] == "M" and f[1] == "piece" and f[2] == "begin":
+            piece = float(f[5])
+        elif f[0] == "M" and f[1] == "piece" and f[2] == "end":
+            if current is not None:
+                assert current["begin"] <= piece <= float(f[5]) <= current["begin"] + 60, (piece, f)
+                current["pieces"] += float(f[5]) - piece
+            piece = None
+        elif f[0] == "W" and current is not None:
+            current["waits"] += 1
+            current["outside"] += piece is None
+    tp2 = [p for p in passes if p["tp"] == 2]
+    assert len(tp2) == 3 * 8, len(tp2)  # micro-batches 1, 2, 4 x (1 warm-up + 7 measured windows)
+    for p in tp2:
+        assert p["waits"] > 0 and p["outside"] == 0, p
+        wall = p["end"] - p["begin"]
+        assert 0.5 * wall < p["pieces"] <= wall, p
+    counts[rank] = [p["waits"] for p in tp2]
+assert sorted(counts) == ["0", "1"] and counts["0"] == counts["1"], counts
+print(f"wait trace: {counts['0'][-1]} collectives in a tp-2 pass, all inside timed pieces")
+PY
+/usr/bin/python3 "$src/scripts/bench/tp_wait_trace.py" "$work/trace" > "$work/trace.txt" \
+  && grep -q "^profile" "$work/trace.txt" || { cat "$work/trace.txt"; fail "tp_wait_trace.py reads no profile"; }
 echo "PASS profile cluster"
