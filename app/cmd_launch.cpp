@@ -59,14 +59,13 @@ struct LaunchResult {
   bool ended_after_finish = false;       // the run had finished; the launcher did not exit, so it was ended
 };
 
-// Runs argv (with `env` added to its environment), passing its stderr through line by line to
-// ours while reading it for a dead rank.
-// `end_launcher(false)` runs once, as soon as the dead rank is read (srun: ending the step at once).
-// Runs the launcher, echoing and parsing its stderr, until it exits. Once `finished` exists
-// (rank 0's marker: the run ended well) a launcher that has not exited `grace_s` later is
-// ended as a failed step is (end_launcher), killed 10 s later if it is still there, and the
-// attempt counts as finished: Slurm 22.05's srun was seen to stay up after every task of a
-// heterogeneous step had exited.
+// Runs argv (with `env` added to its environment) until it exits, passing its stderr through
+// line by line to ours while reading it for a dead rank: `end_launcher(false)` runs once, as
+// soon as the dead rank is read (srun: ending the step at once). Once `finished` exists (rank
+// 0's marker: the run ended well), a launcher that has not exited `grace_s` later is ended
+// (`end_launcher(true)`), killed 10 s later if it is still there, and the attempt counts as
+// finished: Slurm 22.05's srun was seen to stay up after every task of a heterogeneous step
+// had exited.
 LaunchResult run_launcher(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                           const std::function<void(bool finished)>& end_launcher, const std::string& finished,
                           double grace_s) {
@@ -91,33 +90,32 @@ LaunchResult run_launcher(const std::vector<std::string>& argv, const std::map<s
   std::string pending;
   char buffer[4096];
   std::optional<Clock::time_point> finished_at;  // when the marker was first seen
-  bool ended = false, killed = false;
+  bool killed = false;
   int status = 0;
   bool reaped = false;  // the launcher exited while a process it left still holds the pipe
   while (true) {
     pollfd p{fds[0], POLLIN, 0};
     const int ready = ::poll(&p, 1, 500);
     if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) {
-      if (ended && ::waitpid(pid, &status, WNOHANG) == pid) {
+    if (!finished_at && fs::exists(finished)) finished_at = Clock::now();
+    const double since_finished = finished_at ? std::chrono::duration<double>(Clock::now() - *finished_at).count() : 0;
+    if (result.ended_after_finish) {
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
         reaped = true;
         break;
       }
-      if (ended && !killed && std::chrono::duration<double>(Clock::now() - *finished_at).count() > grace_s + 10) {
+      if (!killed && since_finished > grace_s + 10) {
         spdlog::warn("launch: {} ignored being ended; killing it", argv[0]);
         ::kill(pid, SIGKILL);
         killed = true;
       }
-      if (!finished_at && fs::exists(finished)) finished_at = Clock::now();
-      if (finished_at && !ended && std::chrono::duration<double>(Clock::now() - *finished_at).count() > grace_s) {
-        spdlog::warn("launch: {} has not exited {:.0f} s after the run finished ({}); ending it", argv[0], grace_s,
-                     finished);
-        ended = true;
-        result.ended_after_finish = true;
-        end_launcher(true);
-      }
-      continue;
+    } else if (finished_at && since_finished > grace_s) {
+      spdlog::warn("launch: {} has not exited {:.0f} s after the run finished ({}); ending it", argv[0], grace_s,
+                   finished);
+      result.ended_after_finish = true;
+      end_launcher(true);
     }
+    if (ready == 0) continue;
     const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
