@@ -18,9 +18,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "lib/hspmd/coalesced_reshard.h"
 #include "lib/runtime/parallel_engine.h"
 #include "lib/runtime/step_engine.h"
 #include "lib/runtime/strategy.h"
@@ -90,9 +92,11 @@ class BucketedEngine final : public StepEngine {
     ParallelEngine* engine = nullptr;  // null: idle under the strategy
     std::vector<int64_t> buckets;
     bool optimize = false;             // the optimize strategy's own lane
+    std::unique_ptr<CoalescedReshard> back;  // its gradients to the optimize layout (Note [Gradients back])
   };
   double run_lane(Lane& lane, const std::vector<int64_t>& buckets, BucketedSource& source, const BucketedStep& step);
   void reshard_in(const Lane& lane);
+  void plan_gradients_back(Lane& lane);
   void reshard_out(const Lane& lane);
 
   StrategyRun optimize_;
