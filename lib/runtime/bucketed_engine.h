@@ -6,7 +6,9 @@
 // lane's rounds run on that strategy's ParallelEngine, whose parameters are compute copies:
 // before they run every parameter is resharded in (optimize param -> compute param); after
 // them and the lane's own gradient sum over its holders (dual(A) -> A), every gradient is
-// resharded back (A -> optimize param) and added to the optimize layout's gradients. The
+// resharded back (A -> optimize param; under the optimize strategy's ZeRO-1, A -> its state,
+// into the master shard's gradient) and added to the optimize layout's gradients, all of a
+// lane's in one batched exchange (Note [Gradients back] in the .cpp). The
 // optimize strategy's own lane computes on its parameters, with no copy. A lane's copy is
 // memory only while its rounds run (Note [Compute copies on demand] in the .cpp). Every micro-batch's
 // loss is a token sum over the whole global batch's target count, so the buckets' losses and
