@@ -99,6 +99,16 @@ int64_t CoalescedReshard::calls() const { return (send_peers_.empty() && recv_pe
 
 void CoalescedReshard::add_into(std::vector<Tensor> sources, const std::vector<Tensor>& targets, Communicator& comm,
                                 DType dtype) const {
+  move_into(std::move(sources), targets, comm, dtype, true);
+}
+
+void CoalescedReshard::write_into(std::vector<Tensor> sources, const std::vector<Tensor>& targets, Communicator& comm,
+                                  DType dtype) const {
+  move_into(std::move(sources), targets, comm, dtype, false);
+}
+
+void CoalescedReshard::move_into(std::vector<Tensor> sources, const std::vector<Tensor>& targets, Communicator& comm,
+                                 DType dtype, bool accumulate) const {
   HT_CHECK(sources.size() == items_.size() && targets.size() == items_.size(),
            "coalesced reshard: {} sources and {} targets for {} items", sources.size(), targets.size(), items_.size());
   const Device device = comm.device();
@@ -122,7 +132,9 @@ void CoalescedReshard::add_into(std::vector<Tensor> sources, const std::vector<T
       dst[i] = targets[i].view(dst_box_[i].size);
     }
   }
-  auto add = [](const Tensor& into, const Tensor& piece) { into.copy_from(ops::add(into, piece.to(into.dtype()))); };
+  auto add = [accumulate](const Tensor& into, const Tensor& piece) {
+    into.copy_from(accumulate ? ops::add(into, piece.to(into.dtype())) : piece);
+  };
   // Note [Coalesced order]: one batch per rank holding every message it sends and receives;
   // each sender packs its pieces for a peer in the order the receiver unpacks them (item order,
   // then the repartition's transfer order: the same plan on both ranks). A source is dropped

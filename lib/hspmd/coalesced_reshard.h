@@ -40,6 +40,9 @@ class CoalescedReshard {
   // as many elements as its box), undefined where it holds none. Messages are of `dtype`.
   void add_into(std::vector<Tensor> sources, const std::vector<Tensor>& targets, Communicator& comm,
                 DType dtype) const;
+  // The same, the targets overwritten (every element of a target box is some source's).
+  void write_into(std::vector<Tensor> sources, const std::vector<Tensor>& targets, Communicator& comm,
+                  DType dtype) const;
 
   // This rank's messages to or from other ranks per run (a collective counts one) and its
   // communicator calls.
@@ -61,6 +64,9 @@ class CoalescedReshard {
     std::vector<Piece> pieces;  // in item order, then the plan's transfer order
     int64_t elements = 0;
   };
+  void move_into(std::vector<Tensor> sources, const std::vector<Tensor>& targets, Communicator& comm, DType dtype,
+                 bool accumulate) const;
+
   std::vector<ReshardItem> items_;
   std::vector<Box> src_box_, dst_box_;          // this rank's, per item (empty Box: holds none)
   std::vector<bool> holds_src_, holds_dst_;

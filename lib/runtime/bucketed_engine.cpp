@@ -75,7 +75,7 @@ BucketedEngine::BucketedEngine(StrategyRun optimize, std::vector<ComputeLane> la
   HT_CHECK(optimize_.engine != nullptr && optimize_.strategy != nullptr && optimize_.comm != nullptr,
            "buckets: the optimize strategy's run needs its engine, strategy and comm");
   for (ComputeLane& l : lanes) {
-    Lane lane{std::move(l.run), nullptr, std::move(l.buckets), false, nullptr};
+    Lane lane{std::move(l.run), nullptr, std::move(l.buckets), false, nullptr, nullptr};
     lane.optimize = lane.run.strategy == optimize_.strategy;
     lane.engine = dynamic_cast<ParallelEngine*>(lane.run.engine);
     HT_CHECK(lane.engine != nullptr || lane.run.engine->parameters().empty(),
@@ -88,7 +88,7 @@ BucketedEngine::BucketedEngine(StrategyRun optimize, std::vector<ComputeLane> la
                "which holds no optimizer state", p.name, lane.run.strategy->name);
     }
     if (!lane.optimize && lane.engine != nullptr) release_copy(lane.run.engine->parameters());
-    if (!lane.optimize) plan_gradients_back(lane);
+    if (!lane.optimize) plan_moves(lane);
     if (lane.optimize) {
       lanes_.insert(lanes_.begin(), std::move(lane));
     } else {
@@ -97,30 +97,14 @@ BucketedEngine::BucketedEngine(StrategyRun optimize, std::vector<ComputeLane> la
   }
 }
 
-void BucketedEngine::reshard_in(const Lane& lane) {
-  timing::Scope scope(timing::Phase::grad_sync, "bucket_reshard_in");
-  autograd::NoGradGuard no_grad;
-  allocate_copy(lane.run.engine->parameters());
-  const std::map<std::string, Tensor> from = by_name(optimize_.engine->parameters());
-  const std::map<std::string, Tensor> to = by_name(lane.run.engine->parameters());
-  const Strategy& s = *lane.run.strategy;
-  for (const TensorPlacement& p : s.placements) {  // name order: the same on every rank
-    const TensorPlacement& q = optimize_.strategy->placement(p.name);
-    const Tensor src = find(from, p.name), into = find(to, p.name);
-    const DType dtype = src.defined() ? src.dtype() : into.defined() ? into.dtype() : DType::f32;
-    reshard(src, q.param, p.param, p, dtype, *optimize_.comm, *s.plans, into);
-  }
-  for (const nn::NamedParameter& p : lane.run.engine->parameters()) p.tensor.set_grad(Tensor());
-}
-
 // Note [Gradients back]: a lane's gradients, each summed over its holders (A), go back to
 // where the optimize strategy sums them: its parameter's layout, or under ZeRO-1 (a placement
 // whose state is not its param) straight into this rank's shard of the state, the f32 master
 // AdamW updates, whose gradient the optimize lane's reduce-scatter (sync_grads) wrote. Either
 // way every returned element lands on exactly the ranks that hold it there, once. All of a
 // lane's gradients move in one batched exchange, one message per pair of ranks
-// (CoalescedReshard); HETU_BUCKET_RESHARD=per_tensor runs one plan per gradient instead (the
-// benchmark's baseline, scripts/bench/bucket_reshard.sh).
+// (CoalescedReshard), and so do its parameters coming in; HETU_BUCKET_RESHARD=per_tensor runs
+// one plan per tensor instead (the benchmark's baseline, scripts/bench/bucket_reshard.sh).
 namespace {
 
 bool per_tensor_reshard() {
@@ -132,7 +116,7 @@ bool per_tensor_reshard() {
 bool zero_sharded(const TensorPlacement& q) { return !(q.state == q.param); }
 const Union& gradient_home(const TensorPlacement& q) { return zero_sharded(q) ? q.state : q.param; }
 
-// The element type of the model's parameters (every rank's alike), in which gradients move.
+// The element type of the model's parameters (every rank's alike), in which they and their gradients move.
 DType parameter_dtype(const StepEngine& optimize, const StepEngine& lane) {
   if (!optimize.parameters().empty()) return optimize.parameters().front().tensor.dtype();
   if (!lane.parameters().empty()) return lane.parameters().front().tensor.dtype();
@@ -141,13 +125,46 @@ DType parameter_dtype(const StepEngine& optimize, const StepEngine& lane) {
 
 }  // namespace
 
-void BucketedEngine::plan_gradients_back(Lane& lane) {
-  std::vector<ReshardItem> items;
+void BucketedEngine::reshard_in(const Lane& lane) {
+  timing::Scope scope(timing::Phase::grad_sync, "bucket_reshard_in");
+  autograd::NoGradGuard no_grad;
+  allocate_copy(lane.run.engine->parameters());
+  const std::map<std::string, Tensor> from = by_name(optimize_.engine->parameters());
+  const std::map<std::string, Tensor> to = by_name(lane.run.engine->parameters());
+  const Strategy& s = *lane.run.strategy;
+  const DType dtype = parameter_dtype(*optimize_.engine, *lane.run.engine);
+  std::vector<Tensor> sources, targets;
+  for (const TensorPlacement& p : s.placements) {  // name order: the same on every rank
+    sources.push_back(find(from, p.name));
+    targets.push_back(find(to, p.name));
+  }
+  if (per_tensor_reshard()) {
+    for (size_t i = 0; i < s.placements.size(); ++i) {
+      const TensorPlacement& p = s.placements[i];
+      reshard(sources[i], optimize_.strategy->placement(p.name).param, p.param, p, dtype, *optimize_.comm, *s.plans,
+              targets[i]);
+    }
+  } else {
+    lane.in->write_into(std::move(sources), targets, *optimize_.comm, dtype);
+  }
+  for (const nn::NamedParameter& p : lane.run.engine->parameters()) p.tensor.set_grad(Tensor());
+}
+
+
+void BucketedEngine::plan_moves(Lane& lane) {
+  std::vector<ReshardItem> in, back;
   for (const TensorPlacement& p : lane.run.strategy->placements) {
     const TensorPlacement& q = optimize_.strategy->placement(p.name);
-    items.push_back({&q, p.param, gradient_home(q)});
+    in.push_back({&p, q.param, p.param});
+    back.push_back({&q, p.param, gradient_home(q)});
   }
-  lane.back = std::make_unique<CoalescedReshard>(std::move(items), optimize_.comm->rank(), *lane.run.strategy->plans);
+  const DeviceId rank = optimize_.comm->rank();
+  lane.in = std::make_unique<CoalescedReshard>(std::move(in), rank, *lane.run.strategy->plans);
+  lane.back = std::make_unique<CoalescedReshard>(std::move(back), rank, *lane.run.strategy->plans);
+  spdlog::info("buckets: strategy {}'s {} parameters come in in {} communicator call(s), {} message(s) on this rank "
+               "(one plan per parameter: {} call(s), {} message(s))",
+               lane.run.strategy->name, lane.in->size(), lane.in->calls(), lane.in->messages(),
+               lane.in->per_item_calls(), lane.in->per_item_messages());
   spdlog::info("buckets: strategy {}'s {} gradients go back in {} communicator call(s), {} message(s) on this rank "
                "(one plan per gradient: {} call(s), {} message(s))",
                lane.run.strategy->name, lane.back->size(), lane.back->calls(), lane.back->messages(),

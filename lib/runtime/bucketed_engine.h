@@ -94,11 +94,12 @@ class BucketedEngine final : public StepEngine {
     ParallelEngine* engine = nullptr;  // null: idle under the strategy
     std::vector<int64_t> buckets;
     bool optimize = false;             // the optimize strategy's own lane
+    std::unique_ptr<CoalescedReshard> in;    // the optimize layout's parameters into its copy
     std::unique_ptr<CoalescedReshard> back;  // its gradients to the optimize layout (Note [Gradients back])
   };
   double run_lane(Lane& lane, const std::vector<int64_t>& buckets, BucketedSource& source, const BucketedStep& step);
   void reshard_in(const Lane& lane);
-  void plan_gradients_back(Lane& lane);
+  void plan_moves(Lane& lane);
   void reshard_out(const Lane& lane);
 
   StrategyRun optimize_;

@@ -5,8 +5,8 @@
 // the rest (unlike replicas) to data parallel over every rank; a (12, 6) matrix from rows
 // split over the ranks to rows split over them in reverse order; a bias summed over the
 // ranks (a partial source: its own plan after the batch). Each is added into a target that
-// holds 0.5 already. The first two move in one batched exchange of at most one message per
-// other rank each way.
+// holds 0.5 already, then written over a target of stale values. The first two move in one
+// batched exchange of at most one message per other rank each way.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -79,19 +79,30 @@ TEST_CASE("coalesced reshard moves several tensors in one exchange, a partial on
     }
     sources.push_back(tensor_from(values, local_shape(p.shape, p.view, box)).to(DType::f32));
   }
-  std::vector<Tensor> targets;  // each already holding 0.5 everywhere: the moved values add to it
-  for (size_t i = 0; i < items.size(); ++i) {
-    const TensorPlacement& p = placements[i];
-    targets.push_back(full(local_shape(p.shape, p.view, view_box(p, items[i].to, r)), 0.5, DType::f32));
-  }
-  reshard.add_into(sources, targets, comm, DType::f32);
+  // add_into: each target holds 0.5 everywhere already, the moved values add to it;
+  // write_into: the targets hold stale values (NaN), every element is overwritten.
   bool ok = true;
-  for (size_t i = 0; ok && i < items.size(); ++i) {
-    const TensorPlacement& p = placements[i];
-    const std::vector<double> want = box_values(p.view, view_box(p, items[i].to, r), 1000.0 * static_cast<double>(i));
-    const std::vector<double> got = to_vector(targets[i]);
-    ok = got.size() == want.size();
-    for (size_t k = 0; ok && k < want.size(); ++k) ok = std::abs(got[k] - 0.5 - want[k]) <= 1e-4 * (1 + std::abs(want[k]));
+  for (const bool add : {true, false}) {
+    const double stale = add ? 0.5 : NAN;
+    std::vector<Tensor> targets;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const TensorPlacement& p = placements[i];
+      targets.push_back(full(local_shape(p.shape, p.view, view_box(p, items[i].to, r)), stale, DType::f32));
+    }
+    if (add) {
+      reshard.add_into(sources, targets, comm, DType::f32);
+    } else {
+      reshard.write_into(sources, targets, comm, DType::f32);
+    }
+    for (size_t i = 0; ok && i < items.size(); ++i) {
+      const TensorPlacement& p = placements[i];
+      const std::vector<double> want = box_values(p.view, view_box(p, items[i].to, r), 1000.0 * static_cast<double>(i));
+      const std::vector<double> got = to_vector(targets[i]);
+      ok = got.size() == want.size();
+      for (size_t k = 0; ok && k < want.size(); ++k) {
+        ok = std::abs(got[k] - (add ? 0.5 : 0.0) - want[k]) <= 1e-4 * (1 + std::abs(want[k]));
+      }
+    }
   }
   CHECK(agree(ok));
   // One batch for the first two, one call of the bias's plan (an all_reduce); at most one
