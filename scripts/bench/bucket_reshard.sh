@@ -51,7 +51,7 @@ rounds = re.findall(r"rounds per bucket ([0-9,]+)", open(f"{work}/buckets/logs/r
 def step_s(run):
     return statistics.median([json.loads(l)["step_s"] for l in open(f"{work}/{run}/metrics.jsonl")][2:])
 copy_in, copy_out, steps = reshard_ms("buckets")
-_, per_tensor_out, _ = reshard_ms("per-tensor")
+per_tensor_in, per_tensor_out, _ = reshard_ms("per-tensor")
 bucketed, plain, per_tensor = step_s("buckets"), step_s("dp4"), step_s("per-tensor")
 print(f"rounds per bucket, per step: {' '.join(rounds)}")
 print(f"reshard per step (median over steps 3-{steps}, min over ranks): parameters in {copy_in:.2f} ms, "
@@ -67,6 +67,8 @@ for name, (calls, messages, per_calls, per_messages) in sorted(counts.items()):
     print(f"gradients back from {name}, per step it runs, summed over ranks (a message at both ends, a collective "
           f"once per rank in it): batched {calls} calls / {messages} messages, per tensor {per_calls} calls / "
           f"{per_messages} messages")
+print(f"parameters in per step: batched {copy_in:.2f} ms, per tensor {per_tensor_in:.2f} ms (the default is dp 4: "
+      f"every copy is sliced locally)")
 print(f"gradients out per step: batched {copy_out:.2f} ms, per tensor {per_tensor_out:.2f} ms "
       f"(ratio per tensor / batched {per_tensor_out / max(copy_out, 1e-9):.2f}); "
       f"step time per tensor / batched {per_tensor / bucketed:.2f}")

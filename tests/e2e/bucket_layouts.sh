@@ -7,7 +7,8 @@
 #     up to 40 under tp=2 x dp=2, the rest under pp=2 x dp=2; every bucket runs in some step,
 #     the first in rows as short as its pieces allow (16 or 8 tokens, lib/pipeline/bucket_rows.h);
 #   - LLaMA with GQA: up to 16 tokens under dp=4, up to 40 under pp=2 x dp=2 and the rest
-#     under the default tp=2 x dp=2, whose lane runs first although its bucket is last;
+#     under the default tp=2 x dp=2, whose lane runs first although its bucket is last (the
+#     dp=4 lane's parameters come in in one batched exchange);
 #   (a step whose default bucket is empty, GPT-2's third, gets every gradient resharded);
 #   each: every step's loss and gradient norm within 1e-6 relative, every final parameter and
 #   both AdamW moments within 1e-6 of max|ref| plus 1e-8. (optimizer.eps = 1e-4: with 1e-6
@@ -164,6 +165,8 @@ compare_runs gpt2-single half 1e-6 --fields loss,grad_norm --steps 4
 echo "== llama (GQA): buckets under dp4, pp2-dp2, tp2-dp2 (default)"
 check_model llama "$work/llama.toml" "${llama[@]}"
 every_bucket_ran llama-buckets 3
+grep -Eq "buckets: strategy dp4's [0-9]+ parameters come in in 1 communicator call\(s\)" \
+  "$work/llama-buckets/logs/rank-0.log" || fail "llama: the dp4 lane's parameters do not come in in one exchange"
 
 echo "== gpt2: [parallel] auto = true plans each step's buckets"
 { sed -e '/^\[parallel\]/,$d' "$gpt2_job"
