@@ -150,7 +150,6 @@ void BucketedEngine::reshard_in(const Lane& lane) {
   for (const nn::NamedParameter& p : lane.run.engine->parameters()) p.tensor.set_grad(Tensor());
 }
 
-
 void BucketedEngine::plan_moves(Lane& lane) {
   std::vector<ReshardItem> in, back;
   for (const TensorPlacement& p : lane.run.strategy->placements) {
