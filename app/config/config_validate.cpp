@@ -350,15 +350,16 @@ class Rules {
         }
       }
       check_known_strategy(key + ".strategy", b.strategy);
-      if (c_.strategy(b.strategy).zero != 0 || c_.parallel.zero != 0) {
-        fail(key + ".strategy", "buckets keep the optimizer state whole in the default layout: parallel.zero = 1 is "
-                                "not supported with them yet");
+      if (b.strategy != kDefaultStrategy && c_.strategy(b.strategy).zero != 0) {
+        fail(key + ".strategy", "strategy \"" + b.strategy + "\" has zero = 1, but a bucket's strategy only computes "
+                                "on a copy of the parameters and holds no optimizer state (it stays in the default "
+                                "layout): drop its zero, or set parallel.zero = 1 to shard the default's");
       }
     }
   }
 
   // [parallel] auto = true over documents and [[parallel.strategy]] layouts plans every step's
-  // buckets: nothing else may pick the layout, and the optimizer state stays whole.
+  // buckets: nothing else may pick the layout, and only the default holds optimizer state.
   void check_planned_buckets() {
     if (!c_.plans_buckets()) return;
     if (!c_.switches.empty()) {
@@ -369,15 +370,12 @@ class Rules {
       fail("straggler.enabled", "[parallel] auto = true with documents plans a layout per batch over the strategies; "
                                 "it cannot be combined with straggler re-planning");
     }
-    if (c_.parallel.zero != 0) {
-      fail("parallel.zero", "the per-batch layouts [parallel] auto = true plans keep the optimizer state whole in the "
-                            "default layout: zero = 1 is not supported with them yet");
-    }
     for (size_t i = 0; i < c_.strategies.size(); ++i) {
       if (c_.strategies[i].parallel.zero != 0) {
-        fail("parallel.strategy[" + to_string(i) + "].zero", "the per-batch layouts [parallel] auto = true plans keep "
-                                                             "the optimizer state whole in the default layout: zero = 1 "
-                                                             "is not supported with them yet");
+        fail("parallel.strategy[" + to_string(i) + "].zero", "the per-batch layouts [parallel] auto = true plans run "
+                                                             "a strategy on a copy of the parameters with no optimizer "
+                                                             "state of its own (it stays in the default layout): drop "
+                                                             "its zero, or set parallel.zero = 1 to shard the default's");
       }
     }
   }

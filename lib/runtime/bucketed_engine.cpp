@@ -5,11 +5,15 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
+#include <memory>
+#include <string>
 
 #include "lib/autograd/grad_mode.h"
 #include "lib/core/shape.h"
 #include "lib/core/storage.h"
+#include "lib/hspmd/coalesced_reshard.h"
 #include "lib/hspmd/reshard.h"
 #include "lib/ops/ops.h"
 #include "lib/runtime/world_sum.h"
@@ -71,18 +75,20 @@ BucketedEngine::BucketedEngine(StrategyRun optimize, std::vector<ComputeLane> la
   HT_CHECK(optimize_.engine != nullptr && optimize_.strategy != nullptr && optimize_.comm != nullptr,
            "buckets: the optimize strategy's run needs its engine, strategy and comm");
   for (ComputeLane& l : lanes) {
-    Lane lane{std::move(l.run), nullptr, std::move(l.buckets), false};
+    Lane lane{std::move(l.run), nullptr, std::move(l.buckets), false, nullptr, nullptr};
     lane.optimize = lane.run.strategy == optimize_.strategy;
     lane.engine = dynamic_cast<ParallelEngine*>(lane.run.engine);
     HT_CHECK(lane.engine != nullptr || lane.run.engine->parameters().empty(),
              "buckets: strategy {}'s engine is neither a ParallelEngine nor idle", lane.run.strategy->name);
     for (const TensorPlacement& p : lane.run.strategy->placements) {
       const TensorPlacement& q = optimize_.strategy->placement(p.name);
-      HT_CHECK(q.shape == p.shape && q.view == p.view && p.state == p.param && q.state == q.param,
-               "buckets: {} is {} under {} and {} under {} (or keeps ZeRO-1 state)", p.name, shape_str(q.shape),
-               optimize_.strategy->name, shape_str(p.shape), lane.run.strategy->name);
+      HT_CHECK(q.shape == p.shape && q.view == p.view, "buckets: {} is {} under {} and {} under {}", p.name,
+               shape_str(q.shape), optimize_.strategy->name, shape_str(p.shape), lane.run.strategy->name);
+      HT_CHECK(lane.optimize || p.state == p.param, "buckets: {} keeps ZeRO-1 state under {}, a compute strategy, "
+               "which holds no optimizer state", p.name, lane.run.strategy->name);
     }
     if (!lane.optimize && lane.engine != nullptr) release_copy(lane.run.engine->parameters());
+    if (!lane.optimize) plan_moves(lane);
     if (lane.optimize) {
       lanes_.insert(lanes_.begin(), std::move(lane));
     } else {
@@ -91,6 +97,34 @@ BucketedEngine::BucketedEngine(StrategyRun optimize, std::vector<ComputeLane> la
   }
 }
 
+// Note [Gradients back]: a lane's gradients, each summed over its holders (A), go back to
+// where the optimize strategy sums them: its parameter's layout, or under ZeRO-1 (a placement
+// whose state is not its param) straight into this rank's shard of the state, the f32 master
+// AdamW updates, whose gradient the optimize lane's reduce-scatter (sync_grads) wrote. Either
+// way every returned element lands on exactly the ranks that hold it there, once. All of a
+// lane's gradients move in one batched exchange, one message per pair of ranks
+// (CoalescedReshard), and so do its parameters coming in; HETU_BUCKET_RESHARD=per_tensor runs
+// one plan per tensor instead (the benchmark's baseline, scripts/bench/bucket_reshard.sh).
+namespace {
+
+bool per_tensor_reshard() {
+  const char* v = std::getenv("HETU_BUCKET_RESHARD");
+  return v != nullptr && std::string(v) == "per_tensor";
+}
+
+// ZeRO-1 under the optimize strategy: the gradient is summed into the state's layout.
+bool zero_sharded(const TensorPlacement& q) { return !(q.state == q.param); }
+const Union& gradient_home(const TensorPlacement& q) { return zero_sharded(q) ? q.state : q.param; }
+
+// The element type of the model's parameters (every rank's alike), in which they and their gradients move.
+DType parameter_dtype(const StepEngine& optimize, const StepEngine& lane) {
+  if (!optimize.parameters().empty()) return optimize.parameters().front().tensor.dtype();
+  if (!lane.parameters().empty()) return lane.parameters().front().tensor.dtype();
+  return DType::f32;
+}
+
+}  // namespace
+
 void BucketedEngine::reshard_in(const Lane& lane) {
   timing::Scope scope(timing::Phase::grad_sync, "bucket_reshard_in");
   autograd::NoGradGuard no_grad;
@@ -98,40 +132,83 @@ void BucketedEngine::reshard_in(const Lane& lane) {
   const std::map<std::string, Tensor> from = by_name(optimize_.engine->parameters());
   const std::map<std::string, Tensor> to = by_name(lane.run.engine->parameters());
   const Strategy& s = *lane.run.strategy;
+  const DType dtype = parameter_dtype(*optimize_.engine, *lane.run.engine);
+  std::vector<Tensor> sources, targets;
   for (const TensorPlacement& p : s.placements) {  // name order: the same on every rank
-    const TensorPlacement& q = optimize_.strategy->placement(p.name);
-    const Tensor src = find(from, p.name), into = find(to, p.name);
-    const DType dtype = src.defined() ? src.dtype() : into.defined() ? into.dtype() : DType::f32;
-    reshard(src, q.param, p.param, p, dtype, *optimize_.comm, *s.plans, into);
+    sources.push_back(find(from, p.name));
+    targets.push_back(find(to, p.name));
+  }
+  if (per_tensor_reshard()) {
+    for (size_t i = 0; i < s.placements.size(); ++i) {
+      const TensorPlacement& p = s.placements[i];
+      reshard(sources[i], optimize_.strategy->placement(p.name).param, p.param, p, dtype, *optimize_.comm, *s.plans,
+              targets[i]);
+    }
+  } else {
+    lane.in->write_into(std::move(sources), targets, *optimize_.comm, dtype);
   }
   for (const nn::NamedParameter& p : lane.run.engine->parameters()) p.tensor.set_grad(Tensor());
+}
+
+void BucketedEngine::plan_moves(Lane& lane) {
+  std::vector<ReshardItem> in, back;
+  for (const TensorPlacement& p : lane.run.strategy->placements) {
+    const TensorPlacement& q = optimize_.strategy->placement(p.name);
+    in.push_back({&p, q.param, p.param});
+    back.push_back({&q, p.param, gradient_home(q)});
+  }
+  const DeviceId rank = optimize_.comm->rank();
+  lane.in = std::make_unique<CoalescedReshard>(std::move(in), rank, *lane.run.strategy->plans);
+  lane.back = std::make_unique<CoalescedReshard>(std::move(back), rank, *lane.run.strategy->plans);
+  spdlog::info("buckets: strategy {}'s {} parameters come in in {} communicator call(s), {} message(s) on this rank "
+               "(one plan per parameter: {} call(s), {} message(s))",
+               lane.run.strategy->name, lane.in->size(), lane.in->calls(), lane.in->messages(),
+               lane.in->per_item_calls(), lane.in->per_item_messages());
+  spdlog::info("buckets: strategy {}'s {} gradients go back in {} communicator call(s), {} message(s) on this rank "
+               "(one plan per gradient: {} call(s), {} message(s))",
+               lane.run.strategy->name, lane.back->size(), lane.back->calls(), lane.back->messages(),
+               lane.back->per_item_calls(), lane.back->per_item_messages());
 }
 
 void BucketedEngine::reshard_out(const Lane& lane) {
   timing::Scope scope(timing::Phase::grad_sync, "bucket_reshard_out");
   autograd::NoGradGuard no_grad;
-  const std::map<std::string, Tensor> into = by_name(optimize_.engine->parameters());
+  const std::map<std::string, Tensor> params = by_name(optimize_.engine->parameters());
+  const std::map<std::string, Tensor> masters = by_name(optimize_.engine->optimizer_parameters());
   const std::map<std::string, Tensor> from = by_name(lane.run.engine->parameters());
   const Strategy& s = *lane.run.strategy;
+  std::vector<Tensor> grads, targets;  // per placement: the lane's gradient, the optimize layout's
   for (const TensorPlacement& p : s.placements) {
-    const TensorPlacement& q = optimize_.strategy->placement(p.name);
-    const Tensor param = find(from, p.name), dst = find(into, p.name);
+    const Tensor param = find(from, p.name);
     Tensor grad;
     if (param.defined()) {
       grad = param.grad().defined() ? param.grad().contiguous() : zeros(param.shape(), param.dtype(), param.device());
+      param.set_grad(Tensor());
     }
-    const DType dtype = param.defined() ? param.dtype() : dst.defined() ? dst.dtype() : DType::f32;
-    const Tensor moved = reshard(grad, p.param, q.param, q, dtype, *optimize_.comm, *s.plans);
-    if (param.defined()) param.set_grad(Tensor());
-    if (!moved.defined()) continue;
-    const Tensor summed = moved.reshape(dst.shape());
-    if (dst.grad().defined()) {
-      ops::add_(dst.grad(), summed);
-    } else {
-      dst.set_grad(summed.contiguous());
+    grads.push_back(grad);
+    const TensorPlacement& q = optimize_.strategy->placement(p.name);
+    const Tensor dst = find(zero_sharded(q) ? masters : params, q.name);
+    HT_CHECK(dst.defined() == gradient_home(q).member_of(optimize_.comm->rank()).has_value(),
+             "buckets: {}'s gradient comes back to {} but this rank holds {}", q.name, gradient_home(q).to_string(),
+             dst.defined() ? "it" : "none");
+    if (dst.defined()) {
+      if (!dst.grad().defined()) dst.set_grad(zeros(dst.shape(), dst.dtype(), dst.device()));
+      if (!dst.grad().is_contiguous()) dst.set_grad(dst.grad().contiguous());
     }
+    targets.push_back(dst.defined() ? dst.grad() : Tensor());
   }
-  release_copy(lane.run.engine->parameters());
+  release_copy(lane.run.engine->parameters());  // the messages take its memory's place
+  const DType dtype = parameter_dtype(*optimize_.engine, *lane.run.engine);
+  if (!per_tensor_reshard()) {
+    lane.back->add_into(std::move(grads), targets, *optimize_.comm, dtype);
+    return;
+  }
+  for (size_t i = 0; i < s.placements.size(); ++i) {
+    const TensorPlacement& q = optimize_.strategy->placement(s.placements[i].name);
+    const Tensor moved = reshard(grads[i], s.placements[i].param, gradient_home(q), q, dtype, *optimize_.comm, *s.plans);
+    grads[i] = Tensor();
+    if (moved.defined()) ops::add_(targets[i], moved.reshape(targets[i].shape()).to(targets[i].dtype()));
+  }
 }
 
 double BucketedEngine::run_lane(Lane& lane, const std::vector<int64_t>& buckets, BucketedSource& source,
@@ -157,6 +234,7 @@ double BucketedEngine::forward_backward(BatchSource& train) {
   auto* source = dynamic_cast<BucketedSource*>(&train);
   HT_CHECK(source != nullptr, "buckets: the step's batches must come from a BucketedSource");
   for (const nn::NamedParameter& p : optimize_.engine->parameters()) p.tensor.set_grad(Tensor());
+  for (const nn::NamedParameter& p : optimize_.engine->optimizer_parameters()) p.tensor.set_grad(Tensor());
   const BucketedStep step = source->next_step();
   reshard_in_s_ = reshard_out_s_ = 0;
   double partial = 0;

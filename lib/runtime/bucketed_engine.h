@@ -6,7 +6,9 @@
 // lane's rounds run on that strategy's ParallelEngine, whose parameters are compute copies:
 // before they run every parameter is resharded in (optimize param -> compute param); after
 // them and the lane's own gradient sum over its holders (dual(A) -> A), every gradient is
-// resharded back (A -> optimize param) and added to the optimize layout's gradients. The
+// resharded back (A -> optimize param; under the optimize strategy's ZeRO-1, A -> its state,
+// into the master shard's gradient) and added to the optimize layout's gradients, all of a
+// lane's in one batched exchange (Note [Gradients back] in the .cpp). The
 // optimize strategy's own lane computes on its parameters, with no copy. A lane's copy is
 // memory only while its rounds run (Note [Compute copies on demand] in the .cpp). Every micro-batch's
 // loss is a token sum over the whole global batch's target count, so the buckets' losses and
@@ -18,9 +20,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "lib/hspmd/coalesced_reshard.h"
 #include "lib/runtime/parallel_engine.h"
 #include "lib/runtime/step_engine.h"
 #include "lib/runtime/strategy.h"
@@ -90,9 +94,12 @@ class BucketedEngine final : public StepEngine {
     ParallelEngine* engine = nullptr;  // null: idle under the strategy
     std::vector<int64_t> buckets;
     bool optimize = false;             // the optimize strategy's own lane
+    std::unique_ptr<CoalescedReshard> in;    // the optimize layout's parameters into its copy
+    std::unique_ptr<CoalescedReshard> back;  // its gradients to the optimize layout (Note [Gradients back])
   };
   double run_lane(Lane& lane, const std::vector<int64_t>& buckets, BucketedSource& source, const BucketedStep& step);
   void reshard_in(const Lane& lane);
+  void plan_moves(Lane& lane);
   void reshard_out(const Lane& lane);
 
   StrategyRun optimize_;

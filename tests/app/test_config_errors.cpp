@@ -440,8 +440,9 @@ std::vector<BadCase> bad_cases() {
        "job.toml:45: parallel.bucket[0].max_len: must be >= 1, got 0"},
       {"buckets and switches together", K + "[[parallel.switch]]\nat_step = 4\nstrategy = \"tp2\"\n", D,
        "job.toml:46: parallel.bucket[0].strategy: buckets cannot be combined with [[parallel.switch]]"},
-      {"buckets with ZeRO-1", K, {"data.packing=\"documents\"", "parallel.zero=1"},
-       "job.toml:46: parallel.bucket[0].strategy: buckets keep the optimizer state whole in the default layout"},
+      {"a bucket under a ZeRO-1 strategy", edit(K, 43, "tp = 2\nzero = 1"), D,
+       "job.toml:49: parallel.bucket[1].strategy: strategy \"tp2\" has zero = 1, but a bucket's strategy only "
+       "computes on a copy of the parameters and holds no optimizer state"},
       // ---- buckets planned per step ([parallel] auto = true over documents and strategies) --------
       {"auto with buckets given", edit(K, 40, "auto = true"), D,
        "job.toml:46: parallel.bucket[0].strategy: [parallel] auto = true plans every step's buckets itself"},
@@ -449,7 +450,8 @@ std::vector<BadCase> bad_cases() {
        "job.toml:46: parallel.switch[0].strategy: [parallel] auto = true with documents plans a layout per batch"},
       {"planned buckets with a ZeRO-1 strategy", edit(kBase + "[[parallel.strategy]]\nname = \"tp2\"\ntp = 2\nzero = 1\n", 40,
                                                        "auto = true"), D,
-       "job.toml:44: parallel.strategy[0].zero: the per-batch layouts [parallel] auto = true plans keep"},
+       "job.toml:44: parallel.strategy[0].zero: the per-batch layouts [parallel] auto = true plans run a strategy on "
+       "a copy of the parameters with no optimizer state of its own"},
       {"a bucket without a strategy", edit(K, 46, ""), D, "job.toml:44: parallel.bucket[0].strategy: required key is missing"},
       {"an unknown key in a bucket", edit(K, 45, "max_length = 16"), D, "job.toml:45: parallel.bucket[0].max_length"},
 
@@ -550,6 +552,11 @@ TEST_CASE("advisory rules give warnings, not errors", "[config_errors]") {
     CHECK(loaded.config.strategy_after(1) == "default");
     CHECK(loaded.config.strategy_after(2) == "both");
     CHECK(loaded.config.strategy_devices().size() == 2);
+  }
+  SECTION("buckets with ZeRO-1 on the default strategy load") {
+    const auto loaded = load_job_config_text(kBase + kBuckets, "job.toml", {"data.packing=\"documents\"", "parallel.zero=1"});
+    CHECK(loaded.config.parallel.zero == 1);
+    CHECK(loaded.config.buckets.size() == 2);
   }
   SECTION("a strategy only buckets name is no warning, and buckets survive config.resolved.toml") {
     const auto loaded = load_job_config_text(kBase + kBuckets, "job.toml", {"data.packing=\"documents\""});

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "app/config/config.h"
+#include "app/document_strategies.h"
 #include "app/layout_cost.h"
 #include "tests/app/run_hetu.h"
 #include "tests/temp_dir.h"
@@ -238,6 +239,27 @@ TEST_CASE("the layout cost gives each ZeRO-1 stage device its share of the repli
       const double saved = stage.param_bytes * (4 - (2 + 3 * share[r][s]));
       CHECK(plain.prediction.peak_bytes[r][s] - zero.prediction.peak_bytes[r][s] == Approx(saved));
     }
+  }
+}
+
+TEST_CASE("per-batch layouts: with parallel.zero = 1 a compute copy sits beside the default's sharded state",
+          "[plan_cli]") {
+  // configs/gpt2-buckets-cpu.toml: the default dp=4 holds the whole model on each device; with
+  // ZeRO-1 each keeps 1/4 of the AdamW moments and f32 master weights, so a lane's devices hold
+  // (2 + 3/4) x the default's parameter bytes beside their compute copy instead of 4 x.
+  const std::string job = std::string(HETU_SOURCE_DIR) + "/configs/gpt2-buckets-cpu.toml";
+  const hetu::config::LoadedConfig plain = hetu::config::load_job_config(job, {});
+  const hetu::config::LoadedConfig zero = hetu::config::load_job_config(job, {"parallel.zero=1"});
+  const hetu::app::LayoutEstimate estimate = hetu::app::estimate_layout(plain);
+  const hetu::plan::StageCost& held = estimate.replicas[0].stages[0];
+  const std::vector<hetu::plan::DocumentStrategy> whole = hetu::app::job_strategies(plain, {});
+  const std::vector<hetu::plan::DocumentStrategy> sharded = hetu::app::job_strategies(zero, {});
+  REQUIRE(whole.size() == 3);
+  REQUIRE(sharded.size() == 3);
+  for (size_t l = 1; l < whole.size(); ++l) {
+    INFO("strategy " << whole[l].name);
+    CHECK(whole[l].replicas[0].resident_bytes == Approx(4 * held.param_bytes + held.reserved_bytes));
+    CHECK(sharded[l].replicas[0].resident_bytes == Approx((2 + 3.0 / 4) * held.param_bytes + held.reserved_bytes));
   }
 }
 

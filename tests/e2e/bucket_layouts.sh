@@ -7,7 +7,8 @@
 #     up to 40 under tp=2 x dp=2, the rest under pp=2 x dp=2; every bucket runs in some step,
 #     the first in rows as short as its pieces allow (16 or 8 tokens, lib/pipeline/bucket_rows.h);
 #   - LLaMA with GQA: up to 16 tokens under dp=4, up to 40 under pp=2 x dp=2 and the rest
-#     under the default tp=2 x dp=2, whose lane runs first although its bucket is last;
+#     under the default tp=2 x dp=2, whose lane runs first although its bucket is last (the
+#     dp=4 lane's parameters come in in one batched exchange);
 #   (a step whose default bucket is empty, GPT-2's third, gets every gradient resharded);
 #   each: every step's loss and gradient norm within 1e-6 relative, every final parameter and
 #   both AdamW moments within 1e-6 of max|ref| plus 1e-8. (optimizer.eps = 1e-4: with 1e-6
@@ -34,8 +35,13 @@
 #     state, so some bucket is planned and runs under a strategy other than the default; each
 #     plan took at most 10 ms, and the run gives the single-device losses, gradient norms and
 #     final tensors within the same bounds;
-#   - GPT-2 stopped after step 2 and resumed gives the uninterrupted run's losses and final
-#     tensors bit for bit (the data position is the documents loader's, between global batches).
+#   - the same planned run with parallel.zero = 1: the same checks;
+#   - GPT-2's buckets with parallel.zero = 1 (the default's AdamW state and f32 masters split
+#     over each parameter's holders; a lane's gradients go back straight into those shards, all
+#     of a lane's in one batched exchange): the same checks against the single-device run;
+#   - that job stopped after step 2 and resumed gives the uninterrupted run's losses and final
+#     tensors bit for bit (the data position is the documents loader's, between global batches;
+#     the sharded state is the checkpoint's).
 # usage: bucket_layouts.sh HETU SOURCE_DIR
 set -euo pipefail
 hetu=$1; src=$2
@@ -159,6 +165,8 @@ compare_runs gpt2-single half 1e-6 --fields loss,grad_norm --steps 4
 echo "== llama (GQA): buckets under dp4, pp2-dp2, tp2-dp2 (default)"
 check_model llama "$work/llama.toml" "${llama[@]}"
 every_bucket_ran llama-buckets 3
+grep -Eq "buckets: strategy dp4's [0-9]+ parameters come in in 1 communicator call\(s\)" \
+  "$work/llama-buckets/logs/rank-0.log" || fail "llama: the dp4 lane's parameters do not come in in one exchange"
 
 echo "== gpt2: [parallel] auto = true plans each step's buckets"
 { sed -e '/^\[parallel\]/,$d' "$gpt2_job"
@@ -210,14 +218,38 @@ compare_runs gpt2-single auto 1e-6 --fields loss,grad_norm --steps 4
 /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-8 \
   "$work/auto/checkpoints/step-0000004" "$work/gpt2-single/checkpoints/step-0000004" || fail "auto: final tensors differ"
 
-echo "== gpt2: stopped after step 2 and resumed"
+echo "== gpt2: [parallel] auto = true with ZeRO-1 on the planned default"
+run_logged auto-zero "gpt2: mpirun -np 4 run with planned buckets and parallel.zero = 1" mpirun -np 4 "$hetu" train \
+  "$work/auto.toml" "${common[@]}" --set parallel.zero=1 --set job.out_dir=\"$work/auto-zero\" \
+  --set cluster.device_catalog=\"$work/catalog.toml\" --set 'cluster.node[0].devices.type="cpu-small"'
+grep -q "ZeRO-1: [1-9][0-9]* of [0-9]* parameters keep their optimizer state split" "$work/auto-zero/logs/rank-0.log" \
+  || fail "auto-zero: no optimizer state is split"
+grep -Eq "parallel.auto: buckets planned: .*-> (tp2-dp2|pp2-dp2|dp4)" "$work/auto-zero/logs/rank-0.log" \
+  || fail "auto-zero: no bucket planned under a strategy other than the default"
+compare_runs gpt2-single auto-zero 1e-6 --fields loss,grad_norm --steps 4
+/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-8 \
+  "$work/auto-zero/checkpoints/step-0000004" "$work/gpt2-single/checkpoints/step-0000004" \
+  || fail "auto-zero: final tensors differ"
+
+echo "== gpt2: buckets with ZeRO-1 on the default strategy"
+run_logged zero "gpt2: mpirun -np 4 run with buckets and parallel.zero = 1" mpirun -np 4 "$hetu" train "$gpt2_job" \
+  "${common[@]}" --set parallel.zero=1 --set job.out_dir=\"$work/zero\"
+grep -q "ZeRO-1: [1-9][0-9]* of [0-9]* parameters keep their optimizer state split" "$work/zero/logs/rank-0.log" \
+  || fail "zero: no optimizer state is split"
+grep -Eq "buckets: strategy tp2-dp2's [0-9]+ gradients go back in 1 communicator call\(s\)" "$work/zero/logs/rank-0.log" \
+  || fail "zero: the tp2-dp2 lane's gradients do not go back in one exchange"
+compare_runs gpt2-single zero 1e-6 --fields loss,grad_norm --steps 4
+/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-8 \
+  "$work/zero/checkpoints/step-0000004" "$work/gpt2-single/checkpoints/step-0000004" || fail "zero: final tensors differ"
+
+echo "== gpt2 with ZeRO-1: stopped after step 2 and resumed"
 run_logged stopped "gpt2: run stopped after step 2" mpirun -np 4 "$hetu" train "$gpt2_job" "${common[@]}" \
-  --set job.out_dir=\"$work/resumed\" --stop-at-step 2
+  --set parallel.zero=1 --set job.out_dir=\"$work/resumed\" --stop-at-step 2
 run_logged resumed "gpt2: resumed run" mpirun -np 4 "$hetu" --log-level debug train "$gpt2_job" "${common[@]}" \
-  --set job.out_dir=\"$work/resumed\"
+  --set parallel.zero=1 --set job.out_dir=\"$work/resumed\"
 grep -q "resumed from step 2" "$work/resumed/logs/rank-0.log" || fail "no resume from step 2"
-compare_runs gpt2-buckets resumed 0 --fields loss,grad_norm --steps 4
+compare_runs zero resumed 0 --fields loss,grad_norm --steps 4
 /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 0 --atol 0 \
-  "$work/resumed/checkpoints/step-0000004" "$work/gpt2-buckets/checkpoints/step-0000004" \
+  "$work/resumed/checkpoints/step-0000004" "$work/zero/checkpoints/step-0000004" \
   || fail "resumed: final tensors differ from the uninterrupted run"
 echo "a layout per batch: OK"
