@@ -132,6 +132,12 @@ class Rules {
 
   void check_data() {
     if (c_.data.train.empty()) fail("data.train", "must name the training token shards (a path or glob)");
+    if (c_.data.balance_window < 1 || c_.data.balance_window > kMaxBalanceWindow) {
+      fail("data.balance_window", "must be in [1, " + to_string(kMaxBalanceWindow) + "] global batches, got " +
+                                      to_string(c_.data.balance_window));
+    } else if (c_.data.balance_window > 1 && c_.data.packing != Packing::documents) {
+      fail("data.balance_window", "forms global batches of packed documents: it needs data.packing = \"documents\"");
+    }
     if (c_.data.tokenizer == Tokenizer::none) return;  // the data loader checks ids < vocab
     const int64_t needed = c_.data.tokenizer == Tokenizer::gpt2 ? 50257 : 256;
     if (c_.model.vocab < needed) {
