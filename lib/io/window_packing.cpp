@@ -66,7 +66,7 @@ std::vector<int64_t> spread(std::span<const int64_t> lengths, int64_t batches, s
     std::vector<int64_t> mine;
     for (size_t i = 0; i < lengths.size(); ++i)
       if (batch_of[i] == b) mine.push_back(lengths[i]);
-    if (!fits_rows(mine, rows, seq_len)) return {};
+    if (mine.empty() || !fits_rows(mine, rows, seq_len)) return {};
   }
   return batch_of;
 }
@@ -96,32 +96,50 @@ std::vector<int64_t> stream_batches(std::span<const int64_t> lengths, int64_t ba
 // and spreads them over the W × n (batch, replica) pairs, longest first, each to the pair whose
 // attention per share row, (Σ L² + this piece's) / share, would be least among those whose
 // replica still has tokens to spare (share · seq_len) and, first choice, whose batch stays
-// within the token budget (the window's tokens / W, rounded up): the long pieces spread over
-// the whole window, the short ones fill every batch to about the same token count, so each
-// batch stays as full as next-fit leaves one on average (a batch over budget takes a piece
-// only when no other has room). Each batch's pieces, in stream order, are then packed
-// cost-balanced over its replicas (pack_balanced: the pair assignment above only chose the
-// batch). Should the spread strand a piece, or leave a batch whose pieces fit its rows not
-// even first-fit decreasing, the window keeps the stream-order batches (W = 1's, which always
-// fit). Every loader computes the same window from the same lengths, and a window depends on
-// its first piece only (the cursor names it and the batch within it). W = 1 is the batch
-// pack_balanced forms, unchanged.
+// within the token budget (the window's tokens / W, rounded up; over it only when no batch
+// within it has room): the long pieces spread over the whole window, the short ones fill
+// every batch to about the same token count. Each batch's pieces, in stream order, are then
+// packed cost-balanced over its replicas (pack_balanced: the pair assignment only chose the
+// batch). The window keeps the stream-order batches (W = 1's, which always fit) instead when
+// the spread strands a piece, leaves a batch empty, or with pieces that fit its rows not even
+// first-fit decreasing, or with fewer tokens than the emptiest stream-order batch, or is not
+// more even: its batches' attention max/mean, summed, must be below theirs (on long-tailed
+// documents whose single batches are already within 1% of even the spread can come out a
+// little worse). So no batch is emptier, and no window less even, than W = 1's. Every loader
+// computes the same window from the same lengths, and a window depends on its first piece
+// only (the cursor names it and the batch within it). W = 1 is pack_balanced's batch.
 std::vector<WindowBatch> pack_window(std::span<const int64_t> lengths, int64_t batches,
                                      std::span<const int64_t> shares, int64_t seq_len,
                                      std::span<const int64_t> micro_batch) {
   HT_CHECK(batches >= 1, "packing: a window of {} global batches", batches);
   const int64_t rows = std::accumulate(shares.begin(), shares.end(), int64_t{0});
-  std::vector<int64_t> batch_of = batches == 1 ? std::vector<int64_t>(lengths.size(), 0)
-                                               : spread(lengths, batches, shares, seq_len);
-  if (batch_of.empty()) batch_of = stream_batches(lengths, batches, rows, seq_len);
-  std::vector<WindowBatch> out(static_cast<size_t>(batches));
-  for (size_t i = 0; i < lengths.size(); ++i) out[static_cast<size_t>(batch_of[i])].pieces.push_back(static_cast<int64_t>(i));
-  for (WindowBatch& batch : out) {
-    std::vector<int64_t> mine;
-    for (int64_t i : batch.pieces) mine.push_back(lengths[static_cast<size_t>(i)]);
-    batch.packed = pack_balanced(mine, shares, seq_len, micro_batch);
-  }
-  return out;
+  // The batches of one assignment, packed; their attention max/mean summed, and the fewest
+  // tokens a batch holds.
+  struct Formed {
+    std::vector<WindowBatch> batches;
+    double balance = 0;
+    int64_t fewest = 0;
+  };
+  auto form = [&](const std::vector<int64_t>& batch_of) {
+    Formed out{std::vector<WindowBatch>(static_cast<size_t>(batches)), 0, rows * seq_len};
+    for (size_t i = 0; i < lengths.size(); ++i)
+      out.batches[static_cast<size_t>(batch_of[i])].pieces.push_back(static_cast<int64_t>(i));
+    for (WindowBatch& batch : out.batches) {
+      std::vector<int64_t> mine;
+      for (int64_t i : batch.pieces) mine.push_back(lengths[static_cast<size_t>(i)]);
+      batch.packed = pack_balanced(mine, shares, seq_len, micro_batch);
+      out.balance += max_over_mean(replica_loads(batch.packed, mine, shares, seq_len, PackingCost{}).attention);
+      out.fewest = std::min(out.fewest, std::accumulate(mine.begin(), mine.end(), int64_t{0}));
+    }
+    return out;
+  };
+  Formed stream = form(stream_batches(lengths, batches, rows, seq_len));
+  if (batches == 1) return std::move(stream.batches);
+  const std::vector<int64_t> batch_of = spread(lengths, batches, shares, seq_len);
+  if (batch_of.empty()) return std::move(stream.batches);
+  Formed spread_out = form(batch_of);
+  const bool better = spread_out.balance < stream.balance && spread_out.fewest >= stream.fewest;
+  return std::move(better ? spread_out.batches : stream.batches);
 }
 
 }  // namespace hetu::io
