@@ -7,6 +7,9 @@
 // uninterrupted run; data without recorded boundaries is an error naming data.packing.
 // Buckets (bucket_batcher.h): a step's buckets hold exactly the pieces of the global batch the
 // plain loader reads, each in the bucket of its length, and resume at the same batches.
+// data.balance_window (window_packing.h): a window's batches hold exactly the pieces of as
+// many stream-order batches, each once, none emptier; restoring inside a window is exact;
+// buckets ignore the window.
 #include "lib/io/data_loader.h"
 #include "lib/io/bucket_batcher.h"
 
@@ -319,7 +322,8 @@ TEST_CASE("packed documents in buckets: the global batch's pieces once each, in 
     DataLoaderOptions whole = options(dir, 0, 6, 6, shuffled);
     whole.shares = {6};
     DataLoader plain(whole);
-    BucketBatcher buckets(options(dir, 0, 2, 1, shuffled), shapes);
+    // Buckets ignore data.balance_window: their global batches are the stream-order ones.
+    BucketBatcher buckets(options(dir, 0, 2, 1, shuffled, /*window=*/3), shapes);
     std::vector<DataPosition> positions;
     std::vector<std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>>> steps;
     for (int step = 0; step < 20; ++step) {  // past the end of an epoch
@@ -338,7 +342,7 @@ TEST_CASE("packed documents in buckets: the global batch's pieces once each, in 
       CHECK(global == b.global_targets);
     }
     CHECK(positions.back().epoch >= 1);
-    BucketBatcher resumed(options(dir, 0, 2, 1, shuffled), shapes);
+    BucketBatcher resumed(options(dir, 0, 2, 1, shuffled, 3), shapes);
     resumed.restore(DataPosition::parse(positions[7].to_string()));
     for (size_t i = 7; i < steps.size(); ++i) {
       int64_t global = 0;
