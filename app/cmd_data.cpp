@@ -87,17 +87,17 @@ int run_data_balance(const DataBalanceOptions& options) {
   HT_USAGE_CHECK(r.batches > 0, "data balance: {} do not fill one global batch", source);
   std::string line = fmt::format("data balance: {}, seq_len {}, shares {}, {} global batches\n", source,
                                  options.seq_len, fmt::join(shares, ":"), r.batches);
-  line += fmt::format("{:<18} {:>20} {:>16} {:>12}\n", "packing", "attention max/mean", "cost max/mean",
+  line += fmt::format("{:<20} {:>20} {:>16} {:>12}\n", "packing", "attention max/mean", "cost max/mean",
                       "least fill");
-  line += fmt::format("{:<18} {:>20.3f} {:>16.3f} {:>12.3f}\n", "in order", r.in_order_attention, r.in_order_total,
+  line += fmt::format("{:<20} {:>20.3f} {:>16.3f} {:>12.3f}\n", "in order", r.in_order_attention, r.in_order_total,
                       r.in_order_fill);
   for (size_t i = 0; i < windows.size(); ++i) {
     const io::BalanceReport& w = reports[i];
     const std::string name = windows[i] == 1 ? std::string("balanced") : fmt::format("balanced, window {}", windows[i]);
-    line += fmt::format("{:<18} {:>20.3f} {:>16.3f} {:>12.3f}\n", name, w.balanced_attention, w.balanced_total,
+    line += fmt::format("{:<20} {:>20.3f} {:>16.3f} {:>12.3f}\n", name, w.balanced_attention, w.balanced_total,
                         w.balanced_fill);
   }
-  if (r.attention_bound > 0) line += fmt::format("{:<18} {:>20.3f}\n", "bound", r.attention_bound);
+  if (r.attention_bound > 0) line += fmt::format("{:<20} {:>20.3f}\n", "bound", r.attention_bound);
   line += fmt::format("(per replica, per share row, averaged over the global batches; cost = L² per document + {} per "
                       "token slot; least fill: the emptiest batch's tokens / its rows' slots; bound: no packing of the "
                       "stream-order batches (window 1) has a lower attention max/mean, lib/io/document_packing.h; a "
