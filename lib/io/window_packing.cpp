@@ -24,7 +24,8 @@ bool fits_rows(std::vector<int64_t> lengths, int64_t rows, int64_t seq_len) {
 }
 
 // Which batch of the window each piece joins (Note [Balance window]); empty when the greedy
-// finds no room for a piece or a batch's pieces fit no rows.
+// finds no room for a piece, or leaves a batch without pieces or with pieces that do not fit
+// its rows first-fit decreasing.
 std::vector<int64_t> spread(std::span<const int64_t> lengths, int64_t batches, std::span<const int64_t> shares,
                             int64_t seq_len) {
   const auto n = static_cast<int64_t>(shares.size());
