@@ -23,12 +23,14 @@ struct DataPrepareOptions {
 int run_data_prepare(const DataPrepareOptions& options);
 
 // `hetu data balance`: per-replica attention cost after packing documents, max/mean averaged
-// over the global batches, in-order next to cost-balanced packing (lib/io/document_packing.h),
+// over the global batches, in-order next to cost-balanced packing (lib/io/document_packing.h)
+// with the batches formed in windows of each given data.balance_window (window_packing.h),
 // for a long-tailed synthetic length distribution or the documents of prepared shards.
 struct DataBalanceOptions {
   std::string data;                // a glob of prepared shards; "" : synthetic lengths
   int64_t seq_len = 2048;
   std::string shares = "4,4,4,4";  // rows per replica per global batch
+  std::string balance_windows = "1";  // data.balance_window values, one balanced row each
   int64_t documents = 6000;        // synthetic: how many
   int64_t min_len = 32, max_len = 2048;
   uint64_t seed = 1;

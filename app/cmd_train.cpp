@@ -155,6 +155,7 @@ io::DataLoaderOptions train_data(const config::JobConfig& c, const pipeline::Rep
   d.sampling = c.data.sampling == config::Sampling::shuffled ? io::Sampling::shuffled : io::Sampling::sequential;
   d.seed = c.job.seed;
   set_packing(c, d);
+  d.balance_window = c.data.balance_window;
   d.shares = std::move(shares);
   return d;
 }

@@ -207,6 +207,9 @@ int main(int argc, char** argv) {
   data_balance_cmd->add_option("--min-len", data_balance.min_len, "Shortest synthetic document")->capture_default_str();
   data_balance_cmd->add_option("--max-len", data_balance.max_len, "Longest synthetic document")->capture_default_str();
   data_balance_cmd->add_option("--seed", data_balance.seed, "Synthetic lengths' seed")->capture_default_str();
+  data_balance_cmd->add_option("--balance-window", data_balance.balance_windows,
+                               "data.balance_window values to report, split by commas (e.g. 1,4,8,16)")
+      ->capture_default_str();
   data_balance_cmd->add_option("--linear-per-token", data_balance.linear_per_token,
                                "Linear cost per token slot, in L² units (12·hidden)")
       ->capture_default_str();

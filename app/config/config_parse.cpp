@@ -157,6 +157,7 @@ void read_data(TableReader& t, DataSection& data) {
   if (auto v = t.get_string("vocab")) data.vocab = *v;
   if (auto v = t.get_choice("sampling", {"shuffled", "sequential"})) data.sampling = static_cast<Sampling>(*v);
   if (auto v = t.get_choice("packing", {"windows", "documents"})) data.packing = static_cast<Packing>(*v);
+  if (auto v = t.get_int("balance_window")) data.balance_window = *v;
   t.finish();
 }
 

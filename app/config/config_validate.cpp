@@ -132,6 +132,17 @@ class Rules {
 
   void check_data() {
     if (c_.data.train.empty()) fail("data.train", "must name the training token shards (a path or glob)");
+    if (c_.data.balance_window < 1 || c_.data.balance_window > kMaxBalanceWindow) {
+      fail("data.balance_window", "must be in [1, " + to_string(kMaxBalanceWindow) + "] global batches, got " +
+                                      to_string(c_.data.balance_window));
+    } else if (c_.data.balance_window > 1 && c_.data.packing != Packing::documents) {
+      fail("data.balance_window", "forms global batches of packed documents: it needs data.packing = \"documents\"");
+    } else if (c_.data.balance_window > 1 && (!c_.switches.empty() || c_.straggler.enabled)) {
+      // A window's batches depend on the batch shares; a new layout mid-window would re-form it.
+      fail("data.balance_window", "forms each window's batches for the replicas' batch shares, which " +
+                                      std::string(c_.switches.empty() ? "straggler re-planning" : "[[parallel.switch]]") +
+                                      " changes while training: set it to 1");
+    }
     if (c_.data.tokenizer == Tokenizer::none) return;  // the data loader checks ids < vocab
     const int64_t needed = c_.data.tokenizer == Tokenizer::gpt2 ? 50257 : 256;
     if (c_.model.vocab < needed) {

@@ -134,6 +134,7 @@ std::string to_toml(const JobConfig& c) {
   if (!c.data.vocab.empty()) line("vocab", str(c.data.vocab));
   line("sampling", str(to_string(c.data.sampling)));
   if (c.data.packing != Packing::windows) line("packing", str(to_string(c.data.packing)));
+  if (c.data.balance_window != 1) line("balance_window", num(c.data.balance_window));
 
   const TrainingSection& t = c.training;
   out += "\n[training]\n";

@@ -51,6 +51,9 @@ enum class Sampling { shuffled, sequential };
 // documents packed per micro-batch (lib/io/document_packing.h).
 enum class Packing { windows, documents };
 
+// data.balance_window's largest value: a window's formation grows with its batches.
+inline constexpr int64_t kMaxBalanceWindow = 64;
+
 struct DataSection {
   std::string train;                  // glob of llm.c token shards
   std::string val;                    // optional
@@ -58,6 +61,7 @@ struct DataSection {
   std::string vocab;                  // gpt2: folder with encoder.json, vocab.bpe ("" = $HETU_GPT2_VOCAB)
   Sampling sampling = Sampling::shuffled;
   Packing packing = Packing::windows;
+  int64_t balance_window = 1;         // documents: global batches formed together (lib/io/window_packing.h)
   bool operator==(const DataSection&) const = default;
 };
 

@@ -16,6 +16,7 @@ DataLoaderOptions whole_batch(DataLoaderOptions o) {
   o.share_count = o.global_batch;
   o.micro_batch = o.global_batch;
   o.shares = {o.global_batch};
+  o.balance_window = 1;  // buckets form each global batch in stream order (bucket_batcher.h)
   return o;
 }
 

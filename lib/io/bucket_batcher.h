@@ -1,7 +1,8 @@
 // BucketBatcher: the global batches of data.packing = "documents" cut by length into buckets
 // ([[parallel.bucket]], a layout per batch). The global batch is the one DocumentBatcher
-// reads (the same pieces, in the same order, as every layout without buckets); each piece
-// (a document, or a seq_len piece of a longer one) goes to the first bucket whose max_len is
+// reads in stream order (the same pieces, in the same order, as every layout without buckets
+// at data.balance_window = 1: buckets ignore the window, their rounds are balanced instead);
+// each piece (a document, or a seq_len piece of a longer one) goes to the first bucket whose max_len is
 // at least its length. A bucket's rows are as long as its longest piece needs
 // (lib/pipeline/bucket_rows.h: seq_len / row_factor), and its pieces, in stream order, fill
 // rounds of row_factor x global_batch such rows (the token budget of a global batch) by

@@ -35,15 +35,17 @@ std::vector<std::string> glob_files(const std::string& pattern) {
 std::string DataPosition::to_string() const {
   const std::string text = fmt::format("epoch={} batch={} sequence={} shards={} tokens={}", epoch, batch, sequence,
                                        num_shards, total_tokens);
-  return documents ? fmt::format("{} document={} piece={}", text, document, piece) : text;
+  if (!documents) return text;
+  const std::string window = window_batch > 0 ? fmt::format(" window_batch={}", window_batch) : "";
+  return fmt::format("{} document={} piece={}{}", text, document, piece, window);
 }
 
 DataPosition DataPosition::parse(std::string_view text) {
-  constexpr std::array<std::string_view, 7> kKeys = {"epoch",  "batch",    "sequence", "shards",
-                                                     "tokens", "document", "piece"};
+  constexpr std::array<std::string_view, 8> kKeys = {"epoch",  "batch",    "sequence", "shards",
+                                                     "tokens", "document", "piece",    "window_batch"};
   const std::vector<std::string_view> fields = split(trim(text), ' ');
-  std::array<int64_t, 7> values{};
-  bool ok = fields.size() == 5 || fields.size() == 7;
+  std::array<int64_t, 8> values{};
+  bool ok = fields.size() == 5 || fields.size() == 7 || fields.size() == 8;
   for (size_t i = 0; ok && i < fields.size(); ++i) {
     const std::vector<std::string_view> kv = split(fields[i], '=');
     const auto value = kv.size() == 2 ? parse_int64(kv[1]) : std::nullopt;
@@ -52,12 +54,13 @@ DataPosition DataPosition::parse(std::string_view text) {
   }
   HT_USAGE_CHECK(ok,
                  "data position '{}': expected 'epoch=E batch=B sequence=S shards=N tokens=T' (integers >= 0), "
-                 "packed documents followed by 'document=D piece=K'",
+                 "packed documents followed by 'document=D piece=K' (and 'window_batch=J')",
                  text);
   DataPosition p = from_array({values[0], values[1], values[2], values[3], values[4]});
-  p.documents = fields.size() == 7;
+  p.documents = fields.size() >= 7;
   p.document = values[5];
   p.piece = values[6];
+  p.window_batch = values[7];
   return p;
 }
 
@@ -92,7 +95,8 @@ DataLoader::DataLoader(const DataLoaderOptions& options) : options_(options) {
     shards_.push_back(std::move(shard));
   }
   if (documents) {
-    DocumentBatcherOptions d{o.seq_len, o.shares, 0, o.micro_batch, o.sampling == Sampling::shuffled, o.seed};
+    DocumentBatcherOptions d{o.seq_len, o.shares, 0, o.micro_batch, o.sampling == Sampling::shuffled, o.seed,
+                             o.balance_window};
     if (d.shares.empty()) {  // this share between the rows before and after it
       if (o.share_offset > 0) d.shares.push_back(o.share_offset);
       d.shares.push_back(o.share_count);
@@ -163,7 +167,7 @@ DataPosition DataLoader::position() const {
   const auto shards = static_cast<int64_t>(shards_.size());
   if (documents_) {
     const DocumentCursor c = documents_->cursor();
-    return DataPosition{c.epoch, c.batch, c.row, shards, total_tokens_, true, c.document, c.piece};
+    return DataPosition{c.epoch, c.batch, c.row, shards, total_tokens_, true, c.document, c.piece, c.window_batch};
   }
   return DataPosition{epoch_, batch_, sequence_, shards, total_tokens_};
 }
@@ -179,7 +183,8 @@ void DataLoader::restore(const DataPosition& position) {
                  "data position ({}) was saved with data.packing = \"{}\", but this run packs {}", position.to_string(),
                  position.documents ? "documents" : "windows", documents_ ? "documents" : "windows");
   if (documents_) {
-    documents_->restore({position.epoch, position.batch, position.document, position.piece, position.sequence});
+    documents_->restore(
+        {position.epoch, position.batch, position.document, position.piece, position.sequence, position.window_batch});
     return;
   }
   HT_USAGE_CHECK(

@@ -48,13 +48,14 @@ struct DataLoaderOptions {
   // documents only: every replica's share (rows per global batch, in order, summing to
   // global_batch; empty: this share and the rows around it).
   std::vector<int64_t> shares = {};
+  int64_t balance_window = 1;  // documents only: global batches formed together (window_packing.h)
 };
 
 // Where a loader is: the next global batch of an epoch, and how many sequences of this
 // replica's share of it were already read (0 between optimizer steps). num_shards and
 // total_tokens fingerprint the data so a position is never restored against other data.
-// Packed documents add where that global batch starts: the document at epoch position
-// `document`, its piece `piece`.
+// Packed documents add where that global batch's window starts: the document at epoch
+// position `document`, its piece `piece`, and the batch within the window (window_batch).
 struct DataPosition {
   int64_t epoch = 0;
   int64_t batch = 0;
@@ -64,9 +65,11 @@ struct DataPosition {
   bool documents = false;
   int64_t document = 0;
   int64_t piece = 0;
+  int64_t window_batch = 0;
 
   // "epoch=1 batch=37 sequence=0 shards=4 tokens=400000000" (documents: then " document=D
-  // piece=K"); parse() is its inverse and rejects anything else with a UsageError.
+  // piece=K", and " window_batch=J" when J > 0); parse() is its inverse and rejects anything
+  // else with a UsageError.
   std::string to_string() const;
   static DataPosition parse(std::string_view text);
   std::array<int64_t, 5> to_array() const { return {epoch, batch, sequence, num_shards, total_tokens}; }

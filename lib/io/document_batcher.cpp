@@ -1,11 +1,12 @@
 // DocumentBatcher: document index over the shards, pieces in epoch order, next-fit global
-// batches, balanced placement and this replica's micro-batches.
+// batches, windows of them balanced together and this replica's micro-batches.
 #include "lib/io/document_batcher.h"
 
 #include <algorithm>
 #include <numeric>
 
 #include "lib/io/stateless_shuffle.h"
+#include "lib/io/window_packing.h"
 #include "lib/util/error.h"
 
 namespace hetu::io {
@@ -43,9 +44,10 @@ DocumentBatcher::DocumentBatcher(const std::vector<TokenShard>& shards, const Do
   }
   HT_USAGE_CHECK(!documents_.empty(), "data.packing = \"documents\": {} holds no document of 2 tokens or more",
                  shards[0].path());
-  const GlobalBatch first = global_batch(0, 0, 0);
+  HT_USAGE_CHECK(o.balance_window >= 1, "data.balance_window must be >= 1, got {}", o.balance_window);
+  int64_t document = 0, piece = 0;
   const int64_t rows = std::accumulate(o.shares.begin(), o.shares.end(), int64_t{0});
-  HT_USAGE_CHECK(!first.pieces.empty(),
+  HT_USAGE_CHECK(!next_fit_batch(0, document, piece).empty(),
                  "data.packing = \"documents\": {} documents ({} shards from {}) do not fill one global batch of {} "
                  "rows of seq_len {}",
                  documents_.size(), shards.size(), shards[0].path(), rows, o.seq_len);
@@ -63,45 +65,75 @@ const DocumentBatcher::Document& DocumentBatcher::document_at(int64_t epoch, int
   return documents_[static_cast<size_t>(options_.shuffled ? shuffled_position(options_.seed, epoch, n, p) : p)];
 }
 
-DocumentBatcher::GlobalBatch DocumentBatcher::global_batch(int64_t epoch, int64_t document, int64_t piece) const {
+std::vector<DocumentBatcher::Piece> DocumentBatcher::next_fit_batch(int64_t epoch, int64_t& document,
+                                                                   int64_t& piece) const {
   const int64_t T = options_.seq_len;
-  const int64_t rows = std::accumulate(options_.shares.begin(), options_.shares.end(), int64_t{0});
-  NextFitRows fill(rows, T);
-  GlobalBatch out;
-  std::vector<int64_t> lengths;
-  int64_t d = document, k = piece;
+  NextFitRows fill(std::accumulate(options_.shares.begin(), options_.shares.end(), int64_t{0}), T);
+  std::vector<Piece> out;
   for (;;) {
-    if (d == documents()) return GlobalBatch{};  // the epoch ends before the batch is full
-    const Document& doc = document_at(epoch, d);
-    const int64_t start = k * T, length = std::min(T, doc.length - start);
-    if (!fill.add(length)) break;
+    if (document == documents()) return {};  // the epoch ends before the batch is full
+    const Document& doc = document_at(epoch, document);
+    const int64_t start = piece * T, length = std::min(T, doc.length - start);
+    if (!fill.add(length)) return out;
     const bool continues = start + length < doc.length;
-    out.pieces.push_back({doc.shard, doc.start + start, length, continues});
-    out.targets += length - 1 + (continues ? 1 : 0);
-    lengths.push_back(length);
+    out.push_back({doc.shard, doc.start + start, length, continues});
     if (continues) {
-      ++k;
+      ++piece;
     } else {
-      ++d;
-      k = 0;
+      ++document;
+      piece = 0;
     }
   }
-  out.next_document = d;
-  out.next_piece = k;
+}
+
+DocumentBatcher::Window DocumentBatcher::window(int64_t epoch, int64_t document, int64_t piece) const {
+  std::vector<Piece> pieces;
+  int64_t batches = 0;
+  Window out{{}, document, piece};
+  while (batches < options_.balance_window) {
+    const std::vector<Piece> batch = next_fit_batch(epoch, document, piece);
+    if (batch.empty()) break;
+    pieces.insert(pieces.end(), batch.begin(), batch.end());
+    ++batches;
+    out.next_document = document;
+    out.next_piece = piece;
+  }
+  if (batches == 0) return out;
+  std::vector<int64_t> lengths;
+  for (const Piece& p : pieces) lengths.push_back(p.length);
   std::vector<int64_t> micro(options_.shares.size(), 0);
   micro[static_cast<size_t>(options_.replica)] = options_.micro_batch;
-  out.packed = pack_balanced(lengths, options_.shares, T, micro);
+  for (WindowBatch& formed : pack_window(lengths, batches, options_.shares, options_.seq_len, micro)) {
+    GlobalBatch& batch = out.batches.emplace_back();
+    for (int64_t i : formed.pieces) {
+      const Piece& p = pieces[static_cast<size_t>(i)];
+      batch.pieces.push_back(p);
+      batch.targets += p.length - 1 + (p.continues ? 1 : 0);
+    }
+    batch.packed = std::move(formed.packed);
+  }
   return out;
 }
 
 void DocumentBatcher::load_batch() {
-  current_ = global_batch(cursor_.epoch, cursor_.document, cursor_.piece);
-  if (current_.pieces.empty()) {  // the rest of this epoch cannot fill a batch: skip it
-    cursor_ = DocumentCursor{cursor_.epoch + 1, 0, 0, 0, cursor_.row};
-    current_ = global_batch(cursor_.epoch, 0, 0);
-    HT_CHECK(!current_.pieces.empty(), "data: epoch {} has no full global batch", cursor_.epoch);
+  window_ = window(cursor_.epoch, cursor_.document, cursor_.piece);
+  if (window_.batches.empty()) {  // the rest of this epoch cannot fill a batch: skip it
+    HT_CHECK(cursor_.window_batch == 0, "data: window batch {} of an epoch's end", cursor_.window_batch);
+    cursor_ = DocumentCursor{cursor_.epoch + 1, 0, 0, 0, cursor_.row, 0};
+    window_ = window(cursor_.epoch, 0, 0);
+    HT_CHECK(!window_.batches.empty(), "data: epoch {} has no full global batch", cursor_.epoch);
   }
+  HT_CHECK(cursor_.window_batch < static_cast<int64_t>(window_.batches.size()), "data: window batch {} of {}",
+           cursor_.window_batch, window_.batches.size());
   loaded_ = true;
+}
+
+void DocumentBatcher::advance() {
+  cursor_.row = 0;
+  ++cursor_.batch;
+  if (++cursor_.window_batch < static_cast<int64_t>(window_.batches.size())) return;
+  cursor_ = DocumentCursor{cursor_.epoch, cursor_.batch, window_.next_document, window_.next_piece, 0, 0};
+  loaded_ = false;
 }
 
 DocumentBatch DocumentBatcher::assemble(std::span<const Piece> pieces, std::span<const std::vector<int64_t>> rows,
@@ -134,24 +166,21 @@ DocumentBatch DocumentBatcher::next() {
   const int64_t mb = options_.micro_batch;
   int64_t first_row = 0;
   for (int64_t k = 0; k < options_.replica; ++k) first_row += options_.shares[static_cast<size_t>(k)];
-  const auto rows = std::span<const std::vector<int64_t>>(current_.packed.rows).subspan(
+  const GlobalBatch& current = window_.batches[static_cast<size_t>(cursor_.window_batch)];
+  const auto rows = std::span<const std::vector<int64_t>>(current.packed.rows).subspan(
       static_cast<size_t>(first_row + cursor_.row), static_cast<size_t>(mb));
-  DocumentBatch out = assemble(current_.pieces, rows);
-  out.global_targets = current_.targets;
+  DocumentBatch out = assemble(current.pieces, rows);
+  out.global_targets = current.targets;
   cursor_.row += mb;
-  if (cursor_.row == options_.shares[static_cast<size_t>(options_.replica)]) {
-    cursor_ = DocumentCursor{cursor_.epoch, cursor_.batch + 1, current_.next_document, current_.next_piece, 0};
-    loaded_ = false;
-  }
+  if (cursor_.row == options_.shares[static_cast<size_t>(options_.replica)]) advance();
   return out;
 }
 
 DocumentBatcher::GlobalBatch DocumentBatcher::next_global_batch() {
   HT_CHECK(cursor_.row == 0, "data: a global batch is read whole only between two of them (row {})", cursor_.row);
   if (!loaded_) load_batch();
-  GlobalBatch out = std::move(current_);
-  cursor_ = DocumentCursor{cursor_.epoch, cursor_.batch + 1, out.next_document, out.next_piece, 0};
-  loaded_ = false;
+  GlobalBatch out = window_.batches[static_cast<size_t>(cursor_.window_batch)];
+  advance();
   return out;
 }
 
@@ -165,8 +194,18 @@ void DocumentBatcher::restore(const DocumentCursor& cursor) {
   HT_USAGE_CHECK(cursor.row >= 0 && cursor.row < mine && cursor.row % options_.micro_batch == 0,
                  "data position: sequence {} is not a micro-batch boundary of this share of {} (micro_batch {})",
                  cursor.row, mine, options_.micro_batch);
+  HT_USAGE_CHECK(cursor.window_batch >= 0 && cursor.window_batch < options_.balance_window,
+                 "data position: global batch {} of a window is outside data.balance_window = {}", cursor.window_batch,
+                 options_.balance_window);
   cursor_ = cursor;
   loaded_ = false;
+  if (cursor.window_batch > 0) {  // the window must hold it (one cut short by the epoch's end may not)
+    window_ = window(cursor.epoch, cursor.document, cursor.piece);
+    HT_USAGE_CHECK(cursor.window_batch < static_cast<int64_t>(window_.batches.size()),
+                   "data position: the window at document {} piece {} holds {} global batches, not batch {}",
+                   cursor.document, cursor.piece, window_.batches.size(), cursor.window_batch);
+    loaded_ = true;
+  }
 }
 
 }  // namespace hetu::io

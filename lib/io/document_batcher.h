@@ -4,7 +4,9 @@
 // as pieces of at most seq_len tokens (a longer document is cut every seq_len tokens). Each
 // global batch takes pieces in that order until they fill Σ shares rows of seq_len by next-fit
 // (pieces left at the end of an epoch that cannot fill one are skipped), then places them
-// cost-balanced over the replicas (document_packing.h). Every replica computes the same
+// cost-balanced over the replicas (document_packing.h). With balance_window = W > 1 the pieces
+// of W such batches (fewer where the epoch ends) are re-formed together into W batches,
+// balanced over batches × replicas (window_packing.h). Every replica computes the same
 // packing and reads its own rows, micro_batch at a time.
 //
 // In a row, pieces follow each other and the rest is padding: x holds the separator there,
@@ -35,6 +37,7 @@ struct DocumentBatcherOptions {
   int64_t micro_batch = 1;      // rows per next(); divides shares[replica]
   bool shuffled = false;
   uint64_t seed = 0;
+  int64_t balance_window = 1;   // global batches formed together (window_packing.h), >= 1
 };
 
 struct DocumentBatch {
@@ -43,10 +46,11 @@ struct DocumentBatch {
   int64_t global_targets = 0;       // targets not ignored in the whole global batch, all replicas
 };
 
-// Where the batcher is: the first piece of the current global batch (the document at epoch
-// position `document`, its piece `piece`) and the rows of this replica's share already read.
+// Where the batcher is: the first piece of the current window of global batches (the document
+// at epoch position `document`, its piece `piece`), the global batch within it (window_batch,
+// 0 when balance_window = 1) and the rows of this replica's share already read.
 struct DocumentCursor {
-  int64_t epoch = 0, batch = 0, document = 0, piece = 0, row = 0;
+  int64_t epoch = 0, batch = 0, document = 0, piece = 0, row = 0, window_batch = 0;
   bool operator==(const DocumentCursor&) const = default;
 };
 
@@ -58,8 +62,8 @@ class DocumentBatcher {
 
   DocumentBatch next();
   DocumentCursor cursor() const { return cursor_; }
-  // next() continues as it did after the cursor was taken; a row off a micro-batch boundary
-  // or a document past the data is a UsageError.
+  // next() continues as it did after the cursor was taken; a row off a micro-batch boundary,
+  // a document past the data or a window_batch past its window is a UsageError.
   void restore(const DocumentCursor& cursor);
 
   int64_t documents() const { return static_cast<int64_t>(documents_.size()); }
@@ -70,15 +74,19 @@ class DocumentBatcher {
     int64_t shard = 0, start = 0, length = 0;
     bool continues = false;  // the document goes on after it: its last token has a target
   };
-  // The pieces of the global batch that starts at (epoch, document, piece), and where the next
-  // one starts; empty when the epoch ends first.
   struct GlobalBatch {
-    std::vector<Piece> pieces;
-    PackedBatch packed;
-    int64_t next_document = 0, next_piece = 0;
+    std::vector<Piece> pieces;  // in stream order
+    PackedBatch packed;         // rows index pieces
     int64_t targets = 0;
   };
-  GlobalBatch global_batch(int64_t epoch, int64_t document, int64_t piece) const;
+  // The global batches of the window that starts at (epoch, document, piece): balance_window
+  // of them, fewer when the epoch ends first (none when it ends before one is full), and
+  // where the next window starts.
+  struct Window {
+    std::vector<GlobalBatch> batches;
+    int64_t next_document = 0, next_piece = 0;
+  };
+  Window window(int64_t epoch, int64_t document, int64_t piece) const;
   // The whole next global batch (between two of them only: no row of it read), the cursor
   // moved to the one after; what next() would read over all replicas' rows.
   GlobalBatch next_global_batch();
@@ -92,14 +100,18 @@ class DocumentBatcher {
     int64_t shard = 0, start = 0, length = 0;
   };
   const Document& document_at(int64_t epoch, int64_t p) const;
-  void load_batch();  // current_ for cursor_, moving to the next epoch when this one is spent
+  // The pieces next-fit takes into one global batch from (epoch, document, piece), moving
+  // them to the next batch's first; empty when the epoch ends first.
+  std::vector<Piece> next_fit_batch(int64_t epoch, int64_t& document, int64_t& piece) const;
+  void load_batch();  // window_ for cursor_, moving to the next epoch when this one is spent
+  void advance();     // cursor_ to the next global batch
 
   const std::vector<TokenShard>& shards_;
   DocumentBatcherOptions options_;
   int32_t separator_ = -1;
   std::vector<Document> documents_;
   DocumentCursor cursor_;
-  GlobalBatch current_;
+  Window window_;  // the window cursor_ is in, when loaded_
   bool loaded_ = false;
 };
 

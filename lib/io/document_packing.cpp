@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "lib/core/rng.h"
+#include "lib/io/window_packing.h"
 #include "lib/util/error.h"
 
 namespace hetu::io {
@@ -320,28 +321,45 @@ ReplicaLoads replica_loads(const PackedBatch& batch, std::span<const int64_t> le
 }
 
 BalanceReport packing_balance(std::span<const int64_t> document_lengths, std::span<const int64_t> shares,
-                              int64_t seq_len, const PackingCost& cost) {
+                              int64_t seq_len, const PackingCost& cost, int64_t window) {
   std::vector<int64_t> pieces;
   for (int64_t length : document_lengths) {
     for (int64_t at = 0; at < length; at += seq_len) pieces.push_back(std::min(seq_len, length - at));
   }
   const auto rows = static_cast<int64_t>(owners(shares).size());
+  const double capacity = static_cast<double>(rows * seq_len);
+  auto fill = [&](std::span<const int64_t> batch) {
+    return static_cast<double>(std::accumulate(batch.begin(), batch.end(), int64_t{0})) / capacity;
+  };
   BalanceReport out;
   for (size_t first = 0; first < pieces.size();) {
-    NextFitRows fill(rows, seq_len);
-    size_t end = first;
-    while (end < pieces.size() && fill.add(pieces[end])) ++end;
-    if (end == pieces.size()) break;  // the last, partial batch
-    const std::span<const int64_t> batch(pieces.data() + first, end - first);
-    const ReplicaLoads in_order = replica_loads(pack_in_order(batch, shares, seq_len), batch, shares, seq_len, cost);
-    const ReplicaLoads balanced = replica_loads(pack_balanced(batch, shares, seq_len), batch, shares, seq_len, cost);
-    out.in_order_attention += max_over_mean(in_order.attention);
-    out.balanced_attention += max_over_mean(balanced.attention);
-    out.in_order_total += max_over_mean(in_order.total);
-    out.balanced_total += max_over_mean(balanced.total);
-    out.attention_bound += attention_bound(batch, shares, seq_len);
-    ++out.batches;
-    first = end;
+    std::vector<size_t> ends;  // the window's next-fit batches end there
+    for (size_t end = first; static_cast<int64_t>(ends.size()) < window;) {
+      NextFitRows next_fit(rows, seq_len);
+      while (end < pieces.size() && next_fit.add(pieces[end])) ++end;
+      if (end == pieces.size()) break;  // the last, partial batch
+      ends.push_back(end);
+    }
+    if (ends.empty()) break;
+    const std::span<const int64_t> all(pieces.data() + first, ends.back() - first);
+    const std::vector<WindowBatch> formed = pack_window(all, static_cast<int64_t>(ends.size()), shares, seq_len);
+    for (size_t b = 0; b < ends.size(); ++b) {
+      const size_t begin = b == 0 ? first : ends[b - 1];
+      const std::span<const int64_t> batch(pieces.data() + begin, ends[b] - begin);
+      std::vector<int64_t> lengths;
+      for (int64_t i : formed[b].pieces) lengths.push_back(all[static_cast<size_t>(i)]);
+      const ReplicaLoads in_order = replica_loads(pack_in_order(batch, shares, seq_len), batch, shares, seq_len, cost);
+      const ReplicaLoads balanced = replica_loads(formed[b].packed, lengths, shares, seq_len, cost);
+      out.in_order_attention += max_over_mean(in_order.attention);
+      out.balanced_attention += max_over_mean(balanced.attention);
+      out.in_order_total += max_over_mean(in_order.total);
+      out.balanced_total += max_over_mean(balanced.total);
+      out.attention_bound += attention_bound(batch, shares, seq_len);
+      out.in_order_fill = std::min(out.in_order_fill, fill(batch));
+      out.balanced_fill = std::min(out.balanced_fill, fill(lengths));
+      ++out.batches;
+    }
+    first = ends.back();
   }
   if (out.batches > 0) {
     const auto n = static_cast<double>(out.batches);

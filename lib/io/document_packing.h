@@ -73,18 +73,20 @@ double attention_bound(std::span<const int64_t> lengths, std::span<const int64_t
 // Documents of the given lengths, in order, cut into pieces of at most seq_len and packed into
 // consecutive global batches as the loader does (pieces left at the end that cannot fill one
 // are dropped): per batch the max / mean over replicas of the attention load and of the
-// whole cost, averaged over the batches, for the in-order and the balanced packing.
+// whole cost, averaged over the batches, for the in-order and the balanced packing; the
+// balanced one with the batches re-formed in windows of `window` (window_packing.h).
 struct BalanceReport {
   int64_t batches = 0;
   double in_order_attention = 0, balanced_attention = 0;
   double in_order_total = 0, balanced_total = 0;
-  double attention_bound = 0;  // no packing's attention max/mean is lower (0: shares differ)
+  double attention_bound = 0;  // no packing of the stream-order batches is lower (0: shares differ)
+  double in_order_fill = 1, balanced_fill = 1;  // the least tokens a batch holds / its Σ shares · seq_len
 };
 // n document lengths in [lo, hi], long-tailed: P(L > x) ∝ 1/x - 1/hi (a truncated Pareto of
 // index 1: most documents short, a few near hi), from the counter-based RNG keyed by seed.
 std::vector<int64_t> long_tailed_lengths(int64_t n, int64_t lo, int64_t hi, uint64_t seed);
 
 BalanceReport packing_balance(std::span<const int64_t> document_lengths, std::span<const int64_t> shares,
-                              int64_t seq_len, const PackingCost& cost);
+                              int64_t seq_len, const PackingCost& cost, int64_t window = 1);
 
 }  // namespace hetu::io

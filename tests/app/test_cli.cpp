@@ -137,3 +137,19 @@ TEST_CASE("env reports BLAS, MPI and CUDA", "[cli]") {
     CHECK_THAT(result.output, Catch::Contains(key));
   }
 }
+
+TEST_CASE("data balance reports a row per balance window, none less even than one batch at a time", "[cli]") {
+  Result result = run_hetu("data balance --documents 3000 --seed 5 --balance-window 1,4");
+  REQUIRE(result.exit_code == 0);
+  auto attention = [&](const std::string& row) {  // the first figure after the row's name
+    const size_t at = result.output.find("\n" + row + " ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(result.output.substr(at + row.size() + 2));
+  };
+  const double one = attention("balanced"), four = attention("balanced, window 4");
+  CHECK(attention("in order") > one);
+  CHECK(four <= one);
+  Result bad = run_hetu("data balance --balance-window 1,0");
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.output, Catch::Contains("--balance-window '1,0'"));
+}

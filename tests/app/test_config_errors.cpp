@@ -228,6 +228,16 @@ std::vector<BadCase> bad_cases() {
        "job.toml:11: data.tokenizer: unknown value \"sentencepiece\" (expected one of: byte, gpt2, none)"},
       {"bad packing", edit(B, 11, "tokenizer = \"byte\"\npacking = \"sequences\""), {},
        "job.toml:12: data.packing: unknown value \"sequences\" (expected one of: windows, documents)"},
+      {"balance window 0", edit(B, 11, "tokenizer = \"byte\"\npacking = \"documents\"\nbalance_window = 0"), {},
+       "job.toml:13: data.balance_window: must be in [1, 64] global batches, got 0"},
+      {"balance window over 64", B, {"data.packing=\"documents\"", "data.balance_window=65"},
+       "--set data.balance_window=65: data.balance_window: must be in [1, 64] global batches, got 65"},
+      {"balance window with switches", S, {"data.packing=\"documents\"", "data.balance_window=2"},
+       "--set data.balance_window=2: data.balance_window: forms each window's batches for the replicas' batch shares, "
+       "which [[parallel.switch]] changes while training: set it to 1"},
+      {"balance window over windows", edit(B, 11, "tokenizer = \"byte\"\nbalance_window = 4"), {},
+       "job.toml:12: data.balance_window: forms global batches of packed documents: it needs data.packing = "
+       "\"documents\""},
       {"bad optimizer name", edit(B, 22, "name = \"sgd\""), {},
        "job.toml:22: optimizer.name: unknown value \"sgd\" (expected one of: adamw)"},
 

@@ -7,7 +7,8 @@
 #     travel with every micro-batch to every stage and tp rank; the normalizer is the global
 #     target count);
 #   - a run stopped after step 3 and resumed gives the uninterrupted run's losses bit for bit
-#     (the document position is in the checkpoint), for GPT-2 and LLaMA;
+#     (the document position is in the checkpoint), for GPT-2 and LLaMA, and for GPT-2 with
+#     data.balance_window = 4 (step 3 is inside the first window: the position names it);
 #   - the loss is divided by the global target count (padding has none): the first step of a
 #     fresh model gives ln 256 per target on data of one short document per line;
 #   - data prepared without boundaries is refused, naming data.packing.
@@ -35,9 +36,10 @@ mpirun -np 4 "$hetu" train "$config" "${common[@]}" --set job.out_dir=\"$work/pa
 python3 "$src/tests/e2e/compare_losses.py" "$work/single/metrics.jsonl" "$work/parallel/metrics.jsonl" \
   --rtol 1e-5 --fields loss,grad_norm --steps 6 || fail "two unlike replicas differ from one device"
 
-for arch in gpt2 llama; do
-  arch_args=(--set model.arch=\"$arch\")
+for arch in gpt2 llama gpt2-window; do
+  arch_args=(--set model.arch=\"${arch%-window}\")
   if [ $arch = llama ]; then arch_args+=(--set model.kv_heads=2 --set model.ffn_hidden=256); fi
+  if [ $arch = gpt2-window ]; then arch_args+=(--set data.balance_window=4); fi
   "$hetu" train "$work/single.toml" "${common[@]}" "${arch_args[@]}" --set job.out_dir=\"$work/$arch-full\" \
     > "$work/full.log" 2>&1 || { cat "$work/full.log"; fail "$arch: full run"; }
   "$hetu" train "$work/single.toml" "${common[@]}" "${arch_args[@]}" --set job.out_dir=\"$work/$arch-split\" \
@@ -45,6 +47,10 @@ for arch in gpt2 llama; do
   "$hetu" train "$work/single.toml" "${common[@]}" "${arch_args[@]}" --set job.out_dir=\"$work/$arch-split\" \
     > "$work/b.log" 2>&1 || { cat "$work/b.log"; fail "$arch: second half"; }
   grep -q "resumed from step 3" "$work/b.log" || { cat "$work/b.log"; fail "$arch: did not resume"; }
+  if [ $arch = gpt2-window ]; then
+    grep -rqa "window_batch=3" "$work/$arch-split" \
+      || fail "$arch: the checkpoint's data position does not name the batch inside the window"
+  fi
   losses() { sed -E 's/.*"step":([0-9]+),"loss":([^,]+),.*/\1 \2/' "$1"; }
   diff <(losses "$work/$arch-full/metrics.jsonl") <(losses "$work/$arch-split/metrics.jsonl") \
     || fail "$arch: resumed losses differ from the uninterrupted run"

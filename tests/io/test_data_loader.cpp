@@ -226,6 +226,14 @@ TEST_CASE("restoring a position against other data is an error naming the mismat
   CHECK_THROWS_AS(DataPosition::parse("epoch=1 batch=x sequence=0 shards=3 tokens=42"), UsageError);
   CHECK_THROWS_AS(DataPosition::parse("batch=1 epoch=2 sequence=0 shards=3 tokens=42"), UsageError);
   CHECK_THROWS_AS(DataPosition::parse("epoch=-1 batch=2 sequence=0 shards=3 tokens=42"), UsageError);
+  // Packed documents: the window's first document and piece, and the batch within the window.
+  const DataPosition in_window =
+      DataPosition::parse("epoch=1 batch=7 sequence=2 shards=3 tokens=42 document=5 piece=1 window_batch=2");
+  CHECK((in_window.documents && in_window.document == 5 && in_window.piece == 1 && in_window.window_batch == 2));
+  CHECK(DataPosition::parse(in_window.to_string()) == in_window);
+  CHECK(DataPosition::parse("epoch=1 batch=7 sequence=2 shards=3 tokens=42 document=5 piece=1").window_batch == 0);
+  CHECK_THROWS_AS(DataPosition::parse("epoch=1 batch=7 sequence=2 shards=3 tokens=42 document=5 piece=1 window=2"),
+                  UsageError);
 }
 
 TEST_CASE("replicas with uneven shares read disjoint windows that make up the global batches", "[data_loader]") {

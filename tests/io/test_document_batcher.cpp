@@ -7,6 +7,9 @@
 // uninterrupted run; data without recorded boundaries is an error naming data.packing.
 // Buckets (bucket_batcher.h): a step's buckets hold exactly the pieces of the global batch the
 // plain loader reads, each in the bucket of its length, and resume at the same batches.
+// data.balance_window (window_packing.h): a window's batches hold exactly the pieces of as
+// many stream-order batches, each once, none emptier; restoring inside a window is exact;
+// buckets ignore the window.
 #include "lib/io/data_loader.h"
 #include "lib/io/bucket_batcher.h"
 
@@ -52,7 +55,8 @@ std::vector<int64_t> lengths_for_test() {
   return out;
 }
 
-DataLoaderOptions options(const TempDir& dir, int64_t offset, int64_t count, int64_t micro, bool shuffled) {
+DataLoaderOptions options(const TempDir& dir, int64_t offset, int64_t count, int64_t micro, bool shuffled,
+                          int64_t window = 1) {
   DataLoaderOptions o;
   o.pattern = dir.file("train_*.bin");
   o.seq_len = 16;
@@ -64,6 +68,7 @@ DataLoaderOptions options(const TempDir& dir, int64_t offset, int64_t count, int
   o.seed = 3;
   o.packing = Packing::documents;
   o.shares = {2, 4};
+  o.balance_window = window;
   return o;
 }
 
@@ -141,9 +146,9 @@ TEST_CASE("packed documents: whole documents or seq_len pieces, targets within e
 TEST_CASE("packed documents: a restored position continues with the same batches", "[documents]") {
   TempDir dir("documents-resume");
   write_documents(dir, lengths_for_test(), 9);
-  for (bool shuffled : {false, true}) {
-    INFO("shuffled " << shuffled);
-    DataLoader run(options(dir, 2, 4, 2, shuffled));
+  for (auto [shuffled, window] : {std::pair{false, 1}, {true, 1}, {false, 3}, {true, 3}}) {
+    INFO("shuffled " << shuffled << ", balance_window " << window);
+    DataLoader run(options(dir, 2, 4, 2, shuffled, window));
     std::vector<DataPosition> positions;
     std::vector<std::vector<int32_t>> rows;
     for (int i = 0; i < 40; ++i) {  // past the end of an epoch
@@ -152,17 +157,86 @@ TEST_CASE("packed documents: a restored position continues with the same batches
       rows.emplace_back(b.x.data<int32_t>(), b.x.data<int32_t>() + b.x.numel());
     }
     CHECK(positions.back().epoch >= 1);
-    for (size_t from : {size_t{1}, size_t{6}, size_t{23}, size_t{37}}) {
+    int64_t mid_window = 0;  // positions inside a window (batch 1 or 2 of it)
+    for (size_t from : {size_t{1}, size_t{4}, size_t{6}, size_t{10}, size_t{23}, size_t{37}}) {
       INFO("from " << from << ": " << positions[from].to_string());
-      DataLoader resumed(options(dir, 2, 4, 2, shuffled));
+      mid_window += positions[from].window_batch > 0 ? 1 : 0;
+      DataLoader resumed(options(dir, 2, 4, 2, shuffled, window));
       resumed.restore(DataPosition::parse(positions[from].to_string()));
       for (size_t i = from; i < rows.size(); ++i) {
         const Batch b = resumed.next();
         CHECK(std::vector<int32_t>(b.x.data<int32_t>(), b.x.data<int32_t>() + b.x.numel()) == rows[i]);
       }
     }
+    CHECK((window == 1 ? mid_window == 0 : mid_window >= 2));
+    if (window > 1) {  // a batch past the window
+      DataPosition past = positions[4];
+      past.window_batch = window;
+      DataLoader resumed(options(dir, 2, 4, 2, shuffled, window));
+      CHECK_THROWS_WITH(resumed.restore(past), Catch::Contains("outside data.balance_window = 3"));
+    }
     DataLoader windows(DataLoaderOptions{.pattern = dir.file("train_*.bin"), .seq_len = 4, .global_batch = 2});
     CHECK_THROWS_WITH(windows.restore(positions[3]), Catch::Contains("data.packing = \"documents\""));
+  }
+}
+
+namespace {
+
+// One global batch read by both replicas (shares 2 and 4, micro-batches of 1 and 2): its
+// non-padding segments (x, y), its tokens in them, and checks that the global target count
+// both replicas were given is the targets of all their rows.
+struct Step {
+  std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> segments;
+  int64_t tokens = 0;
+};
+Step read_step(DataLoader& a, DataLoader& b) {
+  Step out;
+  int64_t targets = 0;
+  std::vector<int64_t> global;
+  for (const Batch& m : {a.next(), a.next(), b.next(), b.next()}) {
+    global.push_back(m.global_targets);
+    for (const Segment& s : segments(m, 16)) {
+      if (s.x.size() == 1 && s.y[0] == kIgnoreTarget && s.x[0] == 0) continue;  // padding
+      out.segments.emplace_back(s.x, s.y);
+      out.tokens += static_cast<int64_t>(s.x.size());
+      for (int32_t t : s.y) targets += t != kIgnoreTarget ? 1 : 0;
+    }
+  }
+  for (int64_t g : global) CHECK(g == targets);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("balance window: its batches hold the pieces of as many stream-order batches, each once, as full",
+          "[documents]") {
+  TempDir dir("documents-window");
+  write_documents(dir, lengths_for_test(), 7);
+  for (auto [shuffled, window] : {std::pair{false, 2}, {true, 2}, {false, 3}, {true, 3}}) {
+    INFO("shuffled " << shuffled << ", balance_window " << window);
+    // Each replica forms the window on its own: were they to differ, pieces would go missing or twice.
+    DataLoader a(options(dir, 0, 2, 1, shuffled, window)), b(options(dir, 2, 4, 2, shuffled, window));
+    DataLoader stream_a(options(dir, 0, 2, 1, shuffled)), stream_b(options(dir, 2, 4, 2, shuffled));
+    for (int w = 0; w < 2; ++w) {  // two windows, both in the first epoch
+      INFO("window " << w);
+      std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> formed, stream;
+      int64_t least_stream = 16 * 6, least_formed = 16 * 6;
+      for (int i = 0; i < window; ++i) {
+        CHECK(a.position().window_batch == i);
+        const Step f = read_step(a, b), s = read_step(stream_a, stream_b);
+        formed.insert(formed.end(), f.segments.begin(), f.segments.end());
+        stream.insert(stream.end(), s.segments.begin(), s.segments.end());
+        least_formed = std::min(least_formed, f.tokens);
+        least_stream = std::min(least_stream, s.tokens);
+      }
+      std::sort(formed.begin(), formed.end());
+      std::sort(stream.begin(), stream.end());
+      CHECK(formed == stream);  // the same pieces, each once, over the window's batches
+      CHECK(std::adjacent_find(formed.begin(), formed.end()) == formed.end());
+      CHECK(least_formed >= least_stream);  // no batch emptier than next-fit leaves one
+      CHECK(a.position() == stream_a.position());
+    }
+    CHECK(a.position().epoch == 0);
   }
 }
 
@@ -248,7 +322,8 @@ TEST_CASE("packed documents in buckets: the global batch's pieces once each, in 
     DataLoaderOptions whole = options(dir, 0, 6, 6, shuffled);
     whole.shares = {6};
     DataLoader plain(whole);
-    BucketBatcher buckets(options(dir, 0, 2, 1, shuffled), shapes);
+    // Buckets ignore data.balance_window: their global batches are the stream-order ones.
+    BucketBatcher buckets(options(dir, 0, 2, 1, shuffled, /*window=*/3), shapes);
     std::vector<DataPosition> positions;
     std::vector<std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>>> steps;
     for (int step = 0; step < 20; ++step) {  // past the end of an epoch
@@ -267,7 +342,7 @@ TEST_CASE("packed documents in buckets: the global batch's pieces once each, in 
       CHECK(global == b.global_targets);
     }
     CHECK(positions.back().epoch >= 1);
-    BucketBatcher resumed(options(dir, 0, 2, 1, shuffled), shapes);
+    BucketBatcher resumed(options(dir, 0, 2, 1, shuffled, 3), shapes);
     resumed.restore(DataPosition::parse(positions[7].to_string()));
     for (size_t i = 7; i < steps.size(); ++i) {
       int64_t global = 0;
