@@ -66,11 +66,6 @@ ReplicaLoads replica_loads(const PackedBatch& batch, std::span<const int64_t> le
 // max / mean of values (1 when all are equal; values must not all be 0).
 double max_over_mean(std::span<const double> values);
 
-// A lower bound on the attention max / mean (per share row, as replica_loads and
-// max_over_mean give it) of every packing of the pieces into rows of seq_len over replicas
-// owning shares[k] rows each: see Note [Packing balance bound]. 0 for no pieces.
-double attention_bound(std::span<const int64_t> lengths, std::span<const int64_t> shares, int64_t seq_len);
-
 // Documents of the given lengths, in order, cut into pieces of at most seq_len and packed into
 // consecutive global batches as the loader does (pieces left at the end that cannot fill one
 // are dropped): per batch the max / mean over replicas of the attention load and of the
@@ -79,7 +74,7 @@ struct BalanceReport {
   int64_t batches = 0;
   double in_order_attention = 0, balanced_attention = 0;
   double in_order_total = 0, balanced_total = 0;
-  double attention_bound = 0;  // no packing's attention max/mean is lower
+  double attention_bound = 0;  // no packing's attention max/mean is lower (packing_bound.h)
 };
 // n document lengths in [lo, hi], long-tailed: P(L > x) ∝ 1/x - 1/hi (a truncated Pareto of
 // index 1: most documents short, a few near hi), from the counter-based RNG keyed by seed.

@@ -7,6 +7,7 @@
 // load, every such change tried here) and the largest load against a brute-force optimum, which
 // attention_bound (Note [Packing balance bound]) never exceeds.
 #include "lib/io/document_packing.h"
+#include "lib/io/packing_bound.h"
 
 #include <catch2/catch.hpp>
 
@@ -260,4 +261,9 @@ TEST_CASE("the attention balance bound is never above the brute-force optimum, f
     CHECK(gap[k] / per_layout <= most_gap[k]);
   }
   CHECK(attention_bound({}, std::vector<int64_t>{1, 3}, T) == 0);
+  // Five documents of 2,048 over four replicas of two rows: two share one (2 x 2,048² over its
+  // two rows), against the mean per share row, (5 x 2,048² + 64²) / 8: the packing_bound.h example.
+  const std::vector<int64_t> five = {2048, 2048, 2048, 2048, 2048, 64};
+  CHECK(attention_bound(five, std::vector<int64_t>{2, 2, 2, 2}, 2048) ==
+        Approx(8.0 * 2048 * 2048 / (5.0 * 2048 * 2048 + 64 * 64)).epsilon(1e-9));
 }
