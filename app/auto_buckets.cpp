@@ -40,6 +40,7 @@ struct PlanState {
   std::unique_ptr<plan::BucketPlanner> planner;
   std::map<std::string, io::BucketShape> shape_of;  // strategy name -> its replicas' shares
   std::string previous;                             // the last plan logged
+  double outside_s = 0;  // a step's cost beside its buckets: the default's gradient sync and optimizer step
 };
 
 }  // namespace
@@ -65,6 +66,8 @@ io::BucketPlanFn auto_bucket_plan(const config::LoadedConfig& loaded, const Prof
     }
     state->shape_of[name] = std::move(shape);
   }
+  const plan::LayoutPrediction held = estimate_layout(under_strategy(loaded, config::kDefaultStrategy), profile).prediction;
+  state->outside_s = held.grad_sync_s + held.optimizer_s;
   for (const plan::DocumentStrategy& s : state->planner->strategies()) {
     spdlog::info("parallel.auto: strategy {}{} holds rows of up to {} tokens in its devices' memory", s.name,
                  s.name == config::kDefaultStrategy ? "" : " (a compute copy and its gradients beside the default's state)",
@@ -90,7 +93,9 @@ io::BucketPlanFn auto_bucket_plan(const config::LoadedConfig& loaded, const Prof
                    described, plan.predicted_s, ms, lengths.size());
       state->previous = std::move(described);
     }
-    spdlog::debug("parallel.auto: bucket plan of {} pieces in {:.3f} ms", lengths.size(), ms);
+    spdlog::debug("parallel.auto: bucket plan of {} pieces in {:.3f} ms, step predicted {:.4f} s (the buckets' {:.4f} s "
+                  "and the default's gradient sync and optimizer step)",
+                  lengths.size(), ms, plan.predicted_s + state->outside_s, plan.predicted_s);
     return buckets;
   };
 }

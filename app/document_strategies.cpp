@@ -1,6 +1,8 @@
 // document_strategies: a job's layouts priced as strategies for documents.
 #include "app/document_strategies.h"
 
+#include "app/micro_batch_overhead.h"
+
 namespace hetu::app {
 
 // The cluster's slowest link: what a strategy's parameters come in and gradients go back over.
@@ -43,8 +45,11 @@ std::vector<plan::DocumentStrategy> job_strategies(const config::LoadedConfig& l
   std::vector<plan::DocumentStrategy> out;
   for (const std::string& name : names) {
     const config::LoadedConfig under = under_strategy(loaded, name);
-    out.push_back(document_strategy(name, estimate_layout(under, profile), under.config.parallel,
-                                    loaded.config.training.seq_len, name == config::kDefaultStrategy ? nullptr : &link));
+    const LayoutEstimate estimate = estimate_layout(under, profile);
+    out.push_back(document_strategy(name, estimate, under.config.parallel, loaded.config.training.seq_len,
+                                    name == config::kDefaultStrategy ? nullptr : &link));
+    const std::vector<std::vector<plan::StageTimes>> fixed = micro_batch_overhead(under, profile, estimate);
+    for (size_t r = 0; r < fixed.size(); ++r) out.back().replicas[r].fixed = fixed[r];
     if (out.size() > 1) plan::price_as_compute_copy(out.back(), out.front(), memory_share);
   }
   return out;

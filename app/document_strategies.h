@@ -29,7 +29,7 @@ plan::DocumentStrategy document_strategy(const std::string& name, const LayoutEs
 config::LoadedConfig under_strategy(const config::LoadedConfig& loaded, const std::string& name);
 
 // Every strategy of the job ("default" first, then [[parallel.strategy]] in file order), each
-// its own layout's estimate; only "default" holds the parameters, the others are compute
+// its own layout's estimate with its micro-batches' fixed cost (micro_batch_overhead.h); only "default" holds the parameters, the others are compute
 // copies beside its training state (plan::price_as_compute_copy, within `memory_share` of
 // their devices' memory).
 std::vector<plan::DocumentStrategy> job_strategies(const config::LoadedConfig& loaded, const Profile& profile,

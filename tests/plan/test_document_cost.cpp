@@ -83,7 +83,7 @@ TEST_CASE("document cost: a micro-batch of documents is the sum of each as its o
         backward += alone.times.backward_s;
         send += alone.times.send_s;
       }
-      const StageTimes t = micro_batch_times(s, 0, priced, 122, 100 * 100 + 17 * 17 + 5 * 5);
+      const StageTimes t = micro_batch_times(s, 0, 0, 122, 100 * 100 + 17 * 17 + 5 * 5);
       CHECK(t.forward_s == Approx(forward).epsilon(1e-12));
       CHECK(t.backward_s == Approx(backward).epsilon(1e-12));
       CHECK(t.send_s == Approx(send).epsilon(1e-12));
