@@ -69,9 +69,16 @@ io::BucketPlanFn auto_bucket_plan(const config::LoadedConfig& loaded, const Prof
   const plan::LayoutPrediction held = estimate_layout(under_strategy(loaded, config::kDefaultStrategy), profile).prediction;
   state->outside_s = held.grad_sync_s + held.optimizer_s;
   for (const plan::DocumentStrategy& s : state->planner->strategies()) {
-    spdlog::info("parallel.auto: strategy {}{} holds rows of up to {} tokens in its devices' memory", s.name,
+    double fixed_ms = 0;  // its first replica's, forward and backward through every stage
+    for (size_t k = 0; k < s.replicas.front().stages.size(); ++k) {
+      const plan::StageTimes f = plan::fixed_times(s.replicas.front(), k);
+      fixed_ms += 1e3 * (f.forward_s + f.backward_s);
+    }
+    spdlog::info("parallel.auto: strategy {}{} holds rows of up to {} tokens in its devices' memory; each "
+                 "micro-batch pays {:.3f} ms however few its tokens (Note [Fixed cost per micro-batch])",
+                 s.name,
                  s.name == config::kDefaultStrategy ? "" : " (a compute copy and its gradients beside the default's state)",
-                 longest_held(s, c.training.global_batch, c.training.seq_len));
+                 longest_held(s, c.training.global_batch, c.training.seq_len), fixed_ms);
   }
   spdlog::info("parallel.auto: each step's buckets planned over the strategies {} (profile: {})",
                fmt::join(auto_bucket_strategies(c), ", "),
