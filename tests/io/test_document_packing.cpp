@@ -4,8 +4,9 @@
 // packing brings the per-replica attention cost's max/mean to <= 1.05 where in-order packing
 // leaves it >= 1.3, with equal and with uneven (replicas of different speed) shares; the
 // refinement's guarantee (no single row swap, piece move or piece swap lowers the largest
-// load, every such change tried here) and the largest load against a brute-force optimum, which
-// attention_bound (Note [Packing balance bound]) never exceeds.
+// load, every such change tried here) and the largest load against a brute-force optimum; and
+// attention_bound (lib/io/packing_bound.h) against the brute-force least max/mean, with equal
+// and unequal shares: never above it, and not trivially loose.
 #include "lib/io/document_packing.h"
 #include "lib/io/packing_bound.h"
 

@@ -1,7 +1,8 @@
 // The bucket planner (lib/plan/bucket_planner.h) against an exhaustive enumeration of every
 // bucketing and strategy assignment of small batches (priced exactly by load_time_s), its
 // tabulated prices against load_time_s, the plan's contract, cases where the attention term,
-// a memory limit or the switch cost decide the plan, and its time for 1,000 documents.
+// a memory limit, the switch cost or a fixed cost per micro-batch (hand-computed plans) decide
+// the plan, and its time for 1,000 documents.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
