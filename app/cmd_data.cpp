@@ -82,7 +82,7 @@ int run_data_balance(const DataBalanceOptions& options) {
   line += fmt::format("{:<10} {:>20.3f} {:>20.3f}\n", "balanced", r.balanced_attention, r.balanced_total);
   if (r.attention_bound > 0) line += fmt::format("{:<10} {:>20.3f} {:>20}\n", "bound", r.attention_bound, "");
   line += fmt::format("(per replica, per share row, averaged over the global batches; cost = L² per document + {} per "
-                      "token slot; bound: no packing's attention max/mean is lower, lib/io/document_packing.h)\n",
+                      "token slot; bound: no packing's attention max/mean is lower, lib/io/packing_bound.h)\n",
                       options.linear_per_token);
   std::fputs(line.c_str(), stdout);
   return 0;
