@@ -25,6 +25,11 @@ plan::DocumentStrategy document_strategy(const std::string& name, const LayoutEs
                                          const config::ParallelSection& parallel, int64_t seq_len,
                                          const plan::Link* reshard);
 
+// Sets each replica's fixed cost per micro-batch (micro_batch_overhead.h) of `s`, priced from
+// `estimate` (estimate_layout of `under`, the job under that layout, on `profile`).
+void price_micro_batch_overhead(plan::DocumentStrategy& s, const config::LoadedConfig& under, const Profile& profile,
+                                const LayoutEstimate& estimate);
+
 // The job with [parallel] replaced by strategy `name`'s layout (what that strategy is priced as).
 config::LoadedConfig under_strategy(const config::LoadedConfig& loaded, const std::string& name);
 
