@@ -16,7 +16,8 @@
 #   single:    [parallel] auto = true alone: the best single layout that fits, for every batch.
 # Prints each run's layout and bucket plans, the per-batch run's mean predicted step (the
 # planner's, fixed costs per micro-batch included; the profile has micro-batches of 1, 2 and 4
-# rows for their fit) next to its measured one, mean step time and tokens/s over the steps
+# rows for their fit) next to its measured one, the same for the single run (how far the
+# profile itself is off, the calibration the per-batch ratio is read against), mean step time and tokens/s over the steps
 # after the first two, and their ratio (goal >= 1.25x); then `hetu data balance` on the same data:
 # the per-replica attention cost max/mean of in-order and cost-balanced packing over 4 replicas
 # (goals: balanced <= 1.05, in-order >= 1.3) and a lower bound no packing goes below (at the
@@ -155,16 +156,29 @@ for run in per-batch single; do
     sed -nE 's/.*bucket plan of .* step predicted ([0-9.]+) s.*/\1/p' "$work/$run/logs/rank-0.log" > "$work/predicted.txt"
   fi
 done
-/usr/bin/python3 - "$work/per-batch/metrics.jsonl" "$work/predicted.txt" <<'PY'
+# The single run's launch prediction against its steps calibrates the profile: the per-batch
+# ratio should come near it when the buckets are priced right.
+sed -nE 's/.*parallel.auto: chose .*predicted step ([0-9.]+) s.*/\1/p' "$work/single/logs/rank-0.log" | head -1 \
+  > "$work/single-predicted.txt"
+/usr/bin/python3 - "$work/per-batch/metrics.jsonl" "$work/predicted.txt" "$work/single/metrics.jsonl" \
+  "$work/single-predicted.txt" <<'PY'
 import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-measured = {r["step"]: r["step_s"] for r in rows if "step_s" in r}
+def measured(path):
+    rows = [json.loads(l) for l in open(path) if l.strip()]
+    return {r["step"]: r["step_s"] for r in rows if "step_s" in r}
+per_batch, single = measured(sys.argv[1]), measured(sys.argv[3])
 predicted = [float(l) for l in open(sys.argv[2]) if l.strip()]
-steps = [s for s in sorted(measured) if s > 2 and s <= len(predicted)] or sorted(measured)[:len(predicted)]
+steps = [s for s in sorted(per_batch) if s > 2 and s <= len(predicted)] or sorted(per_batch)[:len(predicted)]
 if steps:
     p = sum(predicted[s - 1] for s in steps) / len(steps)
-    m = sum(measured[s] for s in steps) / len(steps)
+    m = sum(per_batch[s] for s in steps) / len(steps)
     print(f"  per-batch step predicted {p:.3f} s, measured {m:.3f} s (predicted / measured {p / m:.2f}, over {len(steps)} steps)")
+single_predicted = [float(l) for l in open(sys.argv[4]) if l.strip()]
+later = [single[s] for s in sorted(single) if s > 2] or list(single.values())
+if single_predicted and later:
+    m = sum(later) / len(later)
+    print(f"  single step predicted {single_predicted[0]:.3f} s, measured {m:.3f} s "
+          f"(predicted / measured {single_predicted[0] / m:.2f}: the profile's calibration)")
 PY
 /usr/bin/python3 - "$work/per-batch/metrics.jsonl" "$work/single/metrics.jsonl" <<'PY'
 import json, sys
