@@ -40,6 +40,7 @@ struct PlanState {
   std::unique_ptr<plan::BucketPlanner> planner;
   std::map<std::string, io::BucketShape> shape_of;  // strategy name -> its replicas' shares
   std::string previous;                             // the last plan logged
+  double outside_s = 0;  // a step's cost beside its buckets: the default's gradient sync and optimizer step
 };
 
 }  // namespace
@@ -65,10 +66,19 @@ io::BucketPlanFn auto_bucket_plan(const config::LoadedConfig& loaded, const Prof
     }
     state->shape_of[name] = std::move(shape);
   }
+  const plan::LayoutPrediction held = estimate_layout(under_strategy(loaded, config::kDefaultStrategy), profile).prediction;
+  state->outside_s = held.grad_sync_s + held.optimizer_s;
   for (const plan::DocumentStrategy& s : state->planner->strategies()) {
-    spdlog::info("parallel.auto: strategy {}{} holds rows of up to {} tokens in its devices' memory", s.name,
+    double fixed_ms = 0;  // its first replica's, forward and backward through every stage
+    for (size_t k = 0; k < s.replicas.front().stages.size(); ++k) {
+      const plan::StageTimes f = plan::fixed_times(s.replicas.front(), k);
+      fixed_ms += 1e3 * (f.forward_s + f.backward_s);
+    }
+    spdlog::info("parallel.auto: strategy {}{} holds rows of up to {} tokens in its devices' memory; each "
+                 "micro-batch pays {:.3f} ms however few its tokens (Note [Fixed cost per micro-batch])",
+                 s.name,
                  s.name == config::kDefaultStrategy ? "" : " (a compute copy and its gradients beside the default's state)",
-                 longest_held(s, c.training.global_batch, c.training.seq_len));
+                 longest_held(s, c.training.global_batch, c.training.seq_len), fixed_ms);
   }
   spdlog::info("parallel.auto: each step's buckets planned over the strategies {} (profile: {})",
                fmt::join(auto_bucket_strategies(c), ", "),
@@ -90,7 +100,9 @@ io::BucketPlanFn auto_bucket_plan(const config::LoadedConfig& loaded, const Prof
                    described, plan.predicted_s, ms, lengths.size());
       state->previous = std::move(described);
     }
-    spdlog::debug("parallel.auto: bucket plan of {} pieces in {:.3f} ms", lengths.size(), ms);
+    spdlog::debug("parallel.auto: bucket plan of {} pieces in {:.3f} ms, step predicted {:.4f} s (the buckets' {:.4f} s "
+                  "and the default's gradient sync and optimizer step)",
+                  lengths.size(), ms, plan.predicted_s + state->outside_s, plan.predicted_s);
     return buckets;
   };
 }

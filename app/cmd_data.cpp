@@ -100,7 +100,7 @@ int run_data_balance(const DataBalanceOptions& options) {
   if (r.attention_bound > 0) line += fmt::format("{:<20} {:>20.3f}\n", "bound", r.attention_bound);
   line += fmt::format("(per replica, per share row, averaged over the global batches; cost = L² per document + {} per "
                       "token slot; least fill: the emptiest batch's tokens / its rows' slots; bound: no packing of the "
-                      "stream-order batches (window 1) has a lower attention max/mean, lib/io/document_packing.h; a "
+                      "stream-order batches (window 1) has a lower attention max/mean, lib/io/packing_bound.h; a "
                       "window re-forms its batches, lib/io/window_packing.h)\n",
                       options.linear_per_token);
   std::fputs(line.c_str(), stdout);

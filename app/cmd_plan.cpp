@@ -100,6 +100,9 @@ std::vector<plan::DocumentStrategy> searched_strategies(const config::LoadedConf
     if (!ranked[i].fits) continue;
     out.push_back(document_strategy(std::to_string(i + 1), ranked[i].estimate, ranked[i].job.parallel,
                                     loaded.config.training.seq_len, out.empty() ? nullptr : &link));
+    config::LoadedConfig under = loaded;
+    under.config = ranked[i].job;
+    price_micro_batch_overhead(out.back(), under, profile, ranked[i].estimate);
     if (out.size() > 1) plan::price_as_compute_copy(out.back(), out.front());
   }
   return out;

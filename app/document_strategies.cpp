@@ -1,6 +1,8 @@
 // document_strategies: a job's layouts priced as strategies for documents.
 #include "app/document_strategies.h"
 
+#include "app/micro_batch_overhead.h"
+
 namespace hetu::app {
 
 // The cluster's slowest link: what a strategy's parameters come in and gradients go back over.
@@ -27,6 +29,12 @@ plan::DocumentStrategy document_strategy(const std::string& name, const LayoutEs
   return plan::document_strategy(name, e.replicas, memory, micro_batch, seq_len, reshard);
 }
 
+void price_micro_batch_overhead(plan::DocumentStrategy& s, const config::LoadedConfig& under, const Profile& profile,
+                                const LayoutEstimate& estimate) {
+  const std::vector<std::vector<plan::StageTimes>> fixed = micro_batch_overhead(under, profile, estimate);
+  for (size_t r = 0; r < fixed.size(); ++r) s.replicas.at(r).fixed = fixed[r];
+}
+
 config::LoadedConfig under_strategy(const config::LoadedConfig& loaded, const std::string& name) {
   config::LoadedConfig under = loaded;
   under.config.parallel = loaded.config.strategy(name);
@@ -43,8 +51,10 @@ std::vector<plan::DocumentStrategy> job_strategies(const config::LoadedConfig& l
   std::vector<plan::DocumentStrategy> out;
   for (const std::string& name : names) {
     const config::LoadedConfig under = under_strategy(loaded, name);
-    out.push_back(document_strategy(name, estimate_layout(under, profile), under.config.parallel,
-                                    loaded.config.training.seq_len, name == config::kDefaultStrategy ? nullptr : &link));
+    const LayoutEstimate estimate = estimate_layout(under, profile);
+    out.push_back(document_strategy(name, estimate, under.config.parallel, loaded.config.training.seq_len,
+                                    name == config::kDefaultStrategy ? nullptr : &link));
+    price_micro_batch_overhead(out.back(), under, profile, estimate);
     if (out.size() > 1) plan::price_as_compute_copy(out.back(), out.front(), memory_share);
   }
   return out;

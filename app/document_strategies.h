@@ -25,11 +25,16 @@ plan::DocumentStrategy document_strategy(const std::string& name, const LayoutEs
                                          const config::ParallelSection& parallel, int64_t seq_len,
                                          const plan::Link* reshard);
 
+// Sets each replica's fixed cost per micro-batch (micro_batch_overhead.h) of `s`, priced from
+// `estimate` (estimate_layout of `under`, the job under that layout, on `profile`).
+void price_micro_batch_overhead(plan::DocumentStrategy& s, const config::LoadedConfig& under, const Profile& profile,
+                                const LayoutEstimate& estimate);
+
 // The job with [parallel] replaced by strategy `name`'s layout (what that strategy is priced as).
 config::LoadedConfig under_strategy(const config::LoadedConfig& loaded, const std::string& name);
 
 // Every strategy of the job ("default" first, then [[parallel.strategy]] in file order), each
-// its own layout's estimate; only "default" holds the parameters, the others are compute
+// its own layout's estimate with its micro-batches' fixed cost (micro_batch_overhead.h); only "default" holds the parameters, the others are compute
 // copies beside its training state (plan::price_as_compute_copy, within `memory_share` of
 // their devices' memory).
 std::vector<plan::DocumentStrategy> job_strategies(const config::LoadedConfig& loaded, const Profile& profile,

@@ -308,7 +308,8 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const Profile
       cost.stages.push_back(plan::estimate_stage(facts, shape, rates));
       if (c.parallel.zero == 1) cost.stages.back().zero_state_share = zero_state_share(c, stage);
       infos.push_back({rates.measured.has_value(), format_device_list(stage.devices), type.name, smallest_memory_bytes(loaded, stage.devices),
-                       stage.layers.first, stage.layers.last, stage.tp()});
+                       stage.layers.first, stage.layers.last, stage.tp(), stage.tp() > 1 ? rates.tp.latency_s : 0.0,
+                       s + 1 < replica.stages.size() ? rates.next_stage.latency_s : 0.0});
       e.peak_flops += static_cast<double>(stage.tp()) * peak_flops(type, c.training.precision);
     }
     e.replicas.push_back(std::move(cost));

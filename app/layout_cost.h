@@ -28,6 +28,9 @@ struct StageEstimateInfo {
   std::string device_type;   // the catalogue type of its slowest device (a tp group runs at its pace)
   double memory_bytes = 0;   // per device, the smallest of its devices; 0: unbounded
   int64_t first_layer = 0, last_layer = 0, tp = 1;
+  // The latency of each message of its tp collectives and of its send to the next stage (0:
+  // none), the part of a micro-batch's time no shorter rows save (app/micro_batch_overhead.h).
+  double tp_latency_s = 0, send_latency_s = 0;
 };
 
 struct LayoutEstimate {

@@ -2,10 +2,10 @@
 #include "lib/io/document_packing.h"
 
 #include <algorithm>
-#include <functional>
 #include <numeric>
 
 #include "lib/core/rng.h"
+#include "lib/io/packing_bound.h"
 #include "lib/io/window_packing.h"
 #include "lib/util/error.h"
 
@@ -382,56 +382,6 @@ std::vector<int64_t> long_tailed_lengths(int64_t n, int64_t lo, int64_t hi, uint
     out.push_back(std::clamp(static_cast<int64_t>(1.0 / (a - u * (a - b))), lo, hi));
   }
   return out;
-}
-
-// Note [Packing balance bound]
-// n replicas of s rows each hold C = s x seq_len tokens; the mean attention is Σ L² / n. No
-// packing's largest load is below
-//   - the mean;
-//   - for every m, the m + 1 smallest of the n·m + 1 largest pieces' L² (one replica holds m + 1 of them);
-//   - for every k < n, with L_k the k-th longest piece: either two of the k longest share a
-//     replica (2 L_k²), or they sit on k replicas while the other n - k hold at most (n - k) C
-//     tokens, so those k take the rest of the tokens, at least as much attention as the
-//     shortest other pieces carry for them (fluid: t tokens of a piece of L cost t L); the largest
-//     of the k then has at least (Σ of the k longest L² + that) / k. The lesser of the two.
-// A batch nearly full of tokens (next-fit) whose few longest documents each bring about a
-// replica's mean is bound by the last: their replicas must still take tokens the others have
-// no room for (tests: the brute-force optimum is never below it).
-double attention_bound(std::span<const int64_t> lengths, std::span<const int64_t> shares, int64_t seq_len) {
-  if (lengths.empty() || std::any_of(shares.begin(), shares.end(), [&](int64_t s) { return s != shares[0]; })) return 0;
-  const auto n = static_cast<int64_t>(shares.size());
-  const double capacity = static_cast<double>(shares[0] * seq_len);
-  std::vector<int64_t> longest(lengths.begin(), lengths.end());
-  std::sort(longest.begin(), longest.end(), std::greater<>());
-  auto square = [](int64_t l) { return PackingCost::attention(l); };
-  double all_square = 0, all_tokens = 0;
-  for (int64_t l : longest) {
-    all_square += square(l);
-    all_tokens += static_cast<double>(l);
-  }
-  const double mean = all_square / static_cast<double>(n);
-  double bound = mean;
-  const auto count = static_cast<int64_t>(longest.size());
-  for (int64_t m = 0; n * m + 1 <= count; ++m) {
-    double together = 0;
-    for (int64_t i = (n - 1) * m; i <= n * m; ++i) together += square(longest[static_cast<size_t>(i)]);
-    bound = std::max(bound, together);
-  }
-  double top_square = 0, top_tokens = 0;
-  for (int64_t k = 1; k < n && k <= count; ++k) {
-    const int64_t lk = longest[static_cast<size_t>(k - 1)];
-    top_square += square(lk);
-    top_tokens += static_cast<double>(lk);
-    double forced = all_tokens - top_tokens - static_cast<double>(n - k) * capacity, fluid = 0;
-    for (int64_t i = count - 1; i >= k && forced > 0; --i) {  // the shortest others first
-      const auto l = static_cast<double>(longest[static_cast<size_t>(i)]);
-      fluid += std::min(l, forced) * l;
-      forced -= l;
-    }
-    const double apart = (top_square + fluid) / static_cast<double>(k);
-    bound = std::max(bound, k == 1 ? apart : std::min(2 * square(lk), apart));
-  }
-  return bound / mean;
 }
 
 double max_over_mean(std::span<const double> values) {

@@ -66,10 +66,6 @@ ReplicaLoads replica_loads(const PackedBatch& batch, std::span<const int64_t> le
 // max / mean of values (1 when all are equal; values must not all be 0).
 double max_over_mean(std::span<const double> values);
 
-// A lower bound on the attention max / mean of every packing of the pieces into rows of seq_len
-// over replicas of equal shares (0 when the shares differ): see Note [Packing balance bound].
-double attention_bound(std::span<const int64_t> lengths, std::span<const int64_t> shares, int64_t seq_len);
-
 // Documents of the given lengths, in order, cut into pieces of at most seq_len and packed into
 // consecutive global batches as the loader does (pieces left at the end that cannot fill one
 // are dropped): per batch the max / mean over replicas of the attention load and of the
@@ -79,7 +75,7 @@ struct BalanceReport {
   int64_t batches = 0;
   double in_order_attention = 0, balanced_attention = 0;
   double in_order_total = 0, balanced_total = 0;
-  double attention_bound = 0;  // no packing of the stream-order batches is lower (0: shares differ)
+  double attention_bound = 0;  // no packing of the stream-order batches is lower (packing_bound.h)
   double in_order_fill = 1, balanced_fill = 1;  // the least tokens a batch holds / its Σ shares · seq_len
 };
 // n document lengths in [lo, hi], long-tailed: P(L > x) ∝ 1/x - 1/hi (a truncated Pareto of

@@ -26,7 +26,10 @@ namespace hetu::plan {
 // A price must be O(replicas): a replica's pipeline of m alike micro-batches of t tokens whose
 // Σ L² is q takes t x G_m(q / t), since every stage time is linear in (t, q) and the critical
 // path (pipeline_time) scales with all its durations; q / t = Σ L² / Σ L of the run is the same
-// for every replica. G_m is tabulated once per strategy and replica, for m up to what
+// for every replica; with fixed parts per micro-batch (Note [Fixed cost per micro-batch]) the
+// price adds F_m, the pipeline of m micro-batches of the stages' fixed parts alone: exact for
+// one stage (both are sums), an upper bound otherwise (a makespan, a max over paths of sums,
+// is subadditive), tight where one stage is the bottleneck of both. G_m is tabulated once per strategy and replica, for m up to what
 // max_batch_tokens needs, at ratio_points ratios spaced evenly in log between 1 and the
 // strategy's widest micro-batch (the ratio of any run lies there), and interpolated linearly
 // between them: exact at the grid and wherever one stage stays the bottleneck (G_m then is
@@ -67,6 +70,18 @@ BucketPlanner::BucketPlanner(std::vector<DocumentStrategy> strategies, BucketPla
                          r.micro_batch_tokens % s.row_tokens == 0,
                      "bucket planner: strategy '{}' has a replica without stages, memory, share or micro-batch of "
                      "rows", s.name);
+      HT_USAGE_CHECK(r.fixed.empty() || r.fixed.size() == r.stages.size(),
+                     "bucket planner: strategy '{}' has a fixed cost for {} of {} stages", s.name, r.fixed.size(),
+                     r.stages.size());
+      for (size_t k = 0; k < r.fixed.size(); ++k) {
+        const StageTimes& f = r.fixed[k];
+        const StageCost& c = r.stages[k];
+        HT_USAGE_CHECK(f.forward_s >= 0 && f.backward_s >= 0 && f.send_s >= 0 &&
+                           f.forward_s <= c.times.forward_s - c.attention_forward_s &&
+                           f.backward_s <= c.times.backward_s - c.attention_backward_s && f.send_s <= c.times.send_s,
+                       "bucket planner: strategy '{}' stage {}'s fixed cost per micro-batch is negative or more than its "
+                       "per-token part", s.name, k);
+      }
       shares += r.share;
       widest = std::max(widest, r.micro_batch_tokens);
     }
@@ -94,13 +109,18 @@ BucketPlanner::BucketPlanner(std::vector<DocumentStrategy> strategies, BucketPla
       t.micro_batches = std::max<int64_t>(1, t.micro_batches);
       t.extrapolate_after = tabulated_up_to(static_cast<int64_t>(s.replicas[r].stages.size()));
       t.micro_batches = std::min(t.micro_batches, t.extrapolate_after);
+      const size_t stages = s.replicas[r].stages.size();
+      std::vector<StageTimes> fixed;
+      for (size_t k = 0; k < stages; ++k) fixed.push_back(fixed_times(s.replicas[r], k));
       for (int64_t m = 1; m <= t.micro_batches; ++m) {
         t.fitting.push_back(max_fitting_tokens(s, r, m));
         for (double ratio : ratios) {
           std::vector<StageTimes> times;
-          for (const StageCost& stage : s.replicas[r].stages) times.push_back(micro_batch_times(s, r, stage, 1.0, ratio));
+          for (size_t k = 0; k < stages; ++k) times.push_back(scaled_times(s, r, k, 1.0, ratio));
           t.makespan.push_back(pipeline_time(s.replicas[r].schedule, m, times).makespan_s);
         }
+        t.fixed_makespan.push_back(s.replicas[r].fixed.empty() ? 0.0
+                                                                : pipeline_time(s.replicas[r].schedule, m, fixed).makespan_s);
       }
       tables.push_back(std::move(t));
     }
@@ -115,7 +135,7 @@ double BucketPlanner::replica_s(size_t s, size_t r, const ReplicaPart& part, dou
   const ReplicaTable& t = tables_[s][r];
   if (part.micro_batches > t.micro_batches && t.micro_batches < t.extrapolate_after) {  // past a batch's tables
     std::vector<StageTimes> times;
-    for (const StageCost& stage : strategy.replicas[r].stages) {
+    for (size_t stage = 0; stage < strategy.replicas[r].stages.size(); ++stage) {
       times.push_back(micro_batch_times(strategy, r, stage, part.tokens, part.square_tokens));
     }
     return pipeline_time(strategy.replicas[r].schedule, part.micro_batches, times).makespan_s;
@@ -127,15 +147,16 @@ double BucketPlanner::replica_s(size_t s, size_t r, const ReplicaPart& part, dou
   const double w = std::clamp((ratio - grid[static_cast<size_t>(k)]) /
                                   (grid[static_cast<size_t>(k + 1)] - grid[static_cast<size_t>(k)]),
                               0.0, 1.0);
-  auto at = [&](int64_t m) {  // G_m at the ratio, m <= the tables
+  auto at = [&](int64_t m) {  // t x G_m at the ratio plus F_m, m <= the tables
     const size_t row = static_cast<size_t>((m - 1) * (last + 1) + k);
-    return (1 - w) * t.makespan[row] + w * t.makespan[row + 1];
+    return part.tokens * ((1 - w) * t.makespan[row] + w * t.makespan[row + 1]) +
+           t.fixed_makespan[static_cast<size_t>(m - 1)];
   };
-  if (part.micro_batches <= t.micro_batches) return part.tokens * at(part.micro_batches);
+  if (part.micro_batches <= t.micro_batches) return at(part.micro_batches);
   const int64_t window = 2 * static_cast<int64_t>(strategy.replicas[r].stages.size());
   const double per_window = at(t.micro_batches) - at(t.micro_batches - window);
-  return part.tokens * (at(t.micro_batches) +
-                        per_window * static_cast<double>(part.micro_batches - t.micro_batches) / static_cast<double>(window));
+  return at(t.micro_batches) +
+         per_window * static_cast<double>(part.micro_batches - t.micro_batches) / static_cast<double>(window);
 }
 
 double BucketPlanner::bucket_s(size_t s, const DocumentLoad& load) const {

@@ -68,6 +68,7 @@ class BucketPlanner {
     int64_t micro_batches = 0;         // tabulated for 1..micro_batches
     int64_t extrapolate_after = 0;     // past this many, G_m is extrapolated (Note [Bucket planner])
     std::vector<double> makespan;      // [(m - 1) x ratio points + k]: per token of a micro-batch
+    std::vector<double> fixed_makespan;  // [m - 1]: F_m, the micro-batches' fixed parts alone
     std::vector<int64_t> fitting;      // [m - 1]: max_fitting_tokens
   };
   double replica_s(size_t s, size_t r, const ReplicaPart& part, double ratio) const;

@@ -37,6 +37,16 @@ namespace hetu::plan {
 // memory limit keeps long documents (long rows, big micro-batches) off a strategy that
 // short ones (short rows) fit. The set runs in the slowest replica's pipeline time
 // (pipeline_time) plus the strategy's switch_s.
+// Note [Fixed cost per micro-batch]
+// Not all of a micro-batch's time shrinks with its tokens: every layer's kernels launch and
+// every tp collective and pipeline send pays its latency however short the rows are
+// (lib/pipeline/bucket_rows.h: a short bucket runs many small micro-batches). A replica's
+// `fixed` holds, per stage, that part of the priced times (the intercept a of a fit time =
+// a + b x rows over the profile's micro-batch sizes, and the messages' latencies, app/
+// micro_batch_overhead.h); the rest scales with the tokens and squares as above. So m
+// micro-batches of t tokens take m x fixed + (scaled part of m t tokens) on one stage, and a
+// bucket split into more, shorter micro-batches is priced higher. A compute copy's buckets
+// also pay its own gradient sync over its replicas (in switch_s, beside the switch).
 void DocumentLoad::add(int64_t length) {
   HT_USAGE_CHECK(length >= 1, "document cost: a document of {} tokens", length);
   ++documents;
@@ -52,16 +62,34 @@ int64_t DocumentStrategy::micro_batch_tokens() const {
   return least;
 }
 
-StageTimes micro_batch_times(const DocumentStrategy& strategy, size_t r, const StageCost& stage, double tokens,
-                             double square_tokens) {
-  const double priced = strategy.replicas.at(r).priced_tokens;
+StageTimes fixed_times(const DocumentReplica& replica, size_t stage) {
+  return replica.fixed.empty() ? StageTimes{} : replica.fixed.at(stage);
+}
+
+StageTimes scaled_times(const DocumentStrategy& strategy, size_t r, size_t stage, double tokens,
+                        double square_tokens) {
+  const DocumentReplica& replica = strategy.replicas.at(r);
+  const StageCost& cost = replica.stages.at(stage);
+  const StageTimes fixed = fixed_times(replica, stage);
+  const double priced = replica.priced_tokens;
   const double per_token = tokens / priced;
   const double per_square = square_tokens / (priced * strategy.priced_seq_len);
   StageTimes t;
-  t.forward_s = (stage.times.forward_s - stage.attention_forward_s) * per_token + stage.attention_forward_s * per_square;
-  t.backward_s =
-      (stage.times.backward_s - stage.attention_backward_s) * per_token + stage.attention_backward_s * per_square;
-  t.send_s = stage.times.send_s * per_token;
+  t.forward_s = (cost.times.forward_s - cost.attention_forward_s - fixed.forward_s) * per_token +
+                cost.attention_forward_s * per_square;
+  t.backward_s = (cost.times.backward_s - cost.attention_backward_s - fixed.backward_s) * per_token +
+                 cost.attention_backward_s * per_square;
+  t.send_s = (cost.times.send_s - fixed.send_s) * per_token;
+  return t;
+}
+
+StageTimes micro_batch_times(const DocumentStrategy& strategy, size_t r, size_t stage, double tokens,
+                             double square_tokens) {
+  StageTimes t = scaled_times(strategy, r, stage, tokens, square_tokens);
+  const StageTimes fixed = fixed_times(strategy.replicas.at(r), stage);
+  t.forward_s += fixed.forward_s;
+  t.backward_s += fixed.backward_s;
+  t.send_s += fixed.send_s;
   return t;
 }
 
@@ -217,7 +245,7 @@ double load_time_s(const DocumentStrategy& strategy, const DocumentLoad& load) {
     if (!part.fits) return kDocumentsDoNotFit;
     if (part.micro_batches == 0) continue;
     std::vector<StageTimes> times;
-    for (const StageCost& stage : strategy.replicas[r].stages) {
+    for (size_t stage = 0; stage < strategy.replicas[r].stages.size(); ++stage) {
       times.push_back(micro_batch_times(strategy, r, stage, part.tokens, part.square_tokens));
     }
     slowest = std::max(slowest, pipeline_time(strategy.replicas[r].schedule, part.micro_batches, times).makespan_s);
@@ -255,7 +283,12 @@ DocumentStrategy document_strategy(std::string name, const std::vector<ReplicaCo
     replica.micro_batch_tokens = micro_batch[r] * seq_len;
     s.replicas.push_back(std::move(replica));
   }
-  if (reshard != nullptr) s.switch_s = switch_estimate_s(s.replicas, *reshard);
+  if (reshard != nullptr) {  // a compute copy: its own gradient sync, then the switch
+    double sync = 0;
+    for (const DocumentReplica& r : s.replicas)
+      for (const StageCost& stage : r.stages) sync = std::max(sync, stage.grad_sync_s);
+    s.switch_s = sync + switch_estimate_s(s.replicas, *reshard);
+  }
   return s;
 }
 

@@ -49,6 +49,11 @@ struct DocumentReplica {
   // gradients, in place of a training state of their own.
   bool compute_copy = false;
   double resident_bytes = 0;
+  // Per stage, what each of its micro-batches pays whatever its tokens (kernel launches and
+  // per-layer overheads, the latency of its tp collectives and sends; Note [Fixed cost per
+  // micro-batch] in document_cost.cpp): a part of the stage's times, at most their per-token
+  // part. Empty: none (every time scales with the tokens).
+  std::vector<StageTimes> fixed;
   bool operator==(const DocumentReplica&) const = default;
 };
 
@@ -59,15 +64,21 @@ struct DocumentStrategy {
   // The rows its micro-batches pack (the job's seq_len, dividing every micro_batch_tokens),
   // cut shorter for a set of short documents (lib/pipeline/bucket_rows.h).
   int64_t row_tokens = 1;
-  double switch_s = 0;                // per bucket run under it: parameters in, gradients back (0: it holds them)
+  // Per bucket run under it: its gradients summed over its replicas, parameters in and gradients
+  // back (0: it holds them).
+  double switch_s = 0;
   // The longest document every replica's micro-batch may pack (each takes a share of a bucket).
   int64_t micro_batch_tokens() const;
 };
 
 // One micro-batch of replica `r` of `tokens` tokens whose documents' squared lengths sum to
-// `square_tokens`, through `stage` (one of the replica's).
-StageTimes micro_batch_times(const DocumentStrategy& strategy, size_t r, const StageCost& stage, double tokens,
+// `square_tokens`, through its stage `stage`: fixed_times plus scaled_times.
+StageTimes micro_batch_times(const DocumentStrategy& strategy, size_t r, size_t stage, double tokens,
                              double square_tokens);
+// The part of that which scales with the tokens and squares (linear in both).
+StageTimes scaled_times(const DocumentStrategy& strategy, size_t r, size_t stage, double tokens, double square_tokens);
+// The part every micro-batch of the stage pays (DocumentReplica::fixed; zero when it has none).
+StageTimes fixed_times(const DocumentReplica& replica, size_t stage);
 // A device's peak holding `in_flight` of `micro_batches` micro-batches of `tokens` tokens each.
 double micro_batch_peak_bytes(const DocumentReplica& replica, const StageCost& stage, double tokens,
                               int64_t in_flight, int64_t micro_batches);

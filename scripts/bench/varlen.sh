@@ -14,8 +14,11 @@
 #   per-batch: [parallel] auto = true with the strategies tp2-dp2 and pp2-dp2 (and dp4 with
 #              --with-dp4): every step's buckets and their strategies planned from its lengths;
 #   single:    [parallel] auto = true alone: the best single layout that fits, for every batch.
-# Prints each run's layout and bucket plans, mean step time and tokens/s over the steps after
-# the first two, and their ratio (goal >= 1.25x); then `hetu data balance` on the same data:
+# Prints each run's layout and bucket plans, the per-batch run's mean predicted step (the
+# planner's, fixed costs per micro-batch included; the profile has micro-batches of 1, 2 and 4
+# rows for their fit) next to its measured one, the same for the single run (how far the
+# profile itself is off, the calibration the per-batch ratio is read against), mean step time and tokens/s over the steps
+# after the first two, and their ratio (goal >= 1.25x); then `hetu data balance` on the same data:
 # the per-replica attention cost max/mean of in-order and cost-balanced packing over 4 replicas
 # (goals: balanced <= 1.05, in-order >= 1.3), with the steps formed in windows of
 # data.balance_window = 4, 8 and 16 (lib/io/window_packing.h), and a lower bound no packing of
@@ -135,7 +138,11 @@ write_job "$work/single.toml" 0
 # The profile both runs plan from (their own auto would each measure one).
 # Profiled without the memory limit (it measures up to the largest micro-batch), same slowdown.
 grep -v '^memory_gib' "$work/catalog.toml" > "$work/catalog-profile.toml"
-sed -e '/^profile = /d' -e 's/^auto = true$/dp = 4/' -e "s|$work/catalog.toml|$work/catalog-profile.toml|" \
+# Micro-batches of 1, 2 and 4 rows: the planner's fixed cost per micro-batch is the intercept of
+# a fit over them (app/micro_batch_overhead.h); the runs' micro-batch of 1 has its own entry.
+profile_micro_batch=$(( global_batch / 4 < 4 ? global_batch / 4 : 4 ))  # what each of dp 4's replicas holds
+sed -e '/^profile = /d' -e 's/^auto = true$/dp = 4/' -e "s/^micro_batch = 1\$/micro_batch = $profile_micro_batch/" \
+  -e "s|$work/catalog.toml|$work/catalog-profile.toml|" \
   "$work/single.toml" > "$work/profile-job.toml"
 mpirun -np 4 --bind-to none "$hetu" profile "$work/profile-job.toml" --out "$work/profile.toml" > "$work/profile.log" 2>&1 \
   || { cat "$work/profile.log"; exit 1; }
@@ -147,8 +154,34 @@ for run in per-batch single; do
   if [ "$run" = per-batch ]; then
     sed -nE 's/.*bucket plan of ([0-9]+) pieces in ([0-9.]+) ms.*/\1 \2/p' "$work/$run/logs/rank-0.log" \
       | awk '{ if ($2 > m) m = $2; n += $1; c++ } END { printf "  bucket plans: %d steps, %.0f pieces per step, at most %.3f ms\n", c, n / c, m }'
+    # Each step's predicted time, for the steps the means below take (after the first two).
+    sed -nE 's/.*bucket plan of .* step predicted ([0-9.]+) s.*/\1/p' "$work/$run/logs/rank-0.log" > "$work/predicted.txt"
   fi
 done
+# The single run's launch prediction against its steps calibrates the profile: the per-batch
+# ratio should come near it when the buckets are priced right.
+sed -nE 's/.*parallel.auto: chose .*predicted step ([0-9.]+) s.*/\1/p' "$work/single/logs/rank-0.log" | head -1 \
+  > "$work/single-predicted.txt"
+/usr/bin/python3 - "$work/per-batch/metrics.jsonl" "$work/predicted.txt" "$work/single/metrics.jsonl" \
+  "$work/single-predicted.txt" <<'PY'
+import json, sys
+def measured(path):
+    rows = [json.loads(l) for l in open(path) if l.strip()]
+    return {r["step"]: r["step_s"] for r in rows if "step_s" in r}
+per_batch, single = measured(sys.argv[1]), measured(sys.argv[3])
+predicted = [float(l) for l in open(sys.argv[2]) if l.strip()]
+steps = [s for s in sorted(per_batch) if s > 2 and s <= len(predicted)] or sorted(per_batch)[:len(predicted)]
+if steps:
+    p = sum(predicted[s - 1] for s in steps) / len(steps)
+    m = sum(per_batch[s] for s in steps) / len(steps)
+    print(f"  per-batch step predicted {p:.3f} s, measured {m:.3f} s (predicted / measured {p / m:.2f}, over {len(steps)} steps)")
+single_predicted = [float(l) for l in open(sys.argv[4]) if l.strip()]
+later = [single[s] for s in sorted(single) if s > 2] or list(single.values())
+if single_predicted and later:
+    m = sum(later) / len(later)
+    print(f"  single step predicted {single_predicted[0]:.3f} s, measured {m:.3f} s "
+          f"(predicted / measured {single_predicted[0] / m:.2f}: the profile's calibration)")
+PY
 /usr/bin/python3 - "$work/per-batch/metrics.jsonl" "$work/single/metrics.jsonl" <<'PY'
 import json, sys
 def mean(path):

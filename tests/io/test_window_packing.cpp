@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "lib/io/packing_bound.h"
+
 using namespace hetu;
 using namespace hetu::io;
 

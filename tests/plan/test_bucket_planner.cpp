@@ -1,7 +1,8 @@
 // The bucket planner (lib/plan/bucket_planner.h) against an exhaustive enumeration of every
 // bucketing and strategy assignment of small batches (priced exactly by load_time_s), its
 // tabulated prices against load_time_s, the plan's contract, cases where the attention term,
-// a memory limit or the switch cost decide the plan, and its time for 1,000 documents.
+// a memory limit, the switch cost or a fixed cost per micro-batch (hand-computed plans) decide
+// the plan, and its time for 1,000 documents.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -279,6 +280,67 @@ TEST_CASE("bucket planner: a switch that costs more than it saves is not made", 
   CHECK(cheap.buckets[1].strategy == "other");
   REQUIRE(dear.buckets.size() == 1);
   CHECK(dear.buckets[0].strategy == "holder");
+}
+
+// `s` with every micro-batch paying `forward` (and twice that backward) on each stage.
+DocumentStrategy with_fixed(DocumentStrategy s, double forward) {
+  for (DocumentReplica& r : s.replicas) r.fixed.assign(r.stages.size(), StageTimes{forward, 2 * forward, 0});
+  return s;
+}
+
+TEST_CASE("bucket planner: a fixed cost per micro-batch prices many short micro-batches higher", "[bucket_planner]") {
+  // One stage, 1 s forward and 2 s backward per 1,024 tokens, no attention, 0.1 s + 0.2 s of
+  // that fixed per micro-batch; micro-batches of one row of 2,048 tokens. 20 documents of 100
+  // tokens pack rows of 128 (bucket_rows.h): 16 micro-batches of 125 tokens; 2 documents of
+  // 1,000 pack rows of 1,024: 2 micro-batches. By hand: 16 x 0.3 + 2,000 x 2.7 / 1,024 against
+  // 2 x 0.3 + 2,000 x 2.7 / 1,024; without the fixed term both are 2,000 x 3 / 1,024.
+  const DocumentStrategy s = with_fixed(strategy("one", {{stage(1, 0)}}, {1}), 0.1);
+  DocumentLoad many, few;
+  for (int i = 0; i < 20; ++i) many.add(100);
+  for (int i = 0; i < 2; ++i) few.add(1000);
+  const double scaled = 2000 * 2.7 / 1024;
+  CHECK(load_time_s(s, many) == Approx(16 * 0.3 + scaled).epsilon(1e-12));
+  CHECK(load_time_s(s, few) == Approx(2 * 0.3 + scaled).epsilon(1e-12));
+  const BucketPlanner planner({s});
+  CHECK(planner.bucket_s(0, many) == Approx(16 * 0.3 + scaled).epsilon(1e-9));
+  CHECK(planner.bucket_s(0, few) == Approx(2 * 0.3 + scaled).epsilon(1e-9));
+  // A pipeline of two such stages: the tables add the fixed parts' own pipeline, an upper bound
+  // on the exact one that is tight here (every stage alike).
+  const DocumentStrategy pp = with_fixed(strategy("pp", {{stage(1, 0.2), stage(1, 0.2)}}, {1}), 0.1);
+  const BucketPlanner pp_planner({pp});
+  for (const DocumentLoad& load : {many, few}) {
+    CHECK(pp_planner.bucket_s(0, load) >= load_time_s(pp, load) * (1 - 1e-9));
+    CHECK(pp_planner.bucket_s(0, load) == Approx(load_time_s(pp, load)).epsilon(0.02));
+  }
+  DocumentStrategy too_much = with_fixed(strategy("one", {{stage(1, 0)}}, {1}), 1.5);  // more than its 1 s forward
+  CHECK_THROWS_WITH(BucketPlanner({too_much}), Catch::Contains("fixed cost per micro-batch"));
+}
+
+TEST_CASE("bucket planner: a dominant fixed cost per micro-batch keeps short documents in long rows",
+          "[bucket_planner]") {
+  // 30 documents of 60 tokens and one of 1,000. "long" holds every document (micro-batches of
+  // 2,048 tokens) at 1 s + 2 s per 1,024 tokens; "short" computes at half that per token but
+  // holds micro-batches of 512 tokens only, and with `fixed` s + 2 `fixed` s of its time per
+  // micro-batch. The short documents on "short" pack rows of 64: 29 micro-batches of 1,800 /
+  // 29 tokens, priced 29 x 3 fixed + 1,800 x (1.5 - 3 fixed) / 1,024; the long one alone on
+  // "long" 1,000 x 3 / 1,024; all on "long" (rows of 1,024, no fixed cost) 2,800 x 3 / 1,024.
+  std::vector<int64_t> lengths(30, 60);
+  lengths.push_back(1000);
+  auto plan_with = [&](double fixed) {
+    return BucketPlanner({strategy("long", {{stage(1, 0)}}, {1}),
+                          with_fixed(strategy("short", {{stage(0.5, 0)}}, {1}, 0, 0, ScheduleKind::one_f_one_b, 512), fixed)})
+        .plan(lengths);
+  };
+  const BucketPlan dominant = plan_with(0.1);  // 29 x 0.3 + 1,800 x 1.2 / 1,024 + 2.93 = 13.6 s > 8.2 s
+  REQUIRE(dominant.buckets.size() == 1);
+  CHECK(dominant.buckets[0].strategy == "long");
+  CHECK(dominant.predicted_s == Approx(2800 * 3.0 / 1024).epsilon(1e-9));
+  const BucketPlan small = plan_with(0.001);  // 29 x 0.003 + 1,800 x 1.497 / 1,024 + 2.93 = 5.65 s
+  REQUIRE(small.buckets.size() == 2);
+  CHECK(small.buckets[0].max_len == 60);
+  CHECK(small.buckets[0].strategy == "short");
+  CHECK(small.buckets[1].strategy == "long");
+  CHECK(small.predicted_s == Approx(29 * 0.003 + 1800 * 1.497 / 1024 + 1000 * 3.0 / 1024).epsilon(1e-9));
 }
 
 TEST_CASE("bucket planner: deterministic, any order, and clear errors", "[bucket_planner]") {

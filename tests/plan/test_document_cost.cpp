@@ -83,7 +83,7 @@ TEST_CASE("document cost: a micro-batch of documents is the sum of each as its o
         backward += alone.times.backward_s;
         send += alone.times.send_s;
       }
-      const StageTimes t = micro_batch_times(s, 0, priced, 122, 100 * 100 + 17 * 17 + 5 * 5);
+      const StageTimes t = micro_batch_times(s, 0, 0, 122, 100 * 100 + 17 * 17 + 5 * 5);
       CHECK(t.forward_s == Approx(forward).epsilon(1e-12));
       CHECK(t.backward_s == Approx(backward).epsilon(1e-12));
       CHECK(t.send_s == Approx(send).epsilon(1e-12));
@@ -149,6 +149,15 @@ TEST_CASE("document cost: a two-stage pipeline of documents and the switch cost"
   Link link{1e6, 1e-3};
   const double bytes = std::max(a.param_bytes, b.param_bytes);
   CHECK(switch_estimate_s(s.replicas, link) == Approx(2 * (1e-3 + bytes / 1e6)));
+  // A compute copy's buckets also sum its gradients over its replicas first: the slowest
+  // stage's sync, then the switch; the strategy that holds the parameters pays neither.
+  StageCost synced_a = a, synced_b = b;
+  synced_a.grad_sync_s = 0.5;
+  synced_b.grad_sync_s = 0.75;
+  const std::vector<ReplicaCost> costs = {{ScheduleKind::one_f_one_b, 3, {synced_a, synced_b}}};
+  const DocumentStrategy copy = document_strategy("copy", costs, {{0, 0}}, {2}, 64, &link);
+  CHECK(copy.switch_s == Approx(0.75 + 2 * (1e-3 + bytes / 1e6)));
+  CHECK(document_strategy("holder", costs, {{0, 0}}, {2}, 64, nullptr).switch_s == 0);
 }
 
 TEST_CASE("document cost: measured times split off attention by its FLOP share, or as measured", "[document_cost]") {
