@@ -156,8 +156,8 @@ void lm_head_rows(const Bench& b, int64_t N, int64_t C, int64_t V) {
 // The linear layer's backward with a bias (dx, dW and the bias column sums) at the shapes of
 // scripts/bench/cpu_train.sh's GPT-2 (B·T = 1024 rows; c_attn 256 -> 768, attention c_proj
 // 256 -> 256, MLP c_proj 1024 -> 256): ops::linear_backward against the reference ops (matmul,
-// matmul, sum), timed alternately in 5 rounds; the ratio is the median of the rounds' ratios.
-void linear_backward_rows(const Bench& b) {
+// matmul, sum), timed alternately in `rounds` rounds (5; 1 with --quick); the ratio is the median of the rounds' ratios.
+void linear_backward_rows(const Bench& b, int rounds) {
   for (const auto& [N, K] : {std::pair<int64_t, int64_t>{768, 256}, {256, 256}, {256, 1024}}) {
     const int64_t M = 1024;
     const Tensor g = b.random({M, N}, 21), x = b.random({M, K}, 22), w = b.random({N, K}, 23);
@@ -169,7 +169,7 @@ void linear_backward_rows(const Bench& b) {
     auto fused = [&] { ops::linear_backward(g, x, w, true); };
     std::vector<double> ratios;
     double fused_best = 1e30;
-    for (int round = 0; round < 5; ++round) {
+    for (int round = 0; round < rounds; ++round) {
       const double reference_s = b.time(reference), fused_s = b.time(fused);
       ratios.push_back(reference_s / fused_s);
       fused_best = std::min(fused_best, fused_s);
@@ -177,7 +177,7 @@ void linear_backward_rows(const Bench& b) {
     std::sort(ratios.begin(), ratios.end());
     const double flops = 4.0 * static_cast<double>(M * N * K);
     row(fmt::format("linear backward + bias ({}x{})->{}", M, K, N), gflops_text(flops / fused_best / 1e9),
-        fmt::format("{:.3f}x matmul,matmul,sum", ratios[2]));
+        fmt::format("{:.3f}x matmul,matmul,sum", ratios[ratios.size() / 2]));
   }
 }
 
@@ -313,7 +313,7 @@ int run_cpu(const BenchOptions& options) {
   row("peer: memcpy 24 MiB, 1 thread", fmt::format("{:.1f} GB/s", bytes / memcpy_s / 1e9), "1.00x (peer)");
   row("layer_norm fwd (8192x768)", fmt::format("{:.1f} GB/s", bytes / ln_s / 1e9),
       fmt::format("{:.2f}x memcpy", memcpy_s / ln_s));
-  linear_backward_rows(b);
+  linear_backward_rows(b, options.quick ? 1 : 5);
   cross_entropy_rows(b, options.quick ? 64 : 256, 50304, bytes / memcpy_s / 1e9, "memcpy");
   lm_head_rows(b, options.quick ? 256 : 1024, 256, 50257);  // scripts/bench/cpu_train.sh's GPT-2 head
   return 0;
