@@ -156,7 +156,8 @@ void lm_head_rows(const Bench& b, int64_t N, int64_t C, int64_t V) {
 // The linear layer's backward with a bias (dx, dW and the bias column sums) at the shapes of
 // scripts/bench/cpu_train.sh's GPT-2 (B·T = 1024 rows; c_attn 256 -> 768, attention c_proj
 // 256 -> 256, MLP c_proj 1024 -> 256): ops::linear_backward against the reference ops (matmul,
-// matmul, sum), timed alternately in `rounds` rounds (5; 1 with --quick); the ratio is the median of the rounds' ratios.
+// matmul, sum), timed alternately in `rounds` rounds (5; 1 with --quick); the ratio is the
+// median of the rounds' ratios.
 void linear_backward_rows(const Bench& b, int rounds) {
   for (const auto& [N, K] : {std::pair<int64_t, int64_t>{768, 256}, {256, 256}, {256, 1024}}) {
     const int64_t M = 1024;
