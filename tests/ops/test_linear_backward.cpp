@@ -13,15 +13,6 @@ using namespace hetu::test;
 
 namespace {
 
-// max |actual - expected| / max(1, max |expected|).
-double rel_diff(const Tensor& actual, const std::vector<double>& expected) {
-  double scale = 1;
-  for (double e : expected) scale = std::max(scale, std::fabs(e));
-  return max_abs_diff(actual, expected) / scale;
-}
-
-double rel_tolerance(DType dtype) { return dtype == DType::f64 ? 1e-12 : 1e-5; }
-
 constexpr int64_t kChunk = ops::cpu::kBiasRowChunk;
 
 }  // namespace

@@ -14,16 +14,6 @@ using namespace hetu::test;
 
 namespace {
 
-// max |actual - expected| / max(1, max |expected|).
-double rel_diff(const Tensor& actual, const std::vector<double>& expected) {
-  double scale = 1;
-  for (double e : expected) scale = std::max(scale, std::fabs(e));
-  return max_abs_diff(actual, expected) / scale;
-}
-double rel_diff(const Tensor& actual, const Tensor& expected) { return rel_diff(actual, to_vector(expected)); }
-
-double rel_tolerance(DType dtype) { return dtype == DType::f64 ? 1e-12 : 1e-5; }
-
 struct Problem {
   Tensor x, w, b, g;  // x (rows, K) or (2, rows / 2, K), w (N, K), b (N) or undefined, g like the output
 };
