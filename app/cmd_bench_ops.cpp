@@ -5,6 +5,7 @@
 //    vs that peak, the forward against plain sgemm of its two GEMMs' sizes (QKᵀ, PV), and the
 //    same batch packed with three documents per row (cu_seqlens);
 //  - layer_norm forward and the vocabulary-shard cross-entropy passes GB/s vs memcpy;
+//  - the linear layer's backward with its bias (ops::linear_backward) vs the reference ops;
 //  - the fused LM head + loss (forward and both gradients) vs the unfused ops: time and
 //    peak tensor bytes (the allocator's peak counter).
 // On a GPU (--device cuda:N; --dtype f32 or bf16, both in turn without it) the same rows at
@@ -152,6 +153,35 @@ void lm_head_rows(const Bench& b, int64_t N, int64_t C, int64_t V) {
       fmt::format("{:.2f}x speed, {:.3f}x peak", unfused_s / fused_s, fused_mib / unfused_mib));
 }
 
+// The linear layer's backward with a bias (dx, dW and the bias column sums) at the shapes of
+// scripts/bench/cpu_train.sh's GPT-2 (B·T = 1024 rows; c_attn 256 -> 768, attention c_proj
+// 256 -> 256, MLP c_proj 1024 -> 256): ops::linear_backward against the reference ops (matmul,
+// matmul, sum), timed alternately in `rounds` rounds (5; 1 with --quick); the ratio is the
+// median of the rounds' ratios.
+void linear_backward_rows(const Bench& b, int rounds) {
+  for (const auto& [N, K] : {std::pair<int64_t, int64_t>{768, 256}, {256, 256}, {256, 1024}}) {
+    const int64_t M = 1024;
+    const Tensor g = b.random({M, N}, 21), x = b.random({M, K}, 22), w = b.random({N, K}, 23);
+    auto reference = [&] {
+      ops::matmul(g, w);
+      ops::matmul(g, x, true, false);
+      ops::sum(g, {0});
+    };
+    auto fused = [&] { ops::linear_backward(g, x, w, true); };
+    std::vector<double> ratios;
+    double fused_best = 1e30;
+    for (int round = 0; round < rounds; ++round) {
+      const double reference_s = b.time(reference), fused_s = b.time(fused);
+      ratios.push_back(reference_s / fused_s);
+      fused_best = std::min(fused_best, fused_s);
+    }
+    std::sort(ratios.begin(), ratios.end());
+    const double flops = 4.0 * static_cast<double>(M * N * K);
+    row(fmt::format("linear backward + bias ({}x{})->{}", M, K, N), gflops_text(flops / fused_best / 1e9),
+        fmt::format("{:.3f}x matmul,matmul,sum", ratios[ratios.size() / 2]));
+  }
+}
+
 // Causal attention forward and backward at (B, H, T, D): the forward does 2·B·H·T²·D useful
 // FLOPs (QKᵀ and PV over the lower triangle); the backward does 2.5x that. Then the same
 // batch packed with documents (cu_seqlens) of about T/3 tokens each: its forward's useful
@@ -284,6 +314,7 @@ int run_cpu(const BenchOptions& options) {
   row("peer: memcpy 24 MiB, 1 thread", fmt::format("{:.1f} GB/s", bytes / memcpy_s / 1e9), "1.00x (peer)");
   row("layer_norm fwd (8192x768)", fmt::format("{:.1f} GB/s", bytes / ln_s / 1e9),
       fmt::format("{:.2f}x memcpy", memcpy_s / ln_s));
+  linear_backward_rows(b, options.quick ? 1 : 5);
   cross_entropy_rows(b, options.quick ? 64 : 256, 50304, bytes / memcpy_s / 1e9, "memcpy");
   lm_head_rows(b, options.quick ? 256 : 1024, 256, 50257);  // scripts/bench/cpu_train.sh's GPT-2 head
   return 0;

@@ -39,17 +39,17 @@ Grads matmul_backward(const SavedContext& c, const Tensor& g) {
 }
 
 // linear: tensors {x rows (M, K), weight (N, K)}, ints {has bias}, shapes {x}. out = r + x Wᵀ + b:
-// dx = g W, dW = gᵀ x, db = the column sums of g (M, N), dr = g.
+// dx = g W, dW = gᵀ x, db = the column sums of g (M, N) (ops::linear_backward), dr = g.
 Grads linear_rule(const SavedContext& c, const Tensor& g) {
   const Tensor& x = c.tensors[0];
   const Tensor& w = c.tensors[1];
-  const Tensor g2 = g.reshape({x.size(0), w.size(0)});
-  return {matmul(g2, w).reshape(c.shapes[0]), matmul(g2, x, true, false), c.ints[0] != 0 ? sum(g2, {0}) : Tensor(), g};
+  LinearGrads r = linear_backward(g.reshape({x.size(0), w.size(0)}), x, w, c.ints[0] != 0);
+  return {r.dx.reshape(c.shapes[0]), std::move(r.dweight), std::move(r.dbias), g};
 }
 
 // linear_gelu: tensors {x, weight, pre-activation}, ints {has bias}. out = gelu(x Wᵀ + b).
 Grads linear_gelu_rule(const SavedContext& c, const Tensor& g) {
-  LinearGeluGrads r = linear_gelu_backward(g, c.tensors[0], c.tensors[1], c.tensors[2], c.ints[0] != 0);
+  LinearGrads r = linear_gelu_backward(g, c.tensors[0], c.tensors[1], c.tensors[2], c.ints[0] != 0);
   return {r.dx, r.dweight, r.dbias};
 }
 

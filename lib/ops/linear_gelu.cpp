@@ -16,8 +16,8 @@ LinearGeluResult linear_gelu(const Tensor& x, const Tensor& weight, const Tensor
   return {std::move(out), std::move(pre)};
 }
 
-LinearGeluGrads linear_gelu_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& pre,
-                                     bool has_bias) {
+LinearGrads linear_gelu_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& pre,
+                                 bool has_bias) {
   check_inputs("linear_gelu_backward", {&grad, &x, &weight, &pre}, Backends::cpu_and_cuda);
   check_float_dtype("linear_gelu_backward", {&grad, &x, &weight, &pre});
   HT_CHECK(grad.shape() == pre.shape() && weight.dim() == 2 && pre.dim() >= 1 && pre.size(-1) == weight.size(0) &&

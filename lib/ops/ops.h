@@ -31,6 +31,16 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 // add(residual, add(matmul(x, weight, false, true), bias)).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual = Tensor());
 
+// The linear layer's gradients for d out = grad (M, N), x (M, K) rows, weight (N, K): dx (M, K)
+// = grad weight, dweight (N, K) = gradᵀ x, dbias (N) = the column sums of grad (undefined
+// when has_bias is false) (lib/ops/linear_backward.cpp). On the CPU the bias sums ride on the
+// weight GEMM's read of grad, in fixed row pieces (cpu/linear_backward.h), with the bits of
+// sum(grad, {0}). The reference: matmul(grad, weight), matmul(grad, x, true, false), sum.
+struct LinearGrads {
+  Tensor dx, dweight, dbias;
+};
+LinearGrads linear_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, bool has_bias);
+
 // ---- elementwise (lib/ops/elementwise.cpp) ----
 Tensor add(const Tensor& a, const Tensor& b);  // NumPy broadcasting
 // dst += src in place (src broadcasts to dst; it may be dst itself, not another view overlapping it).
@@ -64,11 +74,8 @@ struct LinearGeluResult {
   Tensor out, pre;
 };
 LinearGeluResult linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias);
-struct LinearGeluGrads {
-  Tensor dx, dweight, dbias;
-};
-LinearGeluGrads linear_gelu_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& pre,
-                                     bool has_bias);
+LinearGrads linear_gelu_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& pre,
+                               bool has_bias);
 
 // ---- reductions (lib/ops/reduce.cpp) ----
 // Empty `dims` reduces every dim. Negative dims count from the end.

@@ -30,9 +30,18 @@
 # used), and the table gives hetu's model FLOP/s (6·params + 12·L·T·C per token) as a fraction
 # of it: the "sgemm peak" column, the median over the timed steps of metrics.jsonl's "mfu".
 #
-#   scripts/bench/cpu_train.sh [--steps N] [--rows LIST] [--scratch DIR] [--keep] [--malloc-thp] [--hetu PATH]
+# Repeats: the machine's speed drifts over minutes (on a shared VM, by 10-20% between two runs of
+# one table), so one hetu run next to one PyTorch run started a minute later gives a noisy ratio.
+# With --repeats R each row runs hetu, the module script and the functional script R times,
+# interleaved (hetu, module, functional, hetu, module, functional, ...), and the table gives per
+# row the median over the R repeats of each trainer's tok/s, the median of the R per-repeat
+# ratios (repeat r's hetu tok/s over repeat r's PyTorch tok/s: neighbours in time, so the drift
+# mostly cancels) and the smallest of them. R = 1 (the default) prints the single-run tables.
+#
+#   scripts/bench/cpu_train.sh [--steps N] [--repeats R] [--rows LIST] [--scratch DIR] [--keep] [--malloc-thp] [--hetu PATH]
 #
 # --steps N     timed steps per run (default 30; each run takes N + 1)
+# --repeats R   runs of each trainer per row, interleaved (default 1; e.g. --repeats 5 --steps 10)
 # --rows LIST   only these rows, as space-separated T:vocab pairs (default "64:256 64:50257 256:256
 #               256:50257"; e.g. --rows 256:256 while working on one row)
 # --scratch DIR data, job files and run folders (default ${TMPDIR:-/tmp}/hetu-bench-cpu-train);
@@ -51,11 +60,12 @@
 # bible-kjv with apt-get when they are missing. Time on a 2-core VM (AMD EPYC), with one PyTorch
 # script (two take about 1.6 times as long): 7 to 10 minutes with the defaults (the vocab-50257
 # rows take most of it, PyTorch's above all: it page-faults its fresh buffers every step), about 4
-# with --malloc-thp, about 3 with --steps 10.
+# with --malloc-thp, about 3 with --steps 10; --repeats R multiplies it by about R.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 
 steps=30
+repeats=1
 scratch="${TMPDIR:-/tmp}/hetu-bench-cpu-train"
 keep=0
 thp=0
@@ -65,6 +75,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps="$2"; shift 2 ;;
     --steps=*) steps="${1#*=}"; shift ;;
+    --repeats) repeats="$2"; shift 2 ;;
+    --repeats=*) repeats="${1#*=}"; shift ;;
     --rows) row_list="$2"; shift 2 ;;
     --rows=*) row_list="${1#*=}"; shift ;;
     --scratch) scratch="$2"; shift 2 ;;
@@ -78,6 +90,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ "$steps" =~ ^[1-9][0-9]*$ ]] || { echo "cpu_train.sh: --steps wants an integer >= 1, got '$steps'" >&2; exit 2; }
+[[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "cpu_train.sh: --repeats wants an integer >= 1, got '$repeats'" >&2; exit 2; }
 for row in $row_list; do
   [[ "$row" =~ ^[1-9][0-9]*:(256|50257)$ ]] ||
     { echo "cpu_train.sh: --rows wants T:vocab pairs with vocab 256 or 50257, got '$row'" >&2; exit 2; }
@@ -139,7 +152,7 @@ mkdir -p "$runs"
 
 echo "== $("$hetu" --version | head -1); $("$py" -c 'import torch; print("torch", torch.__version__)')"
 echo "== CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(getconf _NPROCESSORS_ONLN) core(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== GPT-2 L4 H4 C256 max_seq_len 256, B=$B, $total steps per run (first dropped), 1 thread; $malloc_mode; scratch $scratch"
+echo "== GPT-2 L4 H4 C256 max_seq_len 256, B=$B, $total steps per run (first dropped), $repeats run(s) of each trainer per row, 1 thread; $malloc_mode; scratch $scratch"
 
 rows=()
 for row in $row_list; do
@@ -193,28 +206,35 @@ resume = "never"
 host = "localhost"
 devices = { type = "cpu", count = 1 }
 EOF
-  echo "== T=$T vocab=$V: hetu"
-  mkdir -p "$runs/home-$tag"
-  HOME="$runs/home-$tag" "$hetu" train "$job" --set data.sampling='"sequential"' --set training.log_every=1 --set training.threads=1 \
-    --set training.eval_every=0 --set checkpoint.every=0 > "$runs/hetu-$tag.log" 2>&1 ||
-    { tail -20 "$runs/hetu-$tag.log" >&2; echo "cpu_train.sh: hetu failed (log: $runs/hetu-$tag.log)" >&2; exit 1; }
-  [ "$keep" = 1 ] || rm -rf "$runs/hetu-$tag/checkpoints"
-  for peer in torch_train torch_train_functional; do
-    echo "== T=$T vocab=$V: PyTorch ($peer.py)"
-    "$py" "$root/scripts/bench/$peer.py" --data "$data/$tok/train_000000.bin" --vocab "$V" --layers 4 \
-      --heads 4 --hidden 256 --max-seq-len 256 --batch "$B" --seq "$T" --steps "$total" --lr 1e-3 \
-      --betas 0.9 0.95 --eps 1e-8 --weight-decay 0.1 --grad-clip 1.0 --threads 1 \
-      --metrics "$runs/$peer-$tag.jsonl" > "$runs/$peer-$tag.log" 2>&1 ||
-      { tail -20 "$runs/$peer-$tag.log" >&2; echo "cpu_train.sh: PyTorch failed (log: $runs/$peer-$tag.log)" >&2; exit 1; }
+  for ((r = 1; r <= repeats; r++)); do
+    run="$tag-r$r"   # repeat r's run folder, logs and metrics
+    note=""
+    [ "$repeats" -gt 1 ] && note=" (repeat $r of $repeats)"
+    echo "== T=$T vocab=$V: hetu$note"
+    mkdir -p "$runs/home-$run"
+    HOME="$runs/home-$run" "$hetu" train "$job" --set job.out_dir="\"$runs/hetu-$run\"" --set data.sampling='"sequential"' \
+      --set training.log_every=1 --set training.threads=1 --set training.eval_every=0 --set checkpoint.every=0 \
+      > "$runs/hetu-$run.log" 2>&1 ||
+      { tail -20 "$runs/hetu-$run.log" >&2; echo "cpu_train.sh: hetu failed (log: $runs/hetu-$run.log)" >&2; exit 1; }
+    [ "$keep" = 1 ] || rm -rf "$runs/hetu-$run/checkpoints"
+    for peer in torch_train torch_train_functional; do
+      echo "== T=$T vocab=$V: PyTorch ($peer.py)$note"
+      "$py" "$root/scripts/bench/$peer.py" --data "$data/$tok/train_000000.bin" --vocab "$V" --layers 4 \
+        --heads 4 --hidden 256 --max-seq-len 256 --batch "$B" --seq "$T" --steps "$total" --lr 1e-3 \
+        --betas 0.9 0.95 --eps 1e-8 --weight-decay 0.1 --grad-clip 1.0 --threads 1 \
+        --metrics "$runs/$peer-$run.jsonl" > "$runs/$peer-$run.log" 2>&1 ||
+        { tail -20 "$runs/$peer-$run.log" >&2; echo "cpu_train.sh: PyTorch failed (log: $runs/$peer-$run.log)" >&2; exit 1; }
+    done
   done
-  rows+=("$T"$'\t'"$V"$'\t'"$runs/hetu-$tag/metrics.jsonl"$'\t'"$runs/torch_train-$tag.jsonl"$'\t'"$runs/torch_train_functional-$tag.jsonl"$'\t'"$runs/hetu-$tag.log")
+  rows+=("$T:$V")
 done
 
 echo
-"$py" - "$B" "$steps" "${rows[@]}" <<'EOF'
+"$py" - "$B" "$steps" "$repeats" "$runs" "${rows[@]}" <<'EOF'
 import json, re, statistics, sys
 
-B, steps = int(sys.argv[1]), int(sys.argv[2])
+B, steps, repeats, runs = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+PEERS = ("torch_train", "torch_train_functional")
 
 def read(path, T):
     """tok/s over steps 2..N+1 (median, fastest step), first- and last-step loss, median MFU, from a metrics.jsonl."""
@@ -232,29 +252,57 @@ def sgemm_peak(log):
     m = re.search(r"CPU peak for MFU: ([0-9.]+) GFLOP/s", open(log, errors="replace").read())
     return float(m.group(1)) if m else float("nan")
 
-results = []
-for row in sys.argv[3:]:
-    T, V, hetu_path, module_path, functional_path, hetu_log = row.split("\t")
-    results.append((int(T), V, read(hetu_path, int(T)), read(module_path, int(T)), read(functional_path, int(T)),
-                    sgemm_peak(hetu_log)))
+def repeat(T, V, r):
+    """Repeat r of a row: read() of hetu, the module script and the functional script; hetu's sgemm peak."""
+    run = f"{runs}/%s-T{T}-V{V}-r{r}"
+    h = read(f"{run % 'hetu'}/metrics.jsonl", T)
+    m, f = (read(f"{run % peer}.jsonl", T) for peer in PEERS)
+    return h, m, f, sgemm_peak(f"{run % 'hetu'}.log")
+
+results = []  # (T, V, [repeat(T, V, r) for r = 1..repeats])
+for row in sys.argv[5:]:
+    T, V = row.split(":")
+    results.append((int(T), V, [repeat(int(T), V, r) for r in range(1, repeats + 1)]))
 
 print("PyTorch (module) = scripts/bench/torch_train.py, PyTorch (functional) = scripts/bench/torch_train_functional.py.")
 print()
-print(f"| T | vocab | hetu tok/s | PyTorch (module) tok/s | PyTorch (functional) tok/s | hetu / module | hetu / functional "
-      f"| hetu / sgemm peak (GFLOP/s) | loss step 1 (hetu / module / functional) | loss step {steps + 1} (hetu / module / functional) |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
-for T, V, h, m, f, peak in results:
-    print(f"| {T} | {V} | {h[0]:,.0f} | {m[0]:,.0f} | {f[0]:,.0f} | {h[0] / m[0]:.2f} | {h[0] / f[0]:.2f} "
-          f"| {100 * h[4]:.0f}% ({peak:.1f}) | {h[2]:.3f} / {m[2]:.3f} / {f[2]:.3f} | {h[3]:.3f} / {m[3]:.3f} / {f[3]:.3f} |")
+if repeats == 1:
+    print(f"| T | vocab | hetu tok/s | PyTorch (module) tok/s | PyTorch (functional) tok/s | hetu / module | hetu / functional "
+          f"| hetu / sgemm peak (GFLOP/s) | loss step 1 (hetu / module / functional) | loss step {steps + 1} (hetu / module / functional) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    for T, V, [(h, m, f, peak)] in results:
+        print(f"| {T} | {V} | {h[0]:,.0f} | {m[0]:,.0f} | {f[0]:,.0f} | {h[0] / m[0]:.2f} | {h[0] / f[0]:.2f} "
+              f"| {100 * h[4]:.0f}% ({peak:.1f}) | {h[2]:.3f} / {m[2]:.3f} / {f[2]:.3f} | {h[3]:.3f} / {m[3]:.3f} / {f[3]:.3f} |")
+    print()
+    print(f"B = {B}; tok/s = median over {steps} steps (the first of {steps + 1} dropped) of B*T / step time; ratio = hetu / that PyTorch script.")
+    print("Losses: the three models start from different random initialisations (same scheme, different RNGs) and see the")
+    print("same batches, so the losses agree only roughly; step 1 is near ln(vocab) for all.")
+    print()
+    print("Fastest single step (less sensitive to other load on a shared machine):")
+    print()
+    print("| T | vocab | hetu tok/s | PyTorch (module) tok/s | PyTorch (functional) tok/s | hetu / module | hetu / functional |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for T, V, [(h, m, f, peak)] in results:
+        print(f"| {T} | {V} | {h[1]:,.0f} | {m[1]:,.0f} | {f[1]:,.0f} | {h[1] / m[1]:.2f} | {h[1] / f[1]:.2f} |")
+    sys.exit(0)
+
+med = statistics.median
+print("| T | vocab | hetu tok/s | PyTorch (module) tok/s | PyTorch (functional) tok/s | hetu / module: median (min) "
+      "| hetu / functional: median (min) | hetu / sgemm peak (GFLOP/s) |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+for T, V, reps in results:
+    tok = [med(rep[i][0] for rep in reps) for i in range(3)]          # hetu, module, functional
+    ratios = [[rep[0][0] / rep[i][0] for rep in reps] for i in (1, 2)]  # per repeat, against each script
+    print(f"| {T} | {V} | {tok[0]:,.0f} | {tok[1]:,.0f} | {tok[2]:,.0f} "
+          + "".join(f"| {med(q):.2f} ({min(q):.2f}) " for q in ratios)
+          + f"| {100 * med(rep[0][4] for rep in reps):.0f}% ({med(rep[3] for rep in reps):.1f}) |")
 print()
-print(f"B = {B}; tok/s = median over {steps} steps (the first of {steps + 1} dropped) of B*T / step time; ratio = hetu / that PyTorch script.")
-print("Losses: the three models start from different random initialisations (same scheme, different RNGs) and see the")
-print("same batches, so the losses agree only roughly; step 1 is near ln(vocab) for all.")
+print(f"B = {B}; each trainer ran {repeats} times per row, interleaved (hetu, module, functional, hetu, ...). A run's tok/s is")
+print(f"the median over {steps} steps (the first of {steps + 1} dropped) of B*T / step time; the tok/s columns are the median over")
+print("the repeats; a ratio is repeat r's hetu tok/s over repeat r's PyTorch tok/s, median (smallest) over the repeats.")
 print()
-print("Fastest single step (less sensitive to other load on a shared machine):")
+print("Per-repeat ratios (hetu / module, hetu / functional), in run order:")
 print()
-print("| T | vocab | hetu tok/s | PyTorch (module) tok/s | PyTorch (functional) tok/s | hetu / module | hetu / functional |")
-print("|---:|---:|---:|---:|---:|---:|---:|")
-for T, V, h, m, f, peak in results:
-    print(f"| {T} | {V} | {h[1]:,.0f} | {m[1]:,.0f} | {f[1]:,.0f} | {h[1] / m[1]:.2f} | {h[1] / f[1]:.2f} |")
+for T, V, reps in results:
+    print(f"- T {T}, vocab {V}: " + ", ".join(f"{h[0] / m[0]:.2f} / {h[0] / f[0]:.2f}" for h, m, f, _ in reps))
 EOF

@@ -60,6 +60,8 @@ std::vector<GradCase> cases() {
                [](const V& x) { return ag::linear(x[0], x[1], x[2]); }});
   c.push_back({"linear", "with bias and residual", [] { return V{leaf({2, 3, 4}, 35), leaf({5, 4}, 36), leaf({5}, 37), leaf({2, 3, 5}, 38)}; },
                [](const V& x) { return ag::linear(x[0], x[1], x[2], x[3]); }});
+  c.push_back({"linear", "bias, 300 rows (two row pieces of the bias sums)", [] { return V{leaf({300, 2}, 39), leaf({3, 2}, 45), leaf({3}, 46)}; },
+               [](const V& x) { return ag::linear(x[0], x[1], x[2]); }});
   c.push_back({"linear", "transposed input, no bias", [] { return V{leaf({4, 3}, 33), leaf({2, 4}, 34)}; },
                [](const V& x) { return ag::linear(ag::transpose(x[0], 0, 1), x[1], Tensor()); }});
   c.push_back({"linear_gelu", "3-d input with bias", [] { return V{leaf({2, 3, 4}, 40), leaf({5, 4}, 41), leaf({5}, 42)}; },

@@ -65,6 +65,17 @@ inline double max_abs_diff(const Tensor& actual, const std::vector<double>& expe
 // Tolerance for comparing against a double-precision naive loop.
 inline double tolerance(DType dtype, double scale = 1.0) { return (dtype == DType::f64 ? 1e-12 : 2e-5) * scale; }
 
+// max |actual - expected| / max(1, max |expected|): a relative difference that stays an
+// absolute one for values below 1.
+inline double rel_diff(const Tensor& actual, const std::vector<double>& expected) {
+  double scale = 1;
+  for (double e : expected) scale = std::max(scale, std::fabs(e));
+  return max_abs_diff(actual, expected) / scale;
+}
+inline double rel_diff(const Tensor& actual, const Tensor& expected) { return rel_diff(actual, to_vector(expected)); }
+// The bound for rel_diff of a fused op against a double loop or its unfused ops.
+inline double rel_tolerance(DType dtype) { return dtype == DType::f64 ? 1e-12 : 1e-5; }
+
 // Shapes for row-wise ops: last dim C in {1, 7, 33, 129}, 0 to 2 leading dims.
 inline std::vector<Shape> row_shapes() {
   std::vector<Shape> shapes;

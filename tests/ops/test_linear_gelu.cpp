@@ -14,16 +14,6 @@ using namespace hetu::test;
 
 namespace {
 
-// max |actual - expected| / max(1, max |expected|).
-double rel_diff(const Tensor& actual, const std::vector<double>& expected) {
-  double scale = 1;
-  for (double e : expected) scale = std::max(scale, std::fabs(e));
-  return max_abs_diff(actual, expected) / scale;
-}
-double rel_diff(const Tensor& actual, const Tensor& expected) { return rel_diff(actual, to_vector(expected)); }
-
-double rel_tolerance(DType dtype) { return dtype == DType::f64 ? 1e-12 : 1e-5; }
-
 struct Problem {
   Tensor x, w, b, g;  // x (rows, K) or (2, rows / 2, K), w (N, K), b (N) or undefined, g like the output
 };
@@ -50,7 +40,7 @@ TEST_CASE("linear_gelu forward and backward match a double loop", "[linear_gelu]
           const std::vector<double> x = to_vector(p.x), w = to_vector(p.w), g = to_vector(p.g);
           const std::vector<double> b = bias ? to_vector(p.b) : std::vector<double>(static_cast<size_t>(N), 0.0);
           const ops::LinearGeluResult fwd = ops::linear_gelu(p.x, p.w, p.b);
-          const ops::LinearGeluGrads grads = ops::linear_gelu_backward(p.g, p.x, p.w, fwd.pre, bias);
+          const ops::LinearGrads grads = ops::linear_gelu_backward(p.g, p.x, p.w, fwd.pre, bias);
           // The backward reads the op's own pre-activation, checked first against the loop.
           const std::vector<double> pre_op = to_vector(fwd.pre);
           std::vector<double> pre(static_cast<size_t>(rows * N)), out(pre.size()), dpre(pre.size());
@@ -94,7 +84,7 @@ TEST_CASE("linear_gelu's fused backward equals the unfused ops at every ISA leve
         const Problem p = make_problem(x_shape, N, true, dtype, seed += 10);
         INFO("ISA level " << level << " " << to_string(dtype) << " x " << shape_str(x_shape) << " N " << N);
         const ops::LinearGeluResult fwd = ops::linear_gelu(p.x, p.w, p.b);
-        const ops::LinearGeluGrads fused = ops::linear_gelu_backward(p.g, p.x, p.w, fwd.pre, true);
+        const ops::LinearGrads fused = ops::linear_gelu_backward(p.g, p.x, p.w, fwd.pre, true);
         // The reference: the separate ops, as gelu's and linear's backward rules run them.
         const Tensor pre = ops::linear(p.x, p.w, p.b);
         CHECK(rel_diff(fwd.out, ops::gelu(pre)) <= rel_tolerance(dtype));
@@ -113,11 +103,11 @@ TEST_CASE("linear_gelu's fused backward equals the unfused ops at every ISA leve
 TEST_CASE("linear_gelu's bias gradient has the same bits at any thread count", "[linear_gelu]") {
   const Problem p = make_problem({1000, 8}, 96, true, DType::f64, 900);  // f64: a regrouped sum shows
   const ops::LinearGeluResult fwd = ops::linear_gelu(p.x, p.w, p.b);
-  const ops::LinearGeluGrads grads = ops::linear_gelu_backward(p.g, p.x, p.w, fwd.pre, true);
+  const ops::LinearGrads grads = ops::linear_gelu_backward(p.g, p.x, p.w, fwd.pre, true);
   const int threads = ops::num_threads();
   for (int t : {1, 2, 3}) {
     ops::set_num_threads(t);
-    const ops::LinearGeluGrads again = ops::linear_gelu_backward(p.g, p.x, p.w, fwd.pre, true);
+    const ops::LinearGrads again = ops::linear_gelu_backward(p.g, p.x, p.w, fwd.pre, true);
     CHECK(to_vector(again.dbias) == to_vector(grads.dbias));
   }
   ops::set_num_threads(threads);
@@ -126,7 +116,7 @@ TEST_CASE("linear_gelu's bias gradient has the same bits at any thread count", "
 TEST_CASE("linear_gelu with no rows, and argument errors", "[linear_gelu]") {
   const Tensor w = ones({3, 2}), b = ones({3});
   const ops::LinearGeluResult fwd = ops::linear_gelu(zeros({0, 2}), w, b);
-  const ops::LinearGeluGrads grads = ops::linear_gelu_backward(zeros({0, 3}), zeros({0, 2}), w, fwd.pre, true);
+  const ops::LinearGrads grads = ops::linear_gelu_backward(zeros({0, 3}), zeros({0, 2}), w, fwd.pre, true);
   CHECK(max_abs_diff(grads.dbias, {0, 0, 0}) == 0);
   CHECK(max_abs_diff(grads.dweight, std::vector<double>(6, 0.0)) == 0);
   CHECK_THROWS_WITH(ops::linear_gelu_backward(zeros({4, 2}), zeros({4, 2}), w, zeros({4, 3}), true),
