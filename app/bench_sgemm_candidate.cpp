@@ -1,15 +1,16 @@
 // The "sgemm candidate" rows of `hetu bench ops` (bench_sgemm_candidate.h). Interleaving the
 // two (OpenBLAS, ours, OpenBLAS, ...) and taking medians lets a shared, noisy machine give
-// a fair ratio: both see the same load. Shapes: a GPT-2 layer's four linear layers (q/k/v C→3C,
+// a fair ratio: both see the same load. On one thread each call is timed by the thread's CPU
+// clock (time spent waiting for a core is not counted), on more by the wall clock. Shapes: a GPT-2 layer's four linear layers (q/k/v C→3C,
 // projection C→C, MLP C→4C and 4C→C), each as the forward (x Wᵀ + bias: beta 1), the input
 // gradient (dY W) and the weight gradient (dYᵀ X), plus the LM head's three for vocabulary C
 // (scripts/bench/cpu_train.sh's byte-tokenizer rows: V = 256 = C).
 #include "app/bench_sgemm_candidate.h"
 
 #include <cblas.h>
+#include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 
 #include "lib/core/rng.h"
 #include "lib/ops/cpu/blocked_sgemm.h"
+#include "lib/ops/ops.h"
 
 namespace hetu::app {
 namespace {
@@ -33,6 +35,13 @@ std::vector<float> random_floats(int64_t count, uint64_t seed) {
   std::vector<double> values(static_cast<size_t>(count));
   CounterRng(seed, "bench-sgemm").fill_uniform(values.data(), 0, count, -1.0, 1.0);
   return std::vector<float>(values.begin(), values.end());
+}
+
+// Seconds on the calling thread's CPU clock (one thread) or the monotonic clock.
+double now(bool cpu_clock) {
+  timespec t{};
+  clock_gettime(cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 double median(std::vector<double> v) {
@@ -59,7 +68,7 @@ std::vector<GemmShape> step_shapes(int64_t rows, int64_t c, int layers) {
 }  // namespace
 
 void sgemm_candidate_rows(int64_t rows, int64_t hidden, int layers, int repeats) {
-  using Clock = std::chrono::steady_clock;
+  const bool cpu_clock = ops::num_threads() == 1;
   double blas_step = 0, ours_step = 0, flops_step = 0;
   for (const GemmShape& s : step_shapes(rows, hidden, layers)) {
     const int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
@@ -80,13 +89,13 @@ void sgemm_candidate_rows(int64_t rows, int64_t hidden, int layers, int repeats)
     ours();
     std::vector<double> t_blas, t_ours;
     for (int r = 0; r < repeats; ++r) {
-      const auto t0 = Clock::now();
+      const double t0 = now(cpu_clock);
       blas();
-      const auto t1 = Clock::now();
+      const double t1 = now(cpu_clock);
       ours();
-      const auto t2 = Clock::now();
-      t_blas.push_back(std::chrono::duration<double>(t1 - t0).count());
-      t_ours.push_back(std::chrono::duration<double>(t2 - t1).count());
+      const double t2 = now(cpu_clock);
+      t_blas.push_back(t1 - t0);
+      t_ours.push_back(t2 - t1);
     }
     const double flops = 2.0 * static_cast<double>(s.m * s.n * s.k);
     const double sb = median(t_blas), so = median(t_ours);

@@ -1,7 +1,7 @@
 // blocked_sgemm (lib/ops/cpu/blocked_sgemm.h) against a naive triple loop in f64, at every ISA
 // level this CPU has, with every transpose pair, sizes off the register and cache blocks
-// (1 row, k = 1, k past one block, n past one block), padded leading dimensions (b's rows read
-// in place; 4 KiB apart: packed) and both c modes (overwrite: c starts as garbage;
+// (1 row, k = 1, k past one block, n past one block), padded leading dimensions (row-major a
+// and b read in place; 4 KiB apart: packed) and both c modes (overwrite: c starts as garbage;
 // accumulate); and one thread against two.
 #include <cmath>
 #include <vector>
@@ -84,7 +84,8 @@ TEST_CASE("blocked_sgemm matches a naive loop at every ISA level", "[matmul][isa
       for (const Case& shape : {Case{ta, tb, 37, 45, 29, false}, Case{ta, tb, 1, 300, 7, true},
                                 Case{ta, tb, 25, 1, 515, false}, Case{ta, tb, 13, 33, 1, true},
                                 Case{ta, tb, 50, 290, 1030, true}, Case{ta, tb, 24, 64, 64, false},
-                                Case{ta, tb, 5, 1021, 40, false}}) {  // b rows 4 KiB apart when tb = 0
+                                Case{ta, tb, 5, 1021, 40, false},    // b's rows 4 KiB apart when tb = 0
+                                Case{ta, tb, 13, 40, 1021, false}}) {  // a's rows 4 KiB apart when ta = 0
         check_case(shape, level_name(static_cast<IsaLevel>(level)));
       }
     }

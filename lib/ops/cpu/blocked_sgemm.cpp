@@ -18,20 +18,24 @@ namespace hetu::ops::cpu {
 // Note [Blocked sgemm]: OpenBLAS 0.3.21 (its Cooperlake kernels on this AMD EPYC) packs both
 // operands on every call; a perf of a GPT-2 4×256 training step (B·T = 1024, vocab 256) put
 // 10% of the step in sgemm_{on,it,ot,in}copy beside 56% in sgemm_kernel. This GEMM packs less:
-// a row-major B (the input- and weight-gradient GEMMs) is read in place, NR columns of a row at
-// a time, and only a transposed B (the forward's Wᵀ) or B's last partial panel is packed, per
-// block of up to KC × NC, into NR-wide panels; A is packed per MR-row micro-panel (it stays in
-// L1 while the microkernel sweeps the block). The microkernel is plain GCC vector code (one
-// template) compiled per ISA level: AVX-512 12 × 32 (24 zmm accumulators), AVX2 + FMA 6 × 16
-// (12 ymm), baseline 4 × 8 (SSE2, for the tests only). Each output element is summed over k
-// in the same order whatever the thread count (threads split the MR-row blocks), so results
-// are deterministic. Interleaved with cblas_sgemm on the step's GEMMs (`hetu bench ops`,
-// "sgemm candidate" rows) on a loaded machine it ran at 0.8-1.0× OpenBLAS per shape, 0.89× on
-// the step's mix, so it is opt-in (HETU_CPU_GEMM=blocked) and OpenBLAS stays the default.
+// a row-major operand is read in place (B: NR columns of a row per k step; A: MR rows, which
+// stay in L1 while the microkernel sweeps the block's B panels), unless its rows are a
+// multiple of 4 KiB apart (then the rows a kernel call reads share cache sets and evict each
+// other: packed). A transposed B (the forward's Wᵀ), B's last partial panel, a transposed A
+// and partial row blocks are packed, per block of up to KC × NC, into NR-wide panels and
+// MR-row micro-panels. The microkernel is plain GCC vector code (one template) compiled per
+// ISA level: AVX-512 12 × 32 (24 zmm accumulators), AVX2 + FMA 6 × 16 (12 ymm), baseline
+// 4 × 8 (SSE2, for the tests only). Each output element is summed over k in the same order
+// whatever the thread count (threads split the MR-row blocks), so results are deterministic.
+// Interleaved with cblas_sgemm on the step's GEMMs (`hetu bench ops`, "sgemm candidate" rows,
+// thread CPU time) on a loaded machine it ran at 0.8-1.1× OpenBLAS per shape and 0.92-0.95×
+// on the step's mix, so it is opt-in (HETU_CPU_GEMM=blocked) and OpenBLAS stays the default.
 namespace {
 
-constexpr int64_t kKc = 1024;  // k rows per block: the linear layers' k fit in one, c is written once
-constexpr int64_t kNc = 256;   // columns per B block
+// k rows per block: 1024 keeps the linear layers' k in one block (c written once); with a
+// transposed A, 512 (its packed micro-panel, 24 KiB, stays in L1) measured faster.
+constexpr int64_t kKc = 1024, kKcTransA = 512;
+constexpr int64_t kNc = 256;  // columns per B block
 
 template <int W> struct Vec {
   typedef float type __attribute__((vector_size(W * 4)));
@@ -42,6 +46,7 @@ struct RowBlock {
   const float* a;  // op(a)(ic, pc)
   int64_t lda;
   bool trans_a;
+  bool a_in_place;  // read a full block of a row-major A in place
   int64_t rows;  // valid rows, <= MR
   int64_t kc;
   const float* bp;  // packed B block: panels of kc × NR
@@ -51,7 +56,7 @@ struct RowBlock {
   float* c;         // c(ic, jc)
   int64_t ldc;
   bool accumulate;
-  float* ap;  // scratch for the packed A micro-panel, kc × MR
+  float* ap;  // scratch for a packed A micro-panel, kc × MR
 };
 
 // ap[p·MR + r] = op(a)(r, p), rows >= rows zero.
@@ -78,10 +83,11 @@ template <int MR> inline void pack_a(const RowBlock& r) {
   }
 }
 
-// c (MR × W·NV, ldc) = ap · bp (+ c when accumulate), over kc; bp's rows ldb apart.
-template <int W, int MR, int NV>
-__attribute__((always_inline)) inline void microkernel(int64_t kc, const float* ap, const float* bp, int64_t ldb,
-                                                       float* c, int64_t ldc, bool accumulate) {
+// c (MR × W·NV, ldc) = A · bp (+ c when accumulate), over kc; bp's rows ldb apart. A is
+// row-major at ap with rows lda apart (kInPlace) or a packed micro-panel (ap[p·MR + i]).
+template <int W, int MR, int NV, bool kInPlace>
+__attribute__((always_inline)) inline void microkernel(int64_t kc, const float* ap, int64_t lda, const float* bp,
+                                                       int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   using vec = typename Vec<W>::type;
   vec acc[MR][NV];
 #pragma GCC unroll 16
@@ -95,7 +101,7 @@ __attribute__((always_inline)) inline void microkernel(int64_t kc, const float* 
     for (int v = 0; v < NV; ++v) std::memcpy(&b[v], bp + p * ldb + v * W, sizeof(vec));
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      const float x = ap[p * MR + i];
+      const float x = kInPlace ? ap[i * lda + p] : ap[p * MR + i];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[i][v] += b[v] * x;
     }
@@ -116,11 +122,10 @@ __attribute__((always_inline)) inline void microkernel(int64_t kc, const float* 
   }
 }
 
-// Packs the A micro-panel, then one microkernel call per B panel; edge tiles (fewer rows or
-// columns) go through a full tile on the stack and only their valid part reaches c.
-template <int W, int MR, int NV> inline void row_block(const RowBlock& r) {
+// The panel sweep of row_block with A at ap (see microkernel).
+template <int W, int MR, int NV, bool kInPlace>
+inline void row_block_with(const RowBlock& r, const float* ap, int64_t lda) {
   constexpr int NR = W * NV;
-  pack_a<MR>(r);
   alignas(64) float tile[MR * NR];
   for (int64_t j0 = 0; j0 < r.cols; j0 += NR) {
     float* c = r.c + j0;
@@ -129,14 +134,26 @@ template <int W, int MR, int NV> inline void row_block(const RowBlock& r) {
     const float* bp = in_place ? r.b + j0 : r.bp + j0 * r.kc;
     const int64_t ldb = in_place ? r.ldb : NR;
     if (r.rows == MR && cols == NR) {
-      microkernel<W, MR, NV>(r.kc, r.ap, bp, ldb, c, r.ldc, r.accumulate);
+      microkernel<W, MR, NV, kInPlace>(r.kc, ap, lda, bp, ldb, c, r.ldc, r.accumulate);
       continue;
     }
-    microkernel<W, MR, NV>(r.kc, r.ap, bp, ldb, tile, NR, false);
+    microkernel<W, MR, NV, kInPlace>(r.kc, ap, lda, bp, ldb, tile, NR, false);
     for (int64_t i = 0; i < r.rows; ++i) {
       for (int64_t j = 0; j < cols; ++j) c[i * r.ldc + j] = (r.accumulate ? c[i * r.ldc + j] : 0.f) + tile[i * NR + j];
     }
   }
+}
+
+// One microkernel call per B panel, reading a full block of a row-major A in place (its MR
+// rows stay in L1 across the panels) and packing any other first; edge tiles (fewer rows or
+// columns) go through a full tile on the stack and only their valid part reaches c.
+template <int W, int MR, int NV> inline void row_block(const RowBlock& r) {
+  if (r.a_in_place && r.rows == MR) {
+    row_block_with<W, MR, NV, true>(r, r.a, r.lda);
+    return;
+  }
+  pack_a<MR>(r);
+  row_block_with<W, MR, NV, false>(r, r.ap, 0);
 }
 
 #define HT_FLATTEN __attribute__((flatten))
@@ -190,6 +207,16 @@ void pack_b(bool trans_b, const float* b, int64_t ldb, int64_t pc, int64_t kc, i
   }
 }
 
+// The calling thread's packing buffer `which` (0: B, 1: A), at least `count` floats. Kept for
+// the thread's life and never cleared: packing writes every element a kernel then reads, and a
+// fresh MiB per call would cost page faults and zeroing comparable to a small GEMM's packing.
+float* scratch(int64_t count, int which) {
+  thread_local std::vector<float> buffers[2];
+  std::vector<float>& buffer = buffers[which];
+  if (static_cast<int64_t>(buffer.size()) < count) buffer.resize(static_cast<size_t>(count));
+  return buffer.data();
+}
+
 bool blocked_requested() {
   static const bool requested = [] {
     const char* env = std::getenv("HETU_CPU_GEMM");
@@ -213,29 +240,32 @@ void blocked_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
     return;
   }
   const Level level = level_kernel();
-  const int64_t kc_max = std::min(kKc, k), nc_max = std::min(kNc, n);
-  std::vector<float> bp(static_cast<size_t>(kc_max * ((nc_max + level.nr - 1) / level.nr) * level.nr));
+  const int64_t block_k = trans_a ? kKcTransA : kKc;
+  const int64_t kc_max = std::min(block_k, k), nc_max = std::min(kNc, n);
+  float* bp = scratch(kc_max * ((nc_max + level.nr - 1) / level.nr) * level.nr, 0);
   const int64_t row_blocks = (m + level.mr - 1) / level.mr;
   const bool parallel = m * n * k > (int64_t{1} << 20) && omp_get_max_threads() > 1 && !omp_in_parallel();
   // A row-major b's full panels are read in place (its rows are already NR-contiguous), unless
   // its rows are a multiple of 4 KiB apart: then a panel's rows share cache sets and evict
   // each other between the row blocks that reuse it.
-  const bool in_place = !trans_b && (ldb * static_cast<int64_t>(sizeof(float))) % 4096 != 0;
+  auto apart_4k = [](int64_t ld) { return (ld * static_cast<int64_t>(sizeof(float))) % 4096 == 0; };
+  const bool in_place = !trans_b && !apart_4k(ldb);
+  const bool a_in_place = !trans_a && !apart_4k(lda);
   for (int64_t jc = 0; jc < n; jc += kNc) {
     const int64_t cols = std::min(kNc, n - jc);
-    for (int64_t pc = 0; pc < k; pc += kKc) {
-      const int64_t kc = std::min(kKc, k - pc);
-      pack_b(trans_b, b, ldb, pc, kc, jc, cols, level.nr, in_place ? cols / level.nr : 0, bp.data());
+    for (int64_t pc = 0; pc < k; pc += block_k) {
+      const int64_t kc = std::min(block_k, k - pc);
+      pack_b(trans_b, b, ldb, pc, kc, jc, cols, level.nr, in_place ? cols / level.nr : 0, bp);
 #pragma omp parallel if (parallel)
       {
-        std::vector<float> ap(static_cast<size_t>(kc * level.mr));
+        float* ap = scratch(kc * level.mr, 1);
 #pragma omp for schedule(static)
         for (int64_t blk = 0; blk < row_blocks; ++blk) {
           const int64_t ic = blk * level.mr;
           const float* a0 = trans_a ? a + pc * lda + ic : a + ic * lda + pc;
-          level.run(RowBlock{a0, lda, trans_a, std::min(level.mr, m - ic), kc, bp.data(),
+          level.run(RowBlock{a0, lda, trans_a, a_in_place, std::min(level.mr, m - ic), kc, bp,
                              in_place ? b + pc * ldb + jc : nullptr, ldb, cols, c + ic * ldc + jc, ldc,
-                             accumulate || pc > 0, ap.data()});
+                             accumulate || pc > 0, ap});
         }
       }
     }
