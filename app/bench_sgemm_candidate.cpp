@@ -1,10 +1,11 @@
 // The "sgemm candidate" rows of `hetu bench ops` (bench_sgemm_candidate.h). Interleaving the
 // two (OpenBLAS, ours, OpenBLAS, ...) and taking medians lets a shared, noisy machine give
 // a fair ratio: both see the same load. On one thread each call is timed by the thread's CPU
-// clock (time spent waiting for a core is not counted), on more by the wall clock. Shapes: a GPT-2 layer's four linear layers (q/k/v C→3C,
-// projection C→C, MLP C→4C and 4C→C), each as the forward (x Wᵀ + bias: beta 1), the input
-// gradient (dY W) and the weight gradient (dYᵀ X), plus the LM head's three for vocabulary C
-// (scripts/bench/cpu_train.sh's byte-tokenizer rows: V = 256 = C).
+// clock (time spent waiting for a core is not counted), on more by the wall clock.
+// Shapes: a GPT-2 layer's four linear layers (q/k/v C→3C, projection C→C, MLP C→4C and
+// 4C→C), each as the forward (x Wᵀ + bias: beta 1), the input gradient (dY W) and the weight
+// gradient (dYᵀ X), plus the LM head's three for vocabulary C (scripts/bench/cpu_train.sh's
+// byte-tokenizer rows: V = 256 = C).
 #include "app/bench_sgemm_candidate.h"
 
 #include <cblas.h>

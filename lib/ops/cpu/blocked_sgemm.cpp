@@ -21,21 +21,23 @@ namespace hetu::ops::cpu {
 // a row-major operand is read in place (B: NR columns of a row per k step; A: MR rows, which
 // stay in L1 while the microkernel sweeps the block's B panels), unless its rows are a
 // multiple of 4 KiB apart (then the rows a kernel call reads share cache sets and evict each
-// other: packed). A transposed B (the forward's Wᵀ), B's last partial panel, a transposed A
-// and partial row blocks are packed, per block of up to KC × NC, into NR-wide panels and
-// MR-row micro-panels. The microkernel is plain GCC vector code (one template) compiled per
+// other: B is packed, A's MR rows copied to rows off that stride). A transposed B (the
+// forward's Wᵀ), B's last partial panel, a transposed A and partial row blocks are packed,
+// per block of up to KC × NC, into NR-wide panels and MR-row micro-panels. Each kernel call
+// prefetches its c tile for writing before the k loop. The microkernel is plain GCC vector code (one template) compiled per
 // ISA level: AVX-512 12 × 32 (24 zmm accumulators), AVX2 + FMA 6 × 16 (12 ymm), baseline
 // 4 × 8 (SSE2, for the tests only). Each output element is summed over k in the same order
 // whatever the thread count (threads split the MR-row blocks), so results are deterministic.
 // Interleaved with cblas_sgemm on the step's GEMMs (`hetu bench ops`, "sgemm candidate" rows,
-// thread CPU time) on a loaded machine it ran at 0.8-1.1× OpenBLAS per shape and 0.92-0.95×
-// on the step's mix, so it is opt-in (HETU_CPU_GEMM=blocked) and OpenBLAS stays the default.
+// thread CPU time) on a loaded machine it ran at 0.85-1.08× OpenBLAS per shape and
+// 0.95-0.96× on the step's mix, so it is opt-in (HETU_CPU_GEMM=blocked) and OpenBLAS stays the default.
 namespace {
 
 // k rows per block: 1024 keeps the linear layers' k in one block (c written once); with a
 // transposed A, 512 (its packed micro-panel, 24 KiB, stays in L1) measured faster.
 constexpr int64_t kKc = 1024, kKcTransA = 512;
 constexpr int64_t kNc = 256;  // columns per B block
+constexpr int64_t kAPad = 16;  // floats past kc between the rows of a copied A block
 
 template <int W> struct Vec {
   typedef float type __attribute__((vector_size(W * 4)));
@@ -56,7 +58,7 @@ struct RowBlock {
   float* c;         // c(ic, jc)
   int64_t ldc;
   bool accumulate;
-  float* ap;  // scratch for a packed A micro-panel, kc × MR
+  float* ap;  // scratch for a packed A micro-panel, (kc + kAPad) × MR
 };
 
 // ap[p·MR + r] = op(a)(r, p), rows >= rows zero.
@@ -94,6 +96,11 @@ __attribute__((always_inline)) inline void microkernel(int64_t kc, const float* 
   for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = vec{};
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    __builtin_prefetch(c + i * ldc, 1);
+    __builtin_prefetch(c + i * ldc + W * NV - 1, 1);
   }
   for (int64_t p = 0; p < kc; ++p) {
     vec b[NV];
@@ -148,8 +155,17 @@ inline void row_block_with(const RowBlock& r, const float* ap, int64_t lda) {
 // rows stay in L1 across the panels) and packing any other first; edge tiles (fewer rows or
 // columns) go through a full tile on the stack and only their valid part reaches c.
 template <int W, int MR, int NV> inline void row_block(const RowBlock& r) {
-  if (r.a_in_place && r.rows == MR) {
-    row_block_with<W, MR, NV, true>(r, r.a, r.lda);
+  if (!r.trans_a && r.rows == MR) {
+    if (r.a_in_place) {
+      row_block_with<W, MR, NV, true>(r, r.a, r.lda);
+      return;
+    }
+    // Rows 4 KiB apart: copied (a memcpy per row) to rows kAPad floats off that stride.
+    const int64_t ld = r.kc + kAPad;
+    for (int64_t i = 0; i < MR; ++i) {
+      std::memcpy(r.ap + i * ld, r.a + i * r.lda, static_cast<size_t>(r.kc) * sizeof(float));
+    }
+    row_block_with<W, MR, NV, true>(r, r.ap, ld);
     return;
   }
   pack_a<MR>(r);
@@ -258,7 +274,7 @@ void blocked_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
       pack_b(trans_b, b, ldb, pc, kc, jc, cols, level.nr, in_place ? cols / level.nr : 0, bp);
 #pragma omp parallel if (parallel)
       {
-        float* ap = scratch(kc * level.mr, 1);
+        float* ap = scratch((kc + kAPad) * level.mr, 1);
 #pragma omp for schedule(static)
         for (int64_t blk = 0; blk < row_blocks; ++blk) {
           const int64_t ic = blk * level.mr;
