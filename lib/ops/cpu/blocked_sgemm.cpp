@@ -34,8 +34,9 @@ namespace hetu::ops::cpu {
 namespace {
 
 // k rows per block: 1024 keeps the linear layers' k in one block (c written once); with a
-// transposed A, 512 (its packed micro-panel, 24 KiB, stays in L1) measured faster.
-constexpr int64_t kKc = 1024, kKcTransA = 512;
+// transposed A (the weight gradients), 256 measured faster than 512 and 1024 (its packed
+// micro-panel, 12 KiB, stays in L1 beside the B panel being read).
+constexpr int64_t kKc = 1024, kKcTransA = 256;
 constexpr int64_t kNc = 256;  // columns per B block
 constexpr int64_t kAPad = 16;  // floats past kc between the rows of a copied A block
 
