@@ -1,7 +1,9 @@
 // The "sgemm candidate" rows of `hetu bench ops` (bench_sgemm_candidate.h). Interleaving the
 // two (OpenBLAS, ours, OpenBLAS, ...) and taking medians lets a shared, noisy machine give
 // a fair ratio: both see the same load. On one thread each call is timed by the thread's CPU
-// clock (time spent waiting for a core is not counted), on more by the wall clock.
+// clock (time spent waiting for a core is not counted), on more by the wall clock. Before
+// each call a 64 MiB buffer is written, so the operands come from memory as in a training
+// step (where the ops between two GEMMs evict them), not from the cache of the last repeat.
 // Shapes: a GPT-2 layer's four linear layers (q/k/v C→3C, projection C→C, MLP C→4C and
 // 4C→C), each as the forward (x Wᵀ + bias: beta 1), the input gradient (dY W) and the weight
 // gradient (dYᵀ X), plus the LM head's three for vocabulary C (scripts/bench/cpu_train.sh's
@@ -70,6 +72,8 @@ std::vector<GemmShape> step_shapes(int64_t rows, int64_t c, int layers) {
 
 void sgemm_candidate_rows(int64_t rows, int64_t hidden, int layers, int repeats) {
   const bool cpu_clock = ops::num_threads() == 1;
+  std::vector<float> evict(size_t{16} << 20);
+  auto cold = [&evict] { std::fill(evict.begin(), evict.end(), evict[1] + 1.0f); };
   double blas_step = 0, ours_step = 0, flops_step = 0;
   for (const GemmShape& s : step_shapes(rows, hidden, layers)) {
     const int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
@@ -90,13 +94,16 @@ void sgemm_candidate_rows(int64_t rows, int64_t hidden, int layers, int repeats)
     ours();
     std::vector<double> t_blas, t_ours;
     for (int r = 0; r < repeats; ++r) {
+      cold();
       const double t0 = now(cpu_clock);
       blas();
       const double t1 = now(cpu_clock);
-      ours();
+      cold();
       const double t2 = now(cpu_clock);
+      ours();
+      const double t3 = now(cpu_clock);
       t_blas.push_back(t1 - t0);
-      t_ours.push_back(t2 - t1);
+      t_ours.push_back(t3 - t2);
     }
     const double flops = 2.0 * static_cast<double>(s.m * s.n * s.k);
     const double sb = median(t_blas), so = median(t_ours);

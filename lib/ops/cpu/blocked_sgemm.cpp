@@ -290,7 +290,9 @@ void blocked_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
 }
 
 bool blocked_sgemm_chosen(int64_t m, int64_t n, int64_t k) {
-  return blocked_requested() && isa_level() != IsaLevel::baseline && m >= 64 && n >= 64 && k >= 32;
+  // The attention's per-head GEMMs (at most 256 × 64 × 256 here) stay with OpenBLAS's small-matrix kernels.
+  return blocked_requested() && isa_level() != IsaLevel::baseline && m >= 64 && n >= 64 && k >= 64 &&
+         m * n * k >= (int64_t{1} << 24);
 }
 
 }  // namespace hetu::ops::cpu

@@ -17,7 +17,8 @@ void blocked_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
 
 // Whether matmul/linear route an f32 GEMM of this size to blocked_sgemm instead of OpenBLAS:
 // only when HETU_CPU_GEMM=blocked (default "openblas": the interleaved benchmark did not show
-// ours faster, see the Note) and the CPU has AVX2 + FMA, for m, n >= 64 and k >= 32.
+// ours faster, see the Note) and the CPU has AVX2 + FMA, for m, n, k >= 64 and m·n·k >= 2^24
+// (the linear layers' GEMMs; the benchmark times nothing smaller).
 bool blocked_sgemm_chosen(int64_t m, int64_t n, int64_t k);
 
 }  // namespace hetu::ops::cpu
