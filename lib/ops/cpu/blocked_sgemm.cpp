@@ -24,20 +24,24 @@ namespace hetu::ops::cpu {
 // other: B is packed, A's MR rows copied to rows off that stride). A transposed B (the
 // forward's Wᵀ), B's last partial panel, a transposed A and partial row blocks are packed,
 // per block of up to KC × NC, into NR-wide panels and MR-row micro-panels. Each kernel call
-// prefetches its c tile for writing before the k loop. The microkernel is plain GCC vector code (one template) compiled per
-// ISA level: AVX-512 12 × 32 (24 zmm accumulators), AVX2 + FMA 6 × 16 (12 ymm), baseline
-// 4 × 8 (SSE2, for the tests only). Each output element is summed over k in the same order
-// whatever the thread count (threads split the MR-row blocks), so results are deterministic.
-// Interleaved with cblas_sgemm on the step's GEMMs (`hetu bench ops`, "sgemm candidate" rows,
-// thread CPU time) on a loaded machine it ran at 0.85-1.08× OpenBLAS per shape and
-// 0.95-0.96× on the step's mix, so it is opt-in (HETU_CPU_GEMM=blocked) and OpenBLAS stays the default.
+// prefetches its c tile for writing before the k loop. The microkernel is plain GCC vector
+// code (one template) compiled per ISA level: AVX-512 12 × 32 (24 zmm accumulators), AVX2 +
+// FMA 6 × 16 (12 ymm), baseline 4 × 8 (SSE2, for the tests only); on this EPYC the AVX2 one
+// runs at ~0.76× OpenBLAS. Each output element is summed over k in the same order whatever
+// the thread count (threads split the MR-row blocks), so results are deterministic. A
+// training step with it gives the same loss to 6 digits (3.072754 vs 3.072751 after 11 steps).
+// Interleaved with cblas_sgemm on the step's GEMMs (`hetu bench ops`, "sgemm candidate" rows:
+// thread CPU time, caches evicted) it runs at 0.9-1.1× OpenBLAS per shape (lowest: the m = 256
+// weight gradients, 0.90-0.96×) and 0.97-1.01× on the step's mix; a whole step
+// (scripts/bench/ab_step_cpu_time.sh) took 1.02× the CPU time with it. Not faster, so it is
+// opt-in (HETU_CPU_GEMM=blocked) and OpenBLAS stays the default.
 namespace {
 
 // k rows per block: 1024 keeps the linear layers' k in one block (c written once); with a
 // transposed A (the weight gradients), 256 measured faster than 512 and 1024 (its packed
 // micro-panel, 12 KiB, stays in L1 beside the B panel being read).
 constexpr int64_t kKc = 1024, kKcTransA = 256;
-constexpr int64_t kNc = 256;  // columns per B block
+constexpr int64_t kNc = 256;   // columns per B block
 constexpr int64_t kAPad = 16;  // floats past kc between the rows of a copied A block
 
 template <int W> struct Vec {
