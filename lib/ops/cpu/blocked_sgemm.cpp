@@ -29,7 +29,7 @@ namespace hetu::ops::cpu {
 // FMA 6 × 16 (12 ymm), baseline 4 × 8 (SSE2, for the tests only); on this EPYC the AVX2 one
 // runs at ~0.76× OpenBLAS. Each output element is summed over k in the same order whatever
 // the thread count (threads split the MR-row blocks), so results are deterministic. A
-// training step with it gives the same loss to 6 digits (3.072754 vs 3.072751 after 11 steps).
+// training step with it gives the same loss to 1e-6 relative (3.072754 vs 3.072751, 11 steps).
 // Interleaved with cblas_sgemm on the step's GEMMs (`hetu bench ops`, "sgemm candidate" rows:
 // thread CPU time, caches evicted) it runs at 0.9-1.1× OpenBLAS per shape (lowest: the m = 256
 // weight gradients, 0.90-0.96×) and 0.97-1.01× on the step's mix; a whole step
