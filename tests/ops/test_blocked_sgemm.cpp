@@ -112,3 +112,48 @@ TEST_CASE("blocked_sgemm gives the same bits on one thread and on two", "[matmul
   hetu::ops::set_num_threads(saved);
   CHECK(one == two);
 }
+
+// matmul and linear routed to blocked_sgemm (as HETU_CPU_GEMM=blocked does): transposed views
+// of both operands, and linear's bias (beta = 1) and residual, against naive sums in f64.
+TEST_CASE("matmul and linear through blocked_sgemm match naive sums", "[matmul]") {
+  using namespace hetu;
+  if (ops::cpu::max_isa_level() == IsaLevel::baseline) {
+    WARN("no AVX2 on this CPU: blocked_sgemm is never chosen");
+    return;
+  }
+  struct Restore {
+    ~Restore() { ops::cpu::set_blocked_sgemm_requested(false); }
+  } restore;
+  ops::cpu::set_blocked_sgemm_requested(true);
+  const int64_t m = 130, n = 200, k = 700;  // m·n·k >= 2^24: blocked_sgemm's class
+  REQUIRE(ops::cpu::blocked_sgemm_chosen(m, n, k));
+  const Tensor x = test::random_tensor({m, k}, DType::f32, 6), w = test::random_tensor({n, k}, DType::f32, 7);
+  const Tensor bias = test::random_tensor({n}, DType::f32, 8), residual = test::random_tensor({m, n}, DType::f32, 9);
+  const std::vector<double> xs = to_vector(x), ws = to_vector(w), bs = to_vector(bias);
+  const std::vector<double> rs = to_vector(residual);
+  // out(i, j) = base(i, j) + Σ_p x(i, p) w(j, p); |error| within f32 rounding of the k-term sum.
+  auto check = [&](const Tensor& out, bool with_bias_and_residual) {
+    const std::vector<double> got = to_vector(out);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = with_bias_and_residual ? bs[static_cast<size_t>(j)] + rs[static_cast<size_t>(i * n + j)] : 0.0;
+        double magnitude = std::fabs(sum);
+        for (int64_t p = 0; p < k; ++p) {
+          const double term = xs[static_cast<size_t>(i * k + p)] * ws[static_cast<size_t>(j * k + p)];
+          sum += term;
+          magnitude += std::fabs(term);
+        }
+        bad += !(std::fabs(got[static_cast<size_t>(i * n + j)] - sum) <=
+                 4.0 * std::ldexp(1.0, -24) * static_cast<double>(k + 2) * magnitude);
+      }
+    }
+    CHECK(bad == 0);
+  };
+  const Tensor x_stored_transposed = x.transpose(0, 1).contiguous(), w_t = w.transpose(0, 1).contiguous();
+  check(ops::matmul(x, w, false, true), false);                        // x wᵀ: b transposed
+  check(ops::matmul(x_stored_transposed, w, true, true), false);       // both transposed
+  check(ops::matmul(x, w_t, false, false), false);                     // wᵀ stored row-major
+  check(ops::matmul(x_stored_transposed.transpose(0, 1), w_t), false);  // a column-major view of x
+  check(ops::linear(x, w, bias, residual), true);                      // beta = 1, then + residual
+}

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -238,14 +239,15 @@ float* scratch(int64_t count, int which) {
   return buffer.data();
 }
 
-bool blocked_requested() {
-  static const bool requested = [] {
+// HETU_CPU_GEMM, read once; set_blocked_sgemm_requested overrides it.
+std::atomic<bool>& blocked_requested() {
+  static std::atomic<bool> requested{[] {
     const char* env = std::getenv("HETU_CPU_GEMM");
     const std::string_view name = env != nullptr ? env : "openblas";
     HT_USAGE_CHECK(name == "openblas" || name == "blocked", "HETU_CPU_GEMM=\"{}\": expected openblas or blocked",
                    name);
     return name == "blocked";
-  }();
+  }()};
   return requested;
 }
 
@@ -295,8 +297,10 @@ void blocked_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
 
 bool blocked_sgemm_chosen(int64_t m, int64_t n, int64_t k) {
   // The attention's per-head GEMMs (at most 256 × 64 × 256 here) stay with OpenBLAS's small-matrix kernels.
-  return blocked_requested() && isa_level() != IsaLevel::baseline && m >= 64 && n >= 64 && k >= 64 &&
-         m * n * k >= (int64_t{1} << 24);
+  return blocked_requested().load(std::memory_order_relaxed) && isa_level() != IsaLevel::baseline && m >= 64 &&
+         n >= 64 && k >= 64 && m * n * k >= (int64_t{1} << 24);
 }
+
+void set_blocked_sgemm_requested(bool requested) { blocked_requested().store(requested); }
 
 }  // namespace hetu::ops::cpu

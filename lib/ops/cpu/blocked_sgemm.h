@@ -21,4 +21,7 @@ void blocked_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
 // (the linear layers' GEMMs; the benchmark times nothing smaller).
 bool blocked_sgemm_chosen(int64_t m, int64_t n, int64_t k);
 
+// Overrides HETU_CPU_GEMM (true: blocked) for the rest of the process; tests.
+void set_blocked_sgemm_requested(bool requested);
+
 }  // namespace hetu::ops::cpu
