@@ -7,7 +7,9 @@
 //  - layer_norm forward and the vocabulary-shard cross-entropy passes GB/s vs memcpy;
 //  - the linear layer's backward with its bias (ops::linear_backward) vs the reference ops;
 //  - the fused LM head + loss (forward and both gradients) vs the unfused ops: time and
-//    peak tensor bytes (the allocator's peak counter).
+//    peak tensor bytes (the allocator's peak counter);
+//  - hetu's own blocked_sgemm vs cblas_sgemm, interleaved, on one GPT-2 step's linear GEMMs
+//    (app/bench_sgemm_candidate.h).
 // On a GPU (--device cuda:N; --dtype f32 or bf16, both in turn without it) the same rows at
 // GPT-2-124M-like sizes; the compute peer is hetu's matmul (cuBLAS) of a square 4096³ in the
 // same dtype, the memory peer a device-to-device copy of the same bytes. Each timing is the
@@ -25,6 +27,7 @@
 #include <vector>
 #include <fmt/core.h>
 
+#include "app/bench_sgemm_candidate.h"
 #include "app/commands.h"
 #include "app/compute_device.h"
 #include "lib/core/cuda_probe.h"
@@ -317,6 +320,7 @@ int run_cpu(const BenchOptions& options) {
   linear_backward_rows(b, options.quick ? 1 : 5);
   cross_entropy_rows(b, options.quick ? 64 : 256, 50304, bytes / memcpy_s / 1e9, "memcpy");
   lm_head_rows(b, options.quick ? 256 : 1024, 256, 50257);  // scripts/bench/cpu_train.sh's GPT-2 head
+  sgemm_candidate_rows(1024, 256, 4, options.quick ? 5 : 31);  // cpu_train.sh's T = 256 rows: B·T = 1024
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // Batched GEMM on OpenBLAS. A matrix operand may be row-major (stride (ld, 1)) or column-
 // major (stride (1, ld)) in memory; the second is passed to BLAS as a transpose, so
 // transposed views never copy. Batch dims may have any strides (including 0: broadcast).
+// HETU_CPU_GEMM=blocked routes f32 GEMMs of mid-size shapes to blocked_sgemm instead.
 #include "lib/ops/cpu/matmul.h"
 
 #include <cblas.h>
@@ -9,6 +10,7 @@
 
 #include "lib/core/dispatch.h"
 #include "lib/core/strided_loop.h"
+#include "lib/ops/cpu/blocked_sgemm.h"
 
 namespace hetu::ops::cpu {
 template <typename T>
@@ -17,6 +19,10 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a
   const CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE opb = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>) {
+    if (alpha == 1.0f && (beta == 0.0f || beta == 1.0f) && blocked_sgemm_chosen(m, n, k)) {
+      blocked_sgemm(ta, tb, m, n, k, a, lda, b, ldb, beta == 1.0f, c, ldc);
+      return;
+    }
     cblas_sgemm(CblasRowMajor, opa, opb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
                 static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
   } else {
