@@ -57,15 +57,16 @@ constexpr double PieceTimes::*kMeasured[] = {
     &PieceTimes::layer_activation_bytes,
 };
 
-// Every piece of one micro-batch, forward then backward; layer figures per layer.
+// Every piece of one micro-batch, forward then backward; layer figures per layer. `span`: its
+// HETU_WAIT_TRACE name ("pass" for a timed pass, "settle" for a settling one).
 PieceTimes time_one_pass(const LanguageModel& model, Device device, const Tensor& ids, const Tensor& targets,
-                         const ComputePacing& pacing) {
+                         const ComputePacing& pacing, const char* span) {
   const int64_t layers = model.config().layers;
   // The loss is the same on every rank of a tp group; one of them seeds its backward.
   const bool seeds = model.tensor_parallel() == nullptr || model.tensor_parallel()->index() == 0;
   // HETU_WAIT_TRACE's span of the pass; its pieces' codes: embedding 0 / 3, head 1 / 2 (forward /
   // backward), layer l 10 + l / 20 + l, AdamW 4.
-  const wait_trace::Span traced("pass", model.tensor_parallel() == nullptr ? 1 : model.tensor_parallel()->size(),
+  const wait_trace::Span traced(span, model.tensor_parallel() == nullptr ? 1 : model.tensor_parallel()->size(),
                                 ids.size(0));
   PieceTimes t;
   Tensor embedded;
@@ -194,7 +195,10 @@ PartTimes time_part(const LanguageModel& model, Device device, std::span<const i
   for (int w = 0; w < windows.warmup + windows.measured; ++w) {
     const bool measured = w >= windows.warmup;
     for (size_t m = 0; m < batches.size(); ++m) {
-      const PieceTimes t = time_one_pass(model, device, batches[m].first, batches[m].second, pacing);
+      // The settling pass, untimed: the timed one then follows a pass of its own size, as
+      // every micro-batch of a training step but its first does (Note [Profile windows]).
+      time_one_pass(model, device, batches[m].first, batches[m].second, pacing, "settle");
+      const PieceTimes t = time_one_pass(model, device, batches[m].first, batches[m].second, pacing, "pass");
       if (measured) samples[m].push_back(t);
     }
     hold_gradients(params);  // the step's gradients; the next window's passes add to them

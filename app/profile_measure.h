@@ -5,9 +5,9 @@
 // layer keeps for its backward, and one AdamW step over the part's parameters.
 //
 // Note [Profile windows]: a burst of machine noise must not move the profile. The
-// measurement is split into windows; one window is one pass over every piece at every
-// micro-batch size asked for, then one AdamW step, so a window is a short stretch of time in
-// which every piece is timed once. After `warmup` windows (first touches, allocator growth;
+// measurement is split into windows; one window is, at every micro-batch size asked for, a
+// settling pass (untimed) and a timed pass over every piece, then one AdamW step, so a window
+// is a short stretch of time in which every piece is timed once. After `warmup` windows (first touches, allocator growth;
 // discarded) come `measured` windows. Per micro-batch size, the windows are ranked by their
 // whole pass (every piece, forward and backward); the third with the shortest and the third
 // with the longest are dropped, and each piece is its mean over the middle windows (the AdamW
@@ -17,10 +17,22 @@
 // pieces run untouched and a few lose a whole time slice, so each piece's median misses the
 // slices that a training step, a sum of many pieces, always pays (and an emulated device pays
 // F times); whole windows keep them. The windows follow one another with no gap, so the budget
-// is (warmup + measured) passes over the micro-batch sizes and as many AdamW steps: 8 by
-// default. What no estimator here removes is a change of the machine's load that outlasts
+// is 2 x (warmup + measured) passes at each micro-batch size and warmup + measured AdamW
+// steps: 24 passes and 12 steps by default. What no estimator here removes is a change of the machine's load that outlasts
 // the profile. `spread` records how much the windows disagreed (see PieceTimes), so a
 // profile taken on a busy machine says so.
+//
+// Settling passes: each timed pass follows an untimed pass of its own size, as every
+// micro-batch of a training step but its first follows one of its own size. Without it, the
+// first size's pass followed the AdamW step and each other size's a pass of another size; the
+// pass after the AdamW step ran 3-5% longer at tp 2 and 1-3% at tp 1 than a second pass
+// of its size, and a pass after another size's 0-3% (the accuracy benchmark's tp2-aa job,
+// HETU_WAIT_TRACE, both passes timed, 2 profiles x 2 ranks x 7 windows, the medians of the
+// paired ratios, in CPU time where the machine was busy). Training's first micro-batch after
+// its AdamW step is not slower than the step's others: 26.1 ms against 26.4-27.4 ms (tp 2,
+// micro-batch 4, 10 steps, both ranks) and 22.4 against 22.9-23.6 ms of CPU time (tp 1,
+// micro-batch 2); it writes its gradients fresh (see held gradients), which offsets
+// whatever the optimizer step cost it. So no cost is charged once per step for it.
 //
 // Held gradients: every pass runs with the part's gradients already held (the constant each
 // AdamW step is given, then what the window's passes add to it), so each parameter's gradient
@@ -43,7 +55,10 @@
 // 5.2) of training's 25-28 ms; the ranks start each pass 0.01-0.1 ms apart (the first
 // collective absorbs no skew); the rest is on the CPU (off-CPU < 0.1 ms), and is where a pass ran
 // 0-18% longer than training's micro-batch, by profile (the same job profiled twice differed
-// as much). Under load both ranks at times share one core (off-CPU about the partner's
+// as much; so did the same job's tp-2 micro-batch-4 pass in 5 profiles run one after another,
+// 27.6-30.4 ms where it ran undisturbed, thread CPU time = wall time: the machine's speed
+// moves from one process to the next by more than one profile's windows disagree, and more
+// windows do not remove that). Under load both ranks at times share one core (off-CPU about the partner's
 // compute, 15-57 involuntary switches per micro-batch), in profile and training alike.
 //
 // Emulated devices: training sleeps (F - 1) x the wall time of the compute before each
@@ -83,7 +98,7 @@ struct PieceTimes {
 
 struct ProfileWindows {
   int warmup = 1;    // windows run and discarded
-  int measured = 7;  // windows the estimate is taken from (the middle third and more: 3 of 7)
+  int measured = 11;  // windows the estimate is taken from (the middle third and more: 5 of 11)
 };
 
 struct PartTimes {

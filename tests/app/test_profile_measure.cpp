@@ -111,8 +111,9 @@ TEST_CASE("profile windows: an emulated piece is slowdown x its wall time, the s
                              }};
   const PartTimes slept = time_part(*model, Device::cpu(), micro_batches, 16, sleepy, windows);
   REQUIRE(slept.micro_batches.size() == 2);
-  // Per window: each micro-batch after its forward and after its backward, then the optimizer.
-  CHECK(settles == 4 * (2 * 2 + 1));
+  // Per window: each micro-batch size's settling and timed pass, after its forward and after its
+  // backward, then the optimizer.
+  CHECK(settles == 4 * (2 * 2 * 2 + 1));
   for (const PieceTimes& t : slept.micro_batches) {
     CHECK(t.layer_forward_s < 25e-3);  // this model's layer: well under a millisecond
     CHECK(t.layer_backward_s < 25e-3);
@@ -146,7 +147,7 @@ TEST_CASE("profile windows: every pass adds to gradients the part already holds"
                               }
                             }};
   time_part(*model, Device::cpu(), std::vector<int64_t>{1, 2}, 16, check, ProfileWindows{1, 2});
-  CHECK(settles == 3 * (2 * 2 + 1));
+  CHECK(settles == 3 * (2 * 2 * 2 + 1));
   CHECK(without_gradients == 0);
   for (const nn::NamedParameter& p : params) CHECK_FALSE(p.tensor.grad().defined());  // none left behind
 }
