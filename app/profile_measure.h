@@ -22,11 +22,19 @@
 // the profile. `spread` records how much the windows disagreed (see PieceTimes), so a
 // profile taken on a busy machine says so.
 //
+// Interleaving (profile_cluster): every tp degree's windows are taken in 3 rounds, the
+// degrees in turn in each round, its part built again and warmed up again each round (one
+// part in memory at a time, as before): a change of the machine's load during the profile
+// then reaches every degree's entry alike, where one degree after another put all of it
+// into one degree. The entries are compared with one another: a tp group over unlike nodes
+// borrows a tp-2 entry scaled by the ratio of two types' tp-1 entries (app/layout_cost.cpp,
+// profile_for). The cost: a warm-up window per degree per round, 3 instead of 1.
+//
 // Settling passes: each timed pass follows an untimed pass of its own size, as every
 // micro-batch of a training step but its first follows one of its own size. Without it, the
 // first size's pass followed the AdamW step and each other size's a pass of another size; the
 // pass after the AdamW step ran 3-5% longer at tp 2 and 1-3% at tp 1 than a second pass
-// of its size, and a pass after another size's 0-3% (the accuracy benchmark's tp2-aa job,
+// of its size, and a pass after another size's -2 to +3% (the accuracy benchmark's tp2-aa job,
 // HETU_WAIT_TRACE, both passes timed, 2 profiles x 2 ranks x 7 windows, the medians of the
 // paired ratios, in CPU time where the machine was busy). Training's first micro-batch after
 // its AdamW step is not slower than the step's others: 26.1 ms against 26.4-27.4 ms (tp 2,
@@ -128,7 +136,22 @@ struct ComputePacing {
 // covers the vocabulary evenly.
 Tensor profile_tokens(int64_t micro_batch, int64_t seq_len, int64_t vocab, int64_t first);
 
-// The part's pieces at each of `micro_batches` (Note [Profile windows]).
+// A part's measured windows, gathered over one or more measure_windows calls (profile_cluster
+// takes them in rounds, interleaving its tp degrees: Note [Profile windows]).
+struct PartWindows {
+  std::vector<std::vector<PieceTimes>> micro_batches;  // per micro-batch size, one per window
+  std::vector<double> optimizer_s;                     // one AdamW step per window
+};
+
+// Runs `windows` of the part (its warm-up windows, then its measured ones) at each of
+// `micro_batches`, and appends the measured ones to `into`.
+void measure_windows(const LanguageModel& model, Device device, std::span<const int64_t> micro_batches,
+                     int64_t seq_len, const ComputePacing& pacing, ProfileWindows windows, PartWindows& into);
+
+// The estimate over every window gathered (`layers`: the part's).
+PartTimes estimate_part(const PartWindows& windows, int64_t layers);
+
+// The part's pieces at each of `micro_batches`: measure_windows once, then estimate_part.
 PartTimes time_part(const LanguageModel& model, Device device, std::span<const int64_t> micro_batches,
                     int64_t seq_len, const ComputePacing& pacing, ProfileWindows windows = {});
 

@@ -83,7 +83,8 @@ PY
 # it but for the untimed glue between them, and both ranks wait on as many collectives. Every
 # timed pass comes right after a settling pass of its own tp and micro-batch, not after the
 # AdamW step or another size (a training step's micro-batches after its first follow one of
-# their size; Note [Profile windows]).
+# their size; Note [Profile windows]), and the tp degrees take their windows in turns, 3 rounds
+# (interleaving).
 /usr/bin/python3 - "$work/trace" <<'PY' || fail "the wait trace of the tp-2 profile is off"
 import glob, sys
 counts = {}
@@ -110,9 +111,12 @@ for path in sorted(glob.glob(sys.argv[1] + "/wait.*.txt")):
             current["waits"] += 1
             current["outside"] += piece is None
     tp2 = [p for p in passes if p["tp"] == 2]
-    assert len(tp2) == 3 * 12, len(tp2)  # micro-batches 1, 2, 4 x (1 warm-up + 11 measured windows)
+    assert len(tp2) == 3 * 14, len(tp2)  # micro-batches 1, 2, 4 x (3 rounds' warm-ups + 11 measured windows)
     timed = [i for i, e in enumerate(order) if e[0] == "pass"]
-    assert len(timed) == 2 * 3 * 12 and all(i > 0 and order[i - 1] == ("settle",) + order[i][1:] for i in timed), \
+    degrees = [order[i][1] for i in timed]
+    turns = sum(a != b for a, b in zip(degrees, degrees[1:]))
+    assert turns == 2 * 3 - 1, (turns, degrees)  # tp 1, tp 2, tp 1, tp 2, tp 1, tp 2
+    assert len(timed) == 2 * 3 * 14 and all(i > 0 and order[i - 1] == ("settle",) + order[i][1:] for i in timed), \
         [order[i - 1:i + 1] for i in timed if i == 0 or order[i - 1] != ("settle",) + order[i][1:]][:3]
     for p in tp2:
         assert p["waits"] > 0 and p["outside"] == 0, p
