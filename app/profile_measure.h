@@ -32,15 +32,16 @@
 //
 // Settling passes: each timed pass follows an untimed pass of its own size, as every
 // micro-batch of a training step but its first follows one of its own size. Without it, the
-// first size's pass followed the AdamW step and each other size's a pass of another size; the
-// pass after the AdamW step ran 3-5% longer at tp 2 and 1-3% at tp 1 than a second pass
-// of its size, and a pass after another size's -2 to +3% (the accuracy benchmark's tp2-aa job,
-// HETU_WAIT_TRACE, both passes timed, 2 profiles x 2 ranks x 7 windows, the medians of the
-// paired ratios, in CPU time where the machine was busy). Training's first micro-batch after
-// its AdamW step is not slower than the step's others: 26.1 ms against 26.4-27.4 ms (tp 2,
-// micro-batch 4, 10 steps, both ranks) and 22.4 against 22.9-23.6 ms of CPU time (tp 1,
-// micro-batch 2); it writes its gradients fresh (see held gradients), which offsets
-// whatever the optimizer step cost it. So no cost is charged once per step for it.
+// first size's pass followed the AdamW step and each other size's a pass of another size.
+// Measured on the accuracy benchmark's tp2-aa job (HETU_WAIT_TRACE,
+// scripts/bench/first_pass_trace.py: the paired ratios' medians, 2 profiles x 2 ranks): a
+// pass right after the AdamW step over the next pass of its size, 1.03-1.05 at tp 2 and
+// 1.01-1.03 at tp 1 in a quiet stretch (wall = CPU time), 1.00-1.03 in CPU time at load
+// 11; after another size's pass 0.98-1.03. Training's first micro-batch of a step (after the
+// AdamW step) over the step's others: 0.96-0.99 wall, 0.98-1.01 CPU time (tp 2, micro-batch
+// 4), 0.97-0.98 CPU time (tp 1, micro-batch 2): not slower (it writes its gradients fresh,
+// see held gradients, which may offset what the optimizer step costs it), so no cost is
+// charged once per step for it.
 //
 // Held gradients: every pass runs with the part's gradients already held (the constant each
 // AdamW step is given, then what the window's passes add to it), so each parameter's gradient
