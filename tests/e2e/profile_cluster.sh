@@ -128,4 +128,7 @@ print(f"wait trace: {counts['0'][-1]} collectives in a tp-2 pass, all inside tim
 PY
 /usr/bin/python3 "$src/scripts/bench/tp_wait_trace.py" "$work/trace" > "$work/trace.txt" \
   && grep -q "^profile" "$work/trace.txt" || { cat "$work/trace.txt"; fail "tp_wait_trace.py reads no profile"; }
+/usr/bin/python3 "$src/scripts/bench/first_pass_trace.py" "$work/trace" > "$work/first.txt" \
+  && grep -q "profile tp 2 micro-batch 1: settling pass (after the AdamW step)" "$work/first.txt" \
+  || { cat "$work/first.txt"; fail "first_pass_trace.py reads no settling pass"; }
 echo "PASS profile cluster"
