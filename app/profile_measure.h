@@ -4,22 +4,23 @@
 // detaching the hidden state between them, so each backward runs alone), the bytes each
 // layer keeps for its backward, and one AdamW step over the part's parameters.
 //
-// Note [Profile windows]: a burst of machine noise must not move the profile. The
-// measurement is split into windows; one window is, at every micro-batch size asked for, a
-// settling pass (untimed) and a timed pass over every piece, then one AdamW step, so a window
-// is a short stretch of time in which every piece is timed once. After `warmup` windows (first touches, allocator growth;
-// discarded) come `measured` windows. Per micro-batch size, the windows are ranked by their
-// whole pass (every piece, forward and backward); the third with the shortest and the third
-// with the longest are dropped, and each piece is its mean over the middle windows (the AdamW
-// step likewise over its own times). A burst that slows one or two of 7 windows is dropped
-// with them, where a mean of all windows would move by the burst's size / windows. Not each
-// piece's own median: under steady contention (more runnable threads than cores) most short
-// pieces run untouched and a few lose a whole time slice, so each piece's median misses the
-// slices that a training step, a sum of many pieces, always pays (and an emulated device pays
-// F times); whole windows keep them. The windows follow one another with no gap, so the budget
-// is 2 x (warmup + measured) passes at each micro-batch size and warmup + measured AdamW
-// steps: 24 passes and 12 steps by default. What no estimator here removes is a change of the machine's load that outlasts
-// the profile. `spread` records how much the windows disagreed (see PieceTimes), so a
+// Note [Profile windows]: a burst of machine noise must not move the profile. The measurement
+// is split into windows; one window is, at every micro-batch size asked for, a settling pass
+// (untimed) and a timed pass over every piece, then one AdamW step, so a window is a short
+// stretch of time in which every piece is timed once. After `warmup` windows (first touches,
+// allocator growth; discarded) come `measured` windows. Per micro-batch size, the windows are
+// ranked by their whole pass (every piece, forward and backward); the third with the shortest
+// and the third with the longest are dropped, and each piece is its mean over the middle
+// windows (the AdamW step likewise over its own times). A burst that slows up to three of 11
+// windows is dropped with them, where a mean of all windows would move by the burst's size /
+// windows. Not each piece's own median: under steady contention (more runnable threads than
+// cores) most short pieces run untouched and a few lose a whole time slice, so each piece's
+// median misses the slices that a training step, a sum of many pieces, always pays (and an
+// emulated device pays F times); whole windows keep them. The windows follow one another with
+// no gap, so the budget is 2 x (warmup + measured) passes at each micro-batch size and warmup +
+// measured AdamW steps: 24 passes and 12 steps by default (profile_cluster's rounds add 2
+// warm-up windows). What no estimator here removes is a change of the machine's load that
+// outlasts the profile. `spread` records how much the windows disagreed (see PieceTimes), so a
 // profile taken on a busy machine says so.
 //
 // Interleaving (profile_cluster): every tp degree's windows are taken in 3 rounds, the
