@@ -18,6 +18,9 @@
 namespace hetu::app {
 namespace {
 
+// The rounds the measured windows are taken in, every tp degree once a round.
+constexpr int kRounds = 3;
+
 // The device types of the cluster, in node order, each once.
 std::vector<std::string> device_types(const config::JobConfig& c) {
   std::vector<std::string> out;
@@ -122,31 +125,43 @@ Profile profile_cluster(const config::LoadedConfig& loaded, const RankMap& ranks
                              emulated_compute_s(host) ? std::function<double()>([&host] { return *emulated_compute_s(host); })
                                                       : std::function<double()>()};
 
+  // The tp degrees in turn, kRounds times, each round a share of the measured windows
+  // (Note [Profile windows]: interleaving).
+  const ProfileWindows windows;
+  std::vector<PartWindows> gathered(tps.size());
+  std::vector<bool> skipped(tps.size(), false);
+  std::vector<double> params(tps.size(), 0.0);
+  for (int round = 0; round < kRounds; ++round) {
+    const int share = windows.measured * (round + 1) / kRounds - windows.measured * round / kRounds;
+    for (size_t k = 0; k < tps.size(); ++k) {
+      if (skipped[k]) continue;
+      const pipeline::ParallelLayout layout = tp_layout(c, ranks, tps[k]);
+      std::unique_ptr<ParallelModel> part;
+      std::string why;
+      try {
+        part = std::make_unique<ParallelModel>(c.model, c.job.seed, layout, *layout.locate(rank), &comm,
+                                               compute_dtype(c.training.precision));
+      } catch (const UsageError& error) {
+        why = error.message();
+      }
+      // Every rank skips a tp degree the model cannot split into (the heads, the vocabulary).
+      if (anyone(host, part == nullptr)) {
+        if (rank == 0 && tps[k] > 1) spdlog::info("profile: tp {} skipped ({})", tps[k], why.empty() ? "another rank" : why);
+        skipped[k] = true;
+        continue;
+      }
+      part->model().to(compute);
+      params[k] = static_cast<double>(part->model().num_parameters());
+      host.barrier(host.world());  // all ranks measure together
+      pacing.settle();
+      measure_windows(part->model(), compute, mbs, c.training.seq_len, pacing, {windows.warmup, share}, gathered[k]);
+    }
+  }
   for (size_t k = 0; k < tps.size(); ++k) {
     const pipeline::ParallelLayout layout = tp_layout(c, ranks, tps[k]);
-    const pipeline::Position position = *layout.locate(rank);
-    const bool recorded = layout.stage(position).tp() == tps[k];
-    std::unique_ptr<ParallelModel> part;
-    std::string why;
-    try {
-      part = std::make_unique<ParallelModel>(c.model, c.job.seed, layout, position, &comm,
-                                             compute_dtype(c.training.precision));
-    } catch (const UsageError& error) {
-      why = error.message();
-    }
-    // Every rank skips a tp degree the model cannot split into (the heads, the vocabulary).
-    if (anyone(host, part == nullptr)) {
-      if (rank == 0 && tps[k] > 1) spdlog::info("profile: tp {} skipped ({})", tps[k], why.empty() ? "another rank" : why);
-      continue;
-    }
-    part->model().to(compute);
-    const double params = static_cast<double>(part->model().num_parameters());
-    host.barrier(host.world());  // all ranks measure together
-    pacing.settle();
-    const PartTimes t = time_part(part->model(), compute, mbs, c.training.seq_len, pacing);
-    for (size_t m = 0; m < mbs.size() && recorded; ++m) {
-      add(&sums[slot_of(my_type, k, m)], t.micro_batches[m], t.optimizer_s, params);
-    }
+    if (skipped[k] || layout.stage(*layout.locate(rank)).tp() != tps[k]) continue;  // recorded: a rank of a tp-k group
+    const PartTimes t = estimate_part(gathered[k], c.model.layers);
+    for (size_t m = 0; m < mbs.size(); ++m) add(&sums[slot_of(my_type, k, m)], t.micro_batches[m], t.optimizer_s, params[k]);
   }
   Tensor all = tensor_from(sums, {static_cast<int64_t>(sums.size())});
   host.all_reduce(all, host.world());

@@ -4,8 +4,9 @@
 //   device (so contention is what training sees), its emulation applied (the slowdown slept
 //   inside each timed piece, emulated links in the link probes). Per device type, tp degree
 //   (1 and every size up to a node's device count the model splits into) and micro-batch
-//   size (profile_micro_batches): the pieces of profile_measure.h and the AdamW step, averaged
-//   over the ranks of the type; then the links (link_probe.h). Collective: every rank calls
+//   size (profile_micro_batches): the pieces of profile_measure.h and the AdamW step (the
+//   degrees in turns, in rounds: Note [Profile windows], interleaving), averaged over the
+//   ranks of the type; then the links (link_probe.h). Collective: every rank calls
 //   it and gets the same Profile.
 // - profile_one_process: the single-process mode (hetu profile and hetu plan without
 //   mpirun): this CPU measured once at tp 1, and every CPU type of the cluster given those

@@ -57,15 +57,16 @@ constexpr double PieceTimes::*kMeasured[] = {
     &PieceTimes::layer_activation_bytes,
 };
 
-// Every piece of one micro-batch, forward then backward; layer figures per layer.
+// Every piece of one micro-batch, forward then backward; layer figures per layer. `span`: its
+// HETU_WAIT_TRACE name ("pass" for a timed pass, "settle" for a settling one).
 PieceTimes time_one_pass(const LanguageModel& model, Device device, const Tensor& ids, const Tensor& targets,
-                         const ComputePacing& pacing) {
+                         const ComputePacing& pacing, const char* span) {
   const int64_t layers = model.config().layers;
   // The loss is the same on every rank of a tp group; one of them seeds its backward.
   const bool seeds = model.tensor_parallel() == nullptr || model.tensor_parallel()->index() == 0;
   // HETU_WAIT_TRACE's span of the pass; its pieces' codes: embedding 0 / 3, head 1 / 2 (forward /
   // backward), layer l 10 + l / 20 + l, AdamW 4.
-  const wait_trace::Span traced("pass", model.tensor_parallel() == nullptr ? 1 : model.tensor_parallel()->size(),
+  const wait_trace::Span traced(span, model.tensor_parallel() == nullptr ? 1 : model.tensor_parallel()->size(),
                                 ids.size(0));
   PieceTimes t;
   Tensor embedded;
@@ -176,8 +177,8 @@ double window_spread(const std::vector<double>& samples) {
   return window_median(std::move(deviations)) / std::abs(median);
 }
 
-PartTimes time_part(const LanguageModel& model, Device device, std::span<const int64_t> micro_batches,
-                    int64_t seq_len, const ComputePacing& pacing, ProfileWindows windows) {
+void measure_windows(const LanguageModel& model, Device device, std::span<const int64_t> micro_batches,
+                     int64_t seq_len, const ComputePacing& pacing, ProfileWindows windows, PartWindows& into) {
   HT_CHECK(windows.warmup >= 0 && windows.measured >= 1 && pacing.slowdown >= 1,
            "profile: {} warm-up and {} measured windows at slowdown {}", windows.warmup, windows.measured,
            pacing.slowdown);
@@ -189,26 +190,36 @@ PartTimes time_part(const LanguageModel& model, Device device, std::span<const i
   std::vector<nn::NamedParameter> params = model.named_parameters();
   optim::AdamW adamw(params, optim::AdamWConfig{});
   hold_gradients(params);
-  std::vector<std::vector<PieceTimes>> samples(micro_batches.size());
-  std::vector<double> optimizer;
+  into.micro_batches.resize(micro_batches.size());
   for (int w = 0; w < windows.warmup + windows.measured; ++w) {
     const bool measured = w >= windows.warmup;
     for (size_t m = 0; m < batches.size(); ++m) {
-      const PieceTimes t = time_one_pass(model, device, batches[m].first, batches[m].second, pacing);
-      if (measured) samples[m].push_back(t);
+      // The settling pass, untimed: the timed one then follows a pass of its own size, as
+      // every micro-batch of a training step but its first does (Note [Profile windows]).
+      time_one_pass(model, device, batches[m].first, batches[m].second, pacing, "settle");
+      const PieceTimes t = time_one_pass(model, device, batches[m].first, batches[m].second, pacing, "pass");
+      if (measured) into.micro_batches[m].push_back(t);
     }
     hold_gradients(params);  // the step's gradients; the next window's passes add to them
     const double step_s = timed(device, pacing, [&] { adamw.step(1e-9); }, 4);
     pacing.settle();
-    if (measured) optimizer.push_back(step_s);
+    if (measured) into.optimizer_s.push_back(step_s);
   }
   model.zero_grad();
+}
+
+PartTimes estimate_part(const PartWindows& windows, int64_t layers) {
   PartTimes out;
-  for (const std::vector<PieceTimes>& s : samples) {
-    out.micro_batches.push_back(estimate_windows(s, model.config().layers));
-  }
-  out.optimizer_s = window_trimmed_mean(optimizer);
+  for (const std::vector<PieceTimes>& s : windows.micro_batches) out.micro_batches.push_back(estimate_windows(s, layers));
+  out.optimizer_s = window_trimmed_mean(windows.optimizer_s);
   return out;
+}
+
+PartTimes time_part(const LanguageModel& model, Device device, std::span<const int64_t> micro_batches,
+                    int64_t seq_len, const ComputePacing& pacing, ProfileWindows windows) {
+  PartWindows gathered;
+  measure_windows(model, device, micro_batches, seq_len, pacing, windows, gathered);
+  return estimate_part(gathered, model.config().layers);
 }
 
 }  // namespace hetu::app

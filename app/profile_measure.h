@@ -4,23 +4,45 @@
 // detaching the hidden state between them, so each backward runs alone), the bytes each
 // layer keeps for its backward, and one AdamW step over the part's parameters.
 //
-// Note [Profile windows]: a burst of machine noise must not move the profile. The
-// measurement is split into windows; one window is one pass over every piece at every
-// micro-batch size asked for, then one AdamW step, so a window is a short stretch of time in
-// which every piece is timed once. After `warmup` windows (first touches, allocator growth;
-// discarded) come `measured` windows. Per micro-batch size, the windows are ranked by their
-// whole pass (every piece, forward and backward); the third with the shortest and the third
-// with the longest are dropped, and each piece is its mean over the middle windows (the AdamW
-// step likewise over its own times). A burst that slows one or two of 7 windows is dropped
-// with them, where a mean of all windows would move by the burst's size / windows. Not each
-// piece's own median: under steady contention (more runnable threads than cores) most short
-// pieces run untouched and a few lose a whole time slice, so each piece's median misses the
-// slices that a training step, a sum of many pieces, always pays (and an emulated device pays
-// F times); whole windows keep them. The windows follow one another with no gap, so the budget
-// is (warmup + measured) passes over the micro-batch sizes and as many AdamW steps: 8 by
-// default. What no estimator here removes is a change of the machine's load that outlasts
-// the profile. `spread` records how much the windows disagreed (see PieceTimes), so a
+// Note [Profile windows]: a burst of machine noise must not move the profile. The measurement
+// is split into windows; one window is, at every micro-batch size asked for, a settling pass
+// (untimed) and a timed pass over every piece, then one AdamW step, so a window is a short
+// stretch of time in which every piece is timed once. After `warmup` windows (first touches,
+// allocator growth; discarded) come `measured` windows. Per micro-batch size, the windows are
+// ranked by their whole pass (every piece, forward and backward); the third with the shortest
+// and the third with the longest are dropped, and each piece is its mean over the middle
+// windows (the AdamW step likewise over its own times). A burst that slows up to three of 11
+// windows is dropped with them, where a mean of all windows would move by the burst's size /
+// windows. Not each piece's own median: under steady contention (more runnable threads than
+// cores) most short pieces run untouched and a few lose a whole time slice, so each piece's
+// median misses the slices that a training step, a sum of many pieces, always pays (and an
+// emulated device pays F times); whole windows keep them. The windows follow one another with
+// no gap, so the budget is 2 x (warmup + measured) passes at each micro-batch size and warmup +
+// measured AdamW steps: 24 passes and 12 steps by default (profile_cluster's rounds add 2
+// warm-up windows). What no estimator here removes is a change of the machine's load that
+// outlasts the profile. `spread` records how much the windows disagreed (see PieceTimes), so a
 // profile taken on a busy machine says so.
+//
+// Interleaving (profile_cluster): every tp degree's windows are taken in 3 rounds, the
+// degrees in turn in each round, its part built again and warmed up again each round (one
+// part in memory at a time, as before): a change of the machine's load during the profile
+// then reaches every degree's entry alike, where one degree after another put all of it
+// into one degree. The entries are compared with one another: a tp group over unlike nodes
+// borrows a tp-2 entry scaled by the ratio of two types' tp-1 entries (app/layout_cost.cpp,
+// profile_for). The cost: a warm-up window per degree per round, 3 instead of 1.
+//
+// Settling passes: each timed pass follows an untimed pass of its own size, as every
+// micro-batch of a training step but its first follows one of its own size. Without it, the
+// first size's pass followed the AdamW step and each other size's a pass of another size.
+// Measured on the accuracy benchmark's tp2-aa job (HETU_WAIT_TRACE,
+// scripts/bench/first_pass_trace.py: the paired ratios' medians, 2 profiles x 2 ranks): a
+// pass right after the AdamW step over the next pass of its size, 1.03-1.05 at tp 2 and
+// 1.01-1.03 at tp 1 in a quiet stretch (wall = CPU time), 1.00-1.03 in CPU time at load
+// 11; after another size's pass 0.98-1.03. Training's first micro-batch of a step (after the
+// AdamW step) over the step's others: 0.96-0.99 wall, 0.98-1.01 CPU time (tp 2, micro-batch
+// 4), 0.97-0.98 CPU time (tp 1, micro-batch 2): not slower (it writes its gradients fresh,
+// see held gradients, which may offset what the optimizer step costs it), so no cost is
+// charged once per step for it.
 //
 // Held gradients: every pass runs with the part's gradients already held (the constant each
 // AdamW step is given, then what the window's passes add to it), so each parameter's gradient
@@ -43,7 +65,10 @@
 // 5.2) of training's 25-28 ms; the ranks start each pass 0.01-0.1 ms apart (the first
 // collective absorbs no skew); the rest is on the CPU (off-CPU < 0.1 ms), and is where a pass ran
 // 0-18% longer than training's micro-batch, by profile (the same job profiled twice differed
-// as much). Under load both ranks at times share one core (off-CPU about the partner's
+// as much; so did the same job's tp-2 micro-batch-4 pass in 5 profiles run one after another,
+// 27.6-30.4 ms where it ran undisturbed, thread CPU time = wall time: the machine's speed
+// moves from one process to the next by more than one profile's windows disagree, and more
+// windows do not remove that). Under load both ranks at times share one core (off-CPU about the partner's
 // compute, 15-57 involuntary switches per micro-batch), in profile and training alike.
 //
 // Emulated devices: training sleeps (F - 1) x the wall time of the compute before each
@@ -83,7 +108,7 @@ struct PieceTimes {
 
 struct ProfileWindows {
   int warmup = 1;    // windows run and discarded
-  int measured = 7;  // windows the estimate is taken from (the middle third and more: 3 of 7)
+  int measured = 11;  // windows the estimate is taken from (the middle third and more: 5 of 11)
 };
 
 struct PartTimes {
@@ -113,7 +138,22 @@ struct ComputePacing {
 // covers the vocabulary evenly.
 Tensor profile_tokens(int64_t micro_batch, int64_t seq_len, int64_t vocab, int64_t first);
 
-// The part's pieces at each of `micro_batches` (Note [Profile windows]).
+// A part's measured windows, gathered over one or more measure_windows calls (profile_cluster
+// takes them in rounds, interleaving its tp degrees: Note [Profile windows]).
+struct PartWindows {
+  std::vector<std::vector<PieceTimes>> micro_batches;  // per micro-batch size, one per window
+  std::vector<double> optimizer_s;                     // one AdamW step per window
+};
+
+// Runs `windows` of the part (its warm-up windows, then its measured ones) at each of
+// `micro_batches`, and appends the measured ones to `into`.
+void measure_windows(const LanguageModel& model, Device device, std::span<const int64_t> micro_batches,
+                     int64_t seq_len, const ComputePacing& pacing, ProfileWindows windows, PartWindows& into);
+
+// The estimate over every window gathered (`layers`: the part's).
+PartTimes estimate_part(const PartWindows& windows, int64_t layers);
+
+// The part's pieces at each of `micro_batches`: measure_windows once, then estimate_part.
 PartTimes time_part(const LanguageModel& model, Device device, std::span<const int64_t> micro_batches,
                     int64_t seq_len, const ComputePacing& pacing, ProfileWindows windows = {});
 

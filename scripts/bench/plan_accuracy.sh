@@ -38,7 +38,9 @@
 # tp2-aa is the tp reference's own job (the same file, profiled by the same command): it is
 # also predicted from the reference's profile, taken at the start of the repeat, and the report
 # prints both predictions; when they disagree, a profile measured the machine's state at its
-# moment, not a cost the method leaves out.
+# moment, not a cost the method leaves out. HETU_WAIT_TRACE=DIR traces every profile and run;
+# scripts/bench/tp_wait_trace.py DIR splits tp-2 micro-batches into collectives and the rest,
+# scripts/bench/first_pass_trace.py DIR compares a pass after the AdamW step with the next.
 # Run it on a quiet machine for the figures, three times:
 #   for i in 1 2 3; do scripts/bench/plan_accuracy.sh --steps 12 --repeats 3 --json /tmp/acc$i.json; done
 #   /usr/bin/python3 scripts/bench/plan_accuracy.py summary /tmp/acc1.json /tmp/acc2.json /tmp/acc3.json

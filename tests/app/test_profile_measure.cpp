@@ -5,9 +5,11 @@
 // time slices a training step pays); the spread is the windows' median absolute deviation
 // over their median; an emulated device's piece is its slowdown x its wall time, the
 // sleep that emulates the slowdown outside the timing; every pass adds to held gradients, as a
-// training step's later micro-batches do; and the inputs cover every tp shard of the vocabulary.
+// training step's later micro-batches do; rounds of windows gather into one estimate; and the
+// inputs cover every tp shard of the vocabulary.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -111,8 +113,9 @@ TEST_CASE("profile windows: an emulated piece is slowdown x its wall time, the s
                              }};
   const PartTimes slept = time_part(*model, Device::cpu(), micro_batches, 16, sleepy, windows);
   REQUIRE(slept.micro_batches.size() == 2);
-  // Per window: each micro-batch after its forward and after its backward, then the optimizer.
-  CHECK(settles == 4 * (2 * 2 + 1));
+  // Per window: each micro-batch size's settling and timed pass, after its forward and after its
+  // backward, then the optimizer.
+  CHECK(settles == 4 * (2 * 2 * 2 + 1));
   for (const PieceTimes& t : slept.micro_batches) {
     CHECK(t.layer_forward_s < 25e-3);  // this model's layer: well under a millisecond
     CHECK(t.layer_backward_s < 25e-3);
@@ -128,6 +131,29 @@ TEST_CASE("profile windows: an emulated piece is slowdown x its wall time, the s
   CHECK(ratio > 50);
   CHECK(ratio < 20000);
   CHECK_THROWS_AS(time_part(*model, Device::cpu(), micro_batches, 16, {0.5, [] {}}, windows), Error);
+}
+
+TEST_CASE("profile windows: rounds of windows gather into one estimate, each round warmed up", "[profile_measure]") {
+  // profile_cluster takes a part's windows in rounds (interleaving its tp degrees): each round
+  // runs its own warm-up, discarded, and adds its measured windows to the ones gathered so far.
+  const OneThread one_thread;
+  ModelConfig config = *find_flavor(Arch::gpt2, "tiny");
+  const auto model = build_model(config, 3);
+  const std::vector<int64_t> micro_batches = {1, 2};
+  int settles = 0;
+  const ComputePacing count{1.0, [&settles] { ++settles; }};
+  PartWindows gathered;
+  measure_windows(*model, Device::cpu(), micro_batches, 16, count, ProfileWindows{1, 2}, gathered);
+  measure_windows(*model, Device::cpu(), micro_batches, 16, count, ProfileWindows{1, 3}, gathered);
+  // Per window: 2 sizes x (a settling and a timed pass) x 2 settles each, then the optimizer's.
+  CHECK(settles == (1 + 2 + 1 + 3) * (2 * 2 * 2 + 1));
+  REQUIRE(gathered.micro_batches.size() == 2);
+  for (const std::vector<PieceTimes>& windows : gathered.micro_batches) CHECK(windows.size() == 5);
+  REQUIRE(gathered.optimizer_s.size() == 5);
+  // The estimate is over all 5 windows: the third (1) at each end dropped, the middle 3 averaged.
+  std::vector<double> steps = gathered.optimizer_s;
+  std::sort(steps.begin(), steps.end());
+  CHECK(estimate_part(gathered, config.layers).optimizer_s == Approx((steps[1] + steps[2] + steps[3]) / 3));
 }
 
 TEST_CASE("profile windows: every pass adds to gradients the part already holds", "[profile_measure]") {
@@ -146,7 +172,7 @@ TEST_CASE("profile windows: every pass adds to gradients the part already holds"
                               }
                             }};
   time_part(*model, Device::cpu(), std::vector<int64_t>{1, 2}, 16, check, ProfileWindows{1, 2});
-  CHECK(settles == 3 * (2 * 2 + 1));
+  CHECK(settles == 3 * (2 * 2 * 2 + 1));
   CHECK(without_gradients == 0);
   for (const nn::NamedParameter& p : params) CHECK_FALSE(p.tensor.grad().defined());  // none left behind
 }

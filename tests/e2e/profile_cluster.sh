@@ -80,14 +80,20 @@ assert all(l["hosts"] == ["localhost"] and l["gbps"] > 0 for l in p["link"]), p[
 PY
 # HETU_WAIT_TRACE (lib/util/wait_trace.h): per rank, every tp-2 pass's collectives happen inside
 # its timed pieces (none is left out of the entry), the pieces lie within the pass and add up to
-# it but for the untimed glue between them, and both ranks wait on as many collectives.
+# it but for the untimed glue between them, and both ranks wait on as many collectives. Every
+# timed pass comes right after a settling pass of its own tp and micro-batch, not after the
+# AdamW step or another size (a training step's micro-batches after its first follow one of
+# their size; Note [Profile windows]), and the tp degrees take their windows in turns, 3 rounds
+# (interleaving).
 /usr/bin/python3 - "$work/trace" <<'PY' || fail "the wait trace of the tp-2 profile is off"
 import glob, sys
 counts = {}
 for path in sorted(glob.glob(sys.argv[1] + "/wait.*.txt")):
     rank = path.split("/")[-1].split(".")[1]
-    passes, piece, current = [], None, None
+    passes, piece, current, order = [], None, None, []
     for f in (line.split() for line in open(path)):
+        if f[0] == "M" and f[2] == "begin" and (f[1] in ("pass", "settle") or f[1:4] == ["piece", "begin", "4"]):
+            order.append((f[1], f[3], f[4]))  # pass / settle: tp, micro-batch; piece 4: the AdamW step
         if f[0] == "M" and f[1] == "pass" and f[2] == "begin":
             current = {"begin": float(f[5]), "tp": int(f[3]), "pieces": 0.0, "waits": 0, "outside": 0}
         elif f[0] == "M" and f[1] == "pass" and f[2] == "end":
@@ -105,7 +111,13 @@ for path in sorted(glob.glob(sys.argv[1] + "/wait.*.txt")):
             current["waits"] += 1
             current["outside"] += piece is None
     tp2 = [p for p in passes if p["tp"] == 2]
-    assert len(tp2) == 3 * 8, len(tp2)  # micro-batches 1, 2, 4 x (1 warm-up + 7 measured windows)
+    assert len(tp2) == 3 * 14, len(tp2)  # micro-batches 1, 2, 4 x (3 rounds' warm-ups + 11 measured windows)
+    timed = [i for i, e in enumerate(order) if e[0] == "pass"]
+    degrees = [order[i][1] for i in timed]
+    turns = sum(a != b for a, b in zip(degrees, degrees[1:]))
+    assert turns == 2 * 3 - 1, (turns, degrees)  # tp 1, tp 2, tp 1, tp 2, tp 1, tp 2
+    assert len(timed) == 2 * 3 * 14 and all(i > 0 and order[i - 1] == ("settle",) + order[i][1:] for i in timed), \
+        [order[i - 1:i + 1] for i in timed if i == 0 or order[i - 1] != ("settle",) + order[i][1:]][:3]
     for p in tp2:
         assert p["waits"] > 0 and p["outside"] == 0, p
         wall = p["end"] - p["begin"]
@@ -116,4 +128,7 @@ print(f"wait trace: {counts['0'][-1]} collectives in a tp-2 pass, all inside tim
 PY
 /usr/bin/python3 "$src/scripts/bench/tp_wait_trace.py" "$work/trace" > "$work/trace.txt" \
   && grep -q "^profile" "$work/trace.txt" || { cat "$work/trace.txt"; fail "tp_wait_trace.py reads no profile"; }
+/usr/bin/python3 "$src/scripts/bench/first_pass_trace.py" "$work/trace" > "$work/first.txt" \
+  && grep -q "profile tp 2 micro-batch 1: settling pass (after the AdamW step)" "$work/first.txt" \
+  || { cat "$work/first.txt"; fail "first_pass_trace.py reads no settling pass"; }
 echo "PASS profile cluster"
