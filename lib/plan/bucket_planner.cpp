@@ -17,7 +17,10 @@ namespace hetu::plan {
 // documents), each bucket_s including that strategy's switch_s: additive over runs, so a DP
 // over run ends finds the best plan: best[j] = min over i < j and strategies s of best[i] +
 // bucket_s(s, the lengths between ends i and j), with the runs' count, Σ L and Σ L² from prefix
-// sums (exact: integers below 2^53), O(C² x S) prices for C candidate ends and S strategies.
+// sums (exact: integers below 2^53), O(C² x S) prices for C candidate ends and S strategies;
+// with options.packed_rows each run's rows are counted from its lengths in stream order as the
+// batcher packs them (O(C² x n) for n lengths; rounds of a global batch aside, where next-fit
+// starts over).
 // The candidate ends are every distinct length when there are at most max_boundaries of them
 // (then the plan is optimal over all plans); else the lengths at max_boundaries evenly spaced
 // ranks, each strategy's longest length that one of its micro-batches holds (where its memory
@@ -26,8 +29,8 @@ namespace hetu::plan {
 // then the strategies in the order given.
 // A price must be O(replicas): a replica's pipeline of m alike micro-batches of t tokens whose
 // Σ L² is q takes t x G_m(q / t), since every stage time is linear in (t, q) and the critical
-// path (pipeline_time) scales with all its durations; q / t = Σ L² / Σ L of the run is the same
-// for every replica; with fixed parts per micro-batch (Note [Fixed cost per micro-batch]) the
+// path (pipeline_time) scales with all its durations; t counts a micro-batch's slots, padding
+// included, so q / t is each replica's own (Note [Padding in a micro-batch]); with fixed parts per micro-batch (Note [Fixed cost per micro-batch]) the
 // price adds F_m, the pipeline of m micro-batches of the stages' fixed parts alone: exact for
 // one stage (both are sums), an upper bound otherwise (a makespan, a max over paths of sums,
 // is subadditive), tight where one stage is the bottleneck of both. G_m is tabulated once per strategy and replica, for m up to what
