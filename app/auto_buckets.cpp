@@ -57,7 +57,8 @@ io::BucketPlanFn auto_bucket_plan(const config::LoadedConfig& loaded, const Prof
   auto state = std::make_shared<PlanState>();
   state->planner = std::make_unique<plan::BucketPlanner>(
       job_strategies(loaded, profile),
-      plan::BucketPlannerOptions{.max_batch_tokens = c.training.global_batch * c.training.seq_len});
+      plan::BucketPlannerOptions{.max_batch_tokens = c.training.global_batch * c.training.seq_len,
+                                 .packed_rows = io::packed_rows});
   for (const std::string& name : auto_bucket_strategies(c)) {
     io::BucketShape shape{0, {}, {}, name};
     for (const pipeline::ReplicaLayout& r : layout_of(name).replicas) {
@@ -100,9 +101,12 @@ io::BucketPlanFn auto_bucket_plan(const config::LoadedConfig& loaded, const Prof
                    described, plan.predicted_s, ms, lengths.size());
       state->previous = std::move(described);
     }
+    std::vector<std::string> priced;  // per bucket: its strategy, documents, tokens and predicted time
+    for (const plan::PlannedBucket& b : plan.buckets)
+      priced.push_back(fmt::format("{} {} docs {:.0f} tokens {:.4f} s", b.strategy, b.documents, b.tokens, b.predicted_s));
     spdlog::debug("parallel.auto: bucket plan of {} pieces in {:.3f} ms, step predicted {:.4f} s (the buckets' {:.4f} s "
-                  "and the default's gradient sync and optimizer step)",
-                  lengths.size(), ms, plan.predicted_s + state->outside_s, plan.predicted_s);
+                  "and the default's gradient sync and optimizer step); per bucket: {}",
+                  lengths.size(), ms, plan.predicted_s + state->outside_s, plan.predicted_s, fmt::join(priced, "; "));
     return buckets;
   };
 }

@@ -23,7 +23,9 @@
 #include "app/document_strategies.h"
 #include "app/layout_cost.h"
 #include "app/layout_search.h"
+#include "lib/io/bucket_batcher.h"
 #include "lib/io/document_packing.h"
+#include "lib/pipeline/bucket_rows.h"
 #include "lib/ops/ops.h"
 #include "lib/plan/bucket_planner.h"
 #include "lib/util/atomic_file.h"
@@ -123,12 +125,14 @@ nlohmann::json plan_buckets(const config::LoadedConfig& loaded, std::vector<plan
     lengths.push_back(std::min<int64_t>(drawn[i], static_cast<int64_t>(batch_tokens - tokens)));
     tokens += static_cast<double>(lengths.back());
   }
-  const plan::BucketPlanner planner(std::move(strategies), {.max_batch_tokens = static_cast<int64_t>(tokens)});
+  const plan::BucketPlanner planner(std::move(strategies),
+                                    {.max_batch_tokens = static_cast<int64_t>(tokens), .packed_rows = io::packed_rows});
   const auto start = std::chrono::steady_clock::now();
   const plan::BucketPlan plan = planner.plan(lengths);
   const double plan_ms = 1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   plan::DocumentLoad all;
   for (int64_t l : lengths) all.add(l);
+  all.rows = io::packed_rows(lengths, pipeline::bucket_row_length(c.training.seq_len, all.longest));  // as the plan's
   size_t single = 0;
   for (size_t s = 1; s < planner.strategies().size(); ++s)
     if (planner.bucket_s(s, all) < planner.bucket_s(single, all)) single = s;

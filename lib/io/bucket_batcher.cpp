@@ -2,6 +2,7 @@
 #include "lib/io/bucket_batcher.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "lib/pipeline/bucket_rows.h"
@@ -21,6 +22,12 @@ DataLoaderOptions whole_batch(DataLoaderOptions o) {
 }
 
 }  // namespace
+
+double packed_rows(std::span<const int64_t> pieces, int64_t row_length) {
+  NextFitRows fill(std::numeric_limits<int64_t>::max(), row_length);
+  for (int64_t length : pieces) fill.add(length);
+  return static_cast<double>(fill.rows_used());
+}
 
 BucketBatcher::BucketBatcher(const DataLoaderOptions& data, std::vector<BucketShape> buckets)
     : loader_(whole_batch(data)), seq_len_(data.seq_len), buckets_(std::move(buckets)), global_batch_(data.global_batch) {

@@ -40,6 +40,11 @@ struct BucketShape {
 // A step's buckets from its global batch's piece lengths (in stream order).
 using BucketPlanFn = std::function<std::vector<BucketShape>(std::span<const int64_t> lengths)>;
 
+// The rows of `row_length` tokens a bucket's pieces (in stream order, each at most row_length)
+// fill as the batcher packs them: next-fit, rounds aside (what the bucket planner prices,
+// lib/plan/document_cost.h DocumentLoad::rows).
+double packed_rows(std::span<const int64_t> pieces, int64_t row_length);
+
 class BucketBatcher {
  public:
   // `data`: the job's loader options (packing = documents); the buckets in increasing max_len.

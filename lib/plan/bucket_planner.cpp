@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "lib/pipeline/bucket_rows.h"
 #include "lib/util/error.h"
 
 namespace hetu::plan {
@@ -16,7 +17,10 @@ namespace hetu::plan {
 // documents), each bucket_s including that strategy's switch_s: additive over runs, so a DP
 // over run ends finds the best plan: best[j] = min over i < j and strategies s of best[i] +
 // bucket_s(s, the lengths between ends i and j), with the runs' count, Σ L and Σ L² from prefix
-// sums (exact: integers below 2^53), O(C² x S) prices for C candidate ends and S strategies.
+// sums (exact: integers below 2^53), O(C² x S) prices for C candidate ends and S strategies;
+// with options.packed_rows each run's rows are counted from its lengths in stream order as the
+// batcher packs them (O(C² x n) for n lengths; rounds of a global batch aside, where next-fit
+// starts over).
 // The candidate ends are every distinct length when there are at most max_boundaries of them
 // (then the plan is optimal over all plans); else the lengths at max_boundaries evenly spaced
 // ranks, each strategy's longest length that one of its micro-batches holds (where its memory
@@ -25,8 +29,8 @@ namespace hetu::plan {
 // then the strategies in the order given.
 // A price must be O(replicas): a replica's pipeline of m alike micro-batches of t tokens whose
 // Σ L² is q takes t x G_m(q / t), since every stage time is linear in (t, q) and the critical
-// path (pipeline_time) scales with all its durations; q / t = Σ L² / Σ L of the run is the same
-// for every replica; with fixed parts per micro-batch (Note [Fixed cost per micro-batch]) the
+// path (pipeline_time) scales with all its durations; t counts a micro-batch's slots, padding
+// included, so q / t is each replica's own (Note [Padding in a micro-batch]); with fixed parts per micro-batch (Note [Fixed cost per micro-batch]) the
 // price adds F_m, the pipeline of m micro-batches of the stages' fixed parts alone: exact for
 // one stage (both are sums), an upper bound otherwise (a makespan, a max over paths of sums,
 // is subadditive), tight where one stage is the bottleneck of both. G_m is tabulated once per strategy and replica, for m up to what
@@ -144,9 +148,11 @@ double BucketPlanner::replica_s(size_t s, size_t r, const ReplicaPart& part, dou
   const auto last = static_cast<int64_t>(grid.size()) - 1;
   const double position = std::log(std::max(1.0, ratio)) / std::log(grid.back()) * static_cast<double>(last);
   const int64_t k = std::clamp<int64_t>(static_cast<int64_t>(position), 0, last - 1);
+  // Below the grid (padding makes Σ L² / slots < 1): the first segment's line, down to ratio 0.
+  const double lowest = k == 0 ? -grid[0] / (grid[1] - grid[0]) : 0.0;
   const double w = std::clamp((ratio - grid[static_cast<size_t>(k)]) /
                                   (grid[static_cast<size_t>(k + 1)] - grid[static_cast<size_t>(k)]),
-                              0.0, 1.0);
+                              lowest, 1.0);
   auto at = [&](int64_t m) {  // t x G_m at the ratio plus F_m, m <= the tables
     const size_t row = static_cast<size_t>((m - 1) * (last + 1) + k);
     return part.tokens * ((1 - w) * t.makespan[row] + w * t.makespan[row + 1]) +
@@ -163,7 +169,6 @@ double BucketPlanner::bucket_s(size_t s, const DocumentLoad& load) const {
   const DocumentStrategy& strategy = strategies_.at(s);
   if (load.documents == 0) return 0;
   if (load.longest > strategy.micro_batch_tokens()) return kDocumentsDoNotFit;
-  const double ratio = load.square_tokens / load.tokens;
   double slowest = 0;
   for (size_t r = 0; r < strategy.replicas.size(); ++r) {
     if (alike_[s][r] != r) continue;
@@ -181,7 +186,7 @@ double BucketPlanner::bucket_s(size_t s, const DocumentLoad& load) const {
     });
     if (!part.fits) return kDocumentsDoNotFit;
     if (part.micro_batches == 0) continue;
-    slowest = std::max(slowest, replica_s(s, r, part, ratio));
+    slowest = std::max(slowest, replica_s(s, r, part, part.square_tokens / part.tokens));
   }
   return slowest + strategy.switch_s;
 }
@@ -230,20 +235,33 @@ BucketPlan BucketPlanner::plan(std::span<const int64_t> lengths) const {
   std::vector<double> best(C, kDocumentsDoNotFit);
   std::vector<size_t> from(C, 0), via(C, 0);
   best[0] = 0;
-  auto load_between = [&](size_t i, size_t j) {
+  std::vector<int64_t> pieces;  // a bucket's lengths in stream order, for packed_rows
+  // The run of lengths between ends i and j, its rows at row_tokens counted when packed_rows says how.
+  auto load_between = [&](size_t i, size_t j, int64_t row_tokens) {
     const auto a = static_cast<size_t>(ends[i]), b = static_cast<size_t>(ends[j]);
     DocumentLoad load;
     load.documents = static_cast<int64_t>(count[b] - count[a]);
     load.tokens = tokens[b] - tokens[a];
     load.square_tokens = squares[b] - squares[a];
     load.longest = value[b - 1];
+    if (options_.packed_rows && load.longest <= row_tokens) {
+      pieces.clear();
+      for (int64_t l : lengths)
+        if (l >= value[a] && l <= load.longest) pieces.push_back(l);
+      load.rows = options_.packed_rows(pieces, pipeline::bucket_row_length(row_tokens, load.longest));
+    }
     return load;
   };
   for (size_t j = 1; j < C; ++j) {
     for (size_t i = 0; i < j; ++i) {
       if (best[i] == kDocumentsDoNotFit) continue;
-      const DocumentLoad load = load_between(i, j);
+      DocumentLoad load;
+      int64_t load_rows_at = 0;  // the row_tokens `load` was counted at (strategies mostly share one)
       for (size_t s = 0; s < strategies_.size(); ++s) {
+        if (strategies_[s].row_tokens != load_rows_at) {
+          load = load_between(i, j, strategies_[s].row_tokens);
+          load_rows_at = strategies_[s].row_tokens;
+        }
         const double t = best[i] + bucket_s(s, load);
         if (t < best[j] * (1 - kTie)) {
           best[j] = t;
@@ -260,7 +278,7 @@ BucketPlan BucketPlanner::plan(std::span<const int64_t> lengths) const {
   BucketPlan out;
   out.predicted_s = best[C - 1];
   for (size_t j = C - 1; j > 0; j = from[j]) {
-    const DocumentLoad load = load_between(from[j], j);
+    const DocumentLoad load = load_between(from[j], j, strategies_[via[j]].row_tokens);
     PlannedBucket b;
     b.max_len = value[static_cast<size_t>(ends[j] - 1)];
     b.strategy = strategies_[via[j]].name;

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -47,6 +48,9 @@ struct BucketPlannerOptions {
   int64_t ratio_points = 65;       // the pipeline tables' grid over Σ L² / Σ L, per strategy
   int64_t max_batch_tokens = 0;    // the largest batch planned (tables cover its micro-batches, at the
                                    // shortest rows); 0: 64 per replica
+  // The rows of `row_length` tokens a bucket's pieces (in stream order) fill as the batcher
+  // packs them (DocumentLoad::rows); empty: as many as their tokens fill.
+  std::function<double(std::span<const int64_t> pieces, int64_t row_length)> packed_rows;
 };
 
 class BucketPlanner {

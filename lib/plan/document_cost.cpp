@@ -47,6 +47,17 @@ namespace hetu::plan {
 // micro-batches of t tokens take m x fixed + (scaled part of m t tokens) on one stage, and a
 // bucket split into more, shorter micro-batches is priced higher. A compute copy's buckets
 // also pay its own gradient sync over its replicas (in switch_s, beside the switch).
+// Note [Padding in a micro-batch]
+// A micro-batch's rows are fixed-shape: every token slot, padding included, goes through the
+// projections, the MLP and the LM head (lib/io/document_packing.h), and a replica runs whole
+// micro-batches of full rows (lib/io/bucket_batcher.h rounds its share up). So a part is
+// priced as `count` micro-batches of `holds` slots each (the per-token part) with the part's
+// Σ L² spread over them (attention runs on documents only), not as its tokens alone. The rows a
+// bucket's documents need are more than their tokens fill: the batcher packs whole documents
+// by next-fit in stream order, and a row ends where the next document does not fit (at rows of
+// 256, documents of 130 to 250 tokens take a row each). A load that knows its rows
+// (DocumentLoad::rows, the bucket planner counts them with the batcher's next-fit) is split
+// over the replicas by them; one that does not, by its tokens.
 void DocumentLoad::add(int64_t length) {
   HT_USAGE_CHECK(length >= 1, "document cost: a document of {} tokens", length);
   ++documents;
@@ -148,8 +159,12 @@ MicroBatching micro_batching(const DocumentStrategy& strategy, size_t replica, c
     out.too_long = true;
     return out;
   }
+  const int64_t row_length = pipeline::bucket_row_length(seq_len, load.longest);
   out.holds = mine.micro_batch_tokens / pipeline::bucket_row_factor(seq_len, load.longest);
-  out.count = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(out.tokens / static_cast<double>(out.holds))));
+  // Its rows (Note [Padding in a micro-batch]), in micro-batches of holds / row_length rows.
+  const double rows = out.part * (load.rows > 0 ? load.rows : load.tokens / static_cast<double>(row_length));
+  const double rows_per_micro_batch = static_cast<double>(out.holds) / static_cast<double>(row_length);
+  out.count = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(rows / rows_per_micro_batch - 1e-9)));
   out.priced_count = std::max<int64_t>(out.count, static_cast<int64_t>(mine.stages.size()));
   return out;
 }
@@ -176,7 +191,7 @@ ReplicaPart replica_part(const DocumentStrategy& strategy, size_t replica, const
     return out;
   }
   out.micro_batches = p.count;
-  out.tokens = p.tokens / static_cast<double>(p.count);
+  out.tokens = static_cast<double>(p.holds);  // every slot, padding included
   out.square_tokens = p.part * load.square_tokens / static_cast<double>(p.count);
   return out;
 }

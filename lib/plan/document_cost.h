@@ -32,6 +32,10 @@ struct DocumentLoad {
   double tokens = 0;         // Σ L
   double square_tokens = 0;  // Σ L², attention's work
   int64_t longest = 0;
+  // The rows of the load's row length (bucket_row_length(row_tokens, longest)) its documents
+  // fill as the bucket batcher packs them (next-fit in stream order leaves gaps a document does
+  // not fit; Note [Padding in a micro-batch]); 0: as many as the tokens fill.
+  double rows = 0;
   void add(int64_t length);
 };
 
@@ -104,7 +108,9 @@ int64_t max_fitting_tokens(const DocumentStrategy& strategy, size_t replica, int
 // micro_batches 0: no documents, or none fits (fits false).
 struct ReplicaPart {
   int64_t micro_batches = 0;
-  double tokens = 0, square_tokens = 0;  // per micro-batch
+  // Per micro-batch: its token slots, padding included (every slot goes through the per-token
+  // part, Note [Padding in a micro-batch]), and its documents' Σ L².
+  double tokens = 0, square_tokens = 0;
   bool fits = true;
 };
 // `fitting(m)`: max_fitting_tokens of the replica at m micro-batches (the planner tabulates it).

@@ -238,6 +238,7 @@ double BucketedEngine::forward_backward(BatchSource& train) {
   const BucketedStep step = source->next_step();
   reshard_in_s_ = reshard_out_s_ = 0;
   double partial = 0;
+  std::vector<std::string> lane_times;  // per lane run this step: its strategy and wall time (logged)
   std::vector<std::vector<int64_t>> planned(lanes_.size());  // per lane, this step's planned buckets
   for (size_t b = 0; b < step.strategies.size(); ++b) {
     size_t l = 0;
@@ -260,10 +261,13 @@ double BucketedEngine::forward_backward(BatchSource& train) {
     if (!lane.optimize) reshard_out(lane);
     reshard_in_s_ += std::chrono::duration<double>(run_start - in_start).count();
     reshard_out_s_ += std::chrono::duration<double>(Clock::now() - out_start).count();
+    lane_times.push_back(fmt::format("{} {:.2f} ms", lane.run.strategy->name,
+                                     1e3 * std::chrono::duration<double>(Clock::now() - in_start).count()));
   }
   spdlog::debug("buckets: rounds per bucket {}; rows per seq_len row {}; resharding parameters in {:.2f} ms, "
-                "gradients out {:.2f} ms",
-                fmt::join(step.rounds, ","), fmt::join(step.row_factor, ","), 1e3 * reshard_in_s_, 1e3 * reshard_out_s_);
+                "gradients out {:.2f} ms; lanes {}",
+                fmt::join(step.rounds, ","), fmt::join(step.row_factor, ","), 1e3 * reshard_in_s_, 1e3 * reshard_out_s_,
+                fmt::join(lane_times, ", "));
   return sum_over_world(*optimize_.comm, partial);
 }
 

@@ -182,6 +182,28 @@ if single_predicted and later:
     print(f"  single step predicted {single_predicted[0]:.3f} s, measured {m:.3f} s "
           f"(predicted / measured {single_predicted[0] / m:.2f}: the profile's calibration)")
 PY
+# Per strategy, its buckets' predicted time against its lane's measured one (rank 0's wall time
+# from parameters in to gradients back, its gradient sync included), over the steps after the first two.
+/usr/bin/python3 - "$work/per-batch/logs/rank-0.log" <<'PY'
+import re, sys
+predicted, measured = [], []  # per step: {strategy: seconds}
+for line in open(sys.argv[1]):
+    if "per bucket: " in line:
+        step = {}
+        for m in re.finditer(r"([\w-]+) \d+ docs \d+ tokens ([0-9.]+) s", line.split("per bucket: ")[1]):
+            step[m.group(1)] = step.get(m.group(1), 0) + float(m.group(2))
+        predicted.append(step)
+    elif "buckets: rounds per bucket" in line and "; lanes " in line:
+        measured.append({m.group(1): float(m.group(2)) / 1e3
+                         for m in re.finditer(r"([\w-]+) ([0-9.]+) ms", line.split("; lanes ")[1])})
+steps = list(zip(predicted, measured))[2:]
+if steps:
+    print("  per lane (mean over %d steps; rank 0)   predicted s   measured s   predicted / measured" % len(steps))
+    for name in sorted({n for p, m in steps for n in m}):
+        p = sum(s[0].get(name, 0) for s in steps) / len(steps)
+        m = sum(s[1].get(name, 0) for s in steps) / len(steps)
+        print(f"    {name:<34}{p:>12.3f}{m:>13.3f}{p / m if m else 0:>12.2f}")
+PY
 /usr/bin/python3 - "$work/per-batch/metrics.jsonl" "$work/single/metrics.jsonl" <<'PY'
 import json, sys
 def mean(path):

@@ -395,3 +395,12 @@ TEST_CASE("packed documents in planned buckets: each step's plan sees its pieces
     for (int64_t k = 0; k < buckets.buckets(); ++k) CHECK(buckets.shape(k).strategy == planned[static_cast<size_t>(k)].strategy);
   }
 }
+
+TEST_CASE("packed rows: a bucket's pieces fill rows as next-fit in stream order does", "[documents]") {
+  // By hand, rows of 64: 40 | 30 | 40 | 30 (each pair overflows), 30 30 | 40, 64 | 1, 1 1 62.
+  CHECK(packed_rows(std::vector<int64_t>{40, 30, 40, 30}, 64) == 4);
+  CHECK(packed_rows(std::vector<int64_t>{30, 30, 40}, 64) == 2);
+  CHECK(packed_rows(std::vector<int64_t>{64, 1}, 64) == 2);
+  CHECK(packed_rows(std::vector<int64_t>{1, 1, 62}, 64) == 1);
+  CHECK(packed_rows(std::vector<int64_t>{}, 64) == 0);
+}

@@ -178,7 +178,7 @@ TEST_CASE("bucket planner: optimal against every bucketing of small batches", "[
     const std::vector<int64_t> lengths = log_uniform_lengths(rng, 3 + static_cast<int64_t>(rng() % 4));
     double tokens = 0;
     for (int64_t l : lengths) tokens += static_cast<double>(l);
-    const BucketPlanner planner(strategies, {.max_batch_tokens = static_cast<int64_t>(tokens)});
+    const BucketPlanner planner(strategies, {.max_batch_tokens = static_cast<int64_t>(tokens), .packed_rows = {}});
     const BucketPlan plan = planner.plan(lengths);
     const Best best = exhaustive(planner, lengths);
     INFO("trial " << trial);
@@ -201,7 +201,7 @@ TEST_CASE("bucket planner: its tabulated prices are load_time_s within 2%", "[bu
     const std::vector<int64_t> lengths = random_lengths(rng, 1 + static_cast<int64_t>(rng() % 60));
     DocumentLoad load;
     for (int64_t l : lengths) load.add(l);
-    const BucketPlanner planner(strategies, {.max_batch_tokens = static_cast<int64_t>(load.tokens)});
+    const BucketPlanner planner(strategies, {.max_batch_tokens = static_cast<int64_t>(load.tokens), .packed_rows = {}});
     for (size_t s = 0; s < strategies.size(); ++s) {
       const double exact = load_time_s(strategies[s], load), tabulated = planner.bucket_s(s, load);
       if (exact == kDocumentsDoNotFit) {
@@ -225,7 +225,7 @@ TEST_CASE("bucket planner: long pipelines past its tables are extrapolated withi
     for (int64_t documents : {120, 401, 800}) {
       DocumentLoad load;
       for (int64_t i = 0; i < documents; ++i) load.add(16 + (i * 37) % 113);
-      const BucketPlanner planner(strategies, {.max_batch_tokens = static_cast<int64_t>(load.tokens)});
+      const BucketPlanner planner(strategies, {.max_batch_tokens = static_cast<int64_t>(load.tokens), .packed_rows = {}});
       INFO(pipeline::to_string(kind) << ", " << documents << " documents");
       CHECK(replica_part(strategies[0], 0, load).micro_batches > 22);
       CHECK(planner.bucket_s(0, load) == Approx(load_time_s(strategies[0], load)).epsilon(0.01));
@@ -259,7 +259,9 @@ TEST_CASE("bucket planner: a memory limit sends long documents elsewhere", "[buc
   const std::vector<int64_t> lengths = {100, 300, 512, 513, 900, 2000, 40};
   const BucketPlan plan = BucketPlanner(strategies).plan(lengths);
   REQUIRE(plan.buckets.size() == 2);
-  CHECK(plan.buckets[0].max_len == 512);
+  // 300 rather than 512: the 512 fills what "big"'s two rows of 2,048 leave as padding (3,413
+  // tokens of 4,096 slots) for free, and "small" then runs one micro-batch of 512 slots, not two.
+  CHECK(plan.buckets[0].max_len == 300);
   CHECK(plan.buckets[0].strategy == "small");
   CHECK(plan.buckets[1].strategy == "big");
   CHECK(exact_step_s(plan, strategies, lengths) == Approx(plan.predicted_s));
@@ -291,14 +293,15 @@ DocumentStrategy with_fixed(DocumentStrategy s, double forward) {
 TEST_CASE("bucket planner: a fixed cost per micro-batch prices many short micro-batches higher", "[bucket_planner]") {
   // One stage, 1 s forward and 2 s backward per 1,024 tokens, no attention, 0.1 s + 0.2 s of
   // that fixed per micro-batch; micro-batches of one row of 2,048 tokens. 20 documents of 100
-  // tokens pack rows of 128 (bucket_rows.h): 16 micro-batches of 125 tokens; 2 documents of
-  // 1,000 pack rows of 1,024: 2 micro-batches. By hand: 16 x 0.3 + 2,000 x 2.7 / 1,024 against
-  // 2 x 0.3 + 2,000 x 2.7 / 1,024; without the fixed term both are 2,000 x 3 / 1,024.
+  // tokens pack rows of 128 (bucket_rows.h): 16 micro-batches of 128 slots (their tokens fill
+  // 15.6 rows); 2 documents of 1,000 pack rows of 1,024: 2 micro-batches. By hand, every slot
+  // priced (Note [Padding in a micro-batch]): 16 x 0.3 + 2,048 x 2.7 / 1,024 against 2 x 0.3 +
+  // 2,048 x 2.7 / 1,024; without the fixed term both are 2,048 x 3 / 1,024.
   const DocumentStrategy s = with_fixed(strategy("one", {{stage(1, 0)}}, {1}), 0.1);
   DocumentLoad many, few;
   for (int i = 0; i < 20; ++i) many.add(100);
   for (int i = 0; i < 2; ++i) few.add(1000);
-  const double scaled = 2000 * 2.7 / 1024;
+  const double scaled = 2048 * 2.7 / 1024;
   CHECK(load_time_s(s, many) == Approx(16 * 0.3 + scaled).epsilon(1e-12));
   CHECK(load_time_s(s, few) == Approx(2 * 0.3 + scaled).epsilon(1e-12));
   const BucketPlanner planner({s});
@@ -316,14 +319,47 @@ TEST_CASE("bucket planner: a fixed cost per micro-batch prices many short micro-
   CHECK_THROWS_WITH(BucketPlanner({too_much}), Catch::Contains("fixed cost per micro-batch"));
 }
 
-TEST_CASE("bucket planner: a dominant fixed cost per micro-batch keeps short documents in long rows",
+TEST_CASE("bucket planner: every slot of a micro-batch is priced, in the rows its documents pack", "[bucket_planner]") {
+  // One stage, 1 s forward and 2 s backward per 1,024 token slots, no attention; micro-batches of
+  // one row of 64. Three documents of 40 tokens (120) fill 1.9 rows by their tokens, but whole
+  // documents take a row each (40 + 40 > 64): by hand 3 micro-batches of 64 slots, 3 x 64 x 3 /
+  // 1,024 s; by their tokens 2 of 64 slots; the tokens unpadded 120 x 3 / 1,024.
+  const std::vector<DocumentStrategy> strategies = {
+      strategy("one", {{stage(1, 0)}}, {1}, 0, 0, ScheduleKind::one_f_one_b, 64)};
+  const std::vector<int64_t> lengths = {40, 40, 40};
+  int64_t asked = 0;
+  const BucketPlannerOptions counted{.max_boundaries = 64, .ratio_points = 65, .max_batch_tokens = 0,
+                                     .packed_rows = [&](std::span<const int64_t> pieces, int64_t row_length) {
+                                       CHECK(row_length == 64);
+                                       CHECK(pieces.size() == 3);
+                                       ++asked;
+                                       return 3.0;
+                                     }};
+  const BucketPlan packed = BucketPlanner(strategies, counted).plan(lengths);
+  REQUIRE(packed.buckets.size() == 1);
+  CHECK(asked > 0);
+  CHECK(packed.predicted_s == Approx(3 * 64 * 3.0 / 1024).epsilon(1e-9));
+  const BucketPlan fluid = BucketPlanner(strategies).plan(lengths);
+  CHECK(fluid.predicted_s == Approx(2 * 64 * 3.0 / 1024).epsilon(1e-9));
+  // The same priced directly: 40, 30, 40, 30 in 4 rows (next-fit) of 64 slots each.
+  DocumentLoad load;
+  for (int64_t l : {40, 30, 40, 30}) load.add(l);
+  load.rows = 4;
+  CHECK(replica_part(strategies[0], 0, load).micro_batches == 4);
+  CHECK(replica_part(strategies[0], 0, load).tokens == 64);
+  CHECK(load_time_s(strategies[0], load) == Approx(4 * 64 * 3.0 / 1024).epsilon(1e-12));
+}
+
+TEST_CASE("bucket planner: a dominant fixed cost per micro-batch keeps short documents off its strategy",
           "[bucket_planner]") {
   // 30 documents of 60 tokens and one of 1,000. "long" holds every document (micro-batches of
   // 2,048 tokens) at 1 s + 2 s per 1,024 tokens; "short" computes at half that per token but
   // holds micro-batches of 512 tokens only, and with `fixed` s + 2 `fixed` s of its time per
-  // micro-batch. The short documents on "short" pack rows of 64: 29 micro-batches of 1,800 /
-  // 29 tokens, priced 29 x 3 fixed + 1,800 x (1.5 - 3 fixed) / 1,024; the long one alone on
-  // "long" 1,000 x 3 / 1,024; all on "long" (rows of 1,024, no fixed cost) 2,800 x 3 / 1,024.
+  // micro-batch. The short documents on "short" pack rows of 64: 29 micro-batches of 64 slots
+  // (their 1,800 tokens fill 28.1 rows), priced 29 x 3 fixed + 1,856 x (1.5 - 3 fixed) / 1,024;
+  // the long one alone on "long" 1,024 x 3 / 1,024; all on "long" in rows of 1,024 (no fixed
+  // cost) 3 rows, 3,072 x 3 / 1,024 = 9 s, more than the short ones on "long" in their own rows of 64
+  // (1,856 x 3 / 1,024 = 5.44 s) beside the long one (3 s).
   std::vector<int64_t> lengths(30, 60);
   lengths.push_back(1000);
   auto plan_with = [&](double fixed) {
@@ -331,16 +367,17 @@ TEST_CASE("bucket planner: a dominant fixed cost per micro-batch keeps short doc
                           with_fixed(strategy("short", {{stage(0.5, 0)}}, {1}, 0, 0, ScheduleKind::one_f_one_b, 512), fixed)})
         .plan(lengths);
   };
-  const BucketPlan dominant = plan_with(0.1);  // 29 x 0.3 + 1,800 x 1.2 / 1,024 + 2.93 = 13.6 s > 8.2 s
-  REQUIRE(dominant.buckets.size() == 1);
+  const BucketPlan dominant = plan_with(0.1);  // 29 x 0.3 + 1,856 x 1.2 / 1,024 + 3 = 13.9 s > 8.44 s
+  REQUIRE(dominant.buckets.size() == 2);
   CHECK(dominant.buckets[0].strategy == "long");
-  CHECK(dominant.predicted_s == Approx(2800 * 3.0 / 1024).epsilon(1e-9));
-  const BucketPlan small = plan_with(0.001);  // 29 x 0.003 + 1,800 x 1.497 / 1,024 + 2.93 = 5.65 s
+  CHECK(dominant.buckets[1].strategy == "long");
+  CHECK(dominant.predicted_s == Approx(1856 * 3.0 / 1024 + 3).epsilon(1e-9));
+  const BucketPlan small = plan_with(0.001);  // 29 x 0.003 + 1,856 x 1.497 / 1,024 + 3 = 5.80 s
   REQUIRE(small.buckets.size() == 2);
   CHECK(small.buckets[0].max_len == 60);
   CHECK(small.buckets[0].strategy == "short");
   CHECK(small.buckets[1].strategy == "long");
-  CHECK(small.predicted_s == Approx(29 * 0.003 + 1800 * 1.497 / 1024 + 1000 * 3.0 / 1024).epsilon(1e-9));
+  CHECK(small.predicted_s == Approx(29 * 0.003 + 1856 * 1.497 / 1024 + 1024 * 3.0 / 1024).epsilon(1e-9));
 }
 
 TEST_CASE("bucket planner: deterministic, any order, and clear errors", "[bucket_planner]") {
@@ -382,7 +419,7 @@ TEST_CASE("bucket planner: 1,000 documents plan within 10 ms (checked at 200)", 
       strategy("pp2dp4", replicas(4, 2, 0.5), std::vector<double>(4, 1), 0, 0.03),
       strategy("pp4dp2", replicas(2, 4, 0.25), {1, 1}, 0, 0.03, ScheduleKind::gpipe)};
   const auto build_start = std::chrono::steady_clock::now();
-  const BucketPlanner planner(strategies, {.max_batch_tokens = static_cast<int64_t>(tokens)});
+  const BucketPlanner planner(strategies, {.max_batch_tokens = static_cast<int64_t>(tokens), .packed_rows = {}});
   const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - build_start).count();
   double fastest = 1e9;
   BucketPlan plan;
@@ -401,7 +438,7 @@ TEST_CASE("bucket planner: 1,000 documents plan within 10 ms (checked at 200)", 
   CHECK(exact_step_s(plan, strategies, lengths) == Approx(plan.predicted_s).epsilon(0.02));
   // Every distinct length as a candidate end (the optimum over all plans) gains little over 64.
   const auto all_start = std::chrono::steady_clock::now();
-  const BucketPlan best = BucketPlanner(strategies, {.max_boundaries = 4096, .max_batch_tokens = static_cast<int64_t>(tokens)})
+  const BucketPlan best = BucketPlanner(strategies, {.max_boundaries = 4096, .max_batch_tokens = static_cast<int64_t>(tokens), .packed_rows = {}})
                               .plan(lengths);
   std::printf("bucket planner: every distinct length as an end: %.4f s against %.4f s with 64 (%.2f s to plan)\n",
               best.predicted_s, plan.predicted_s,
