@@ -7,7 +7,8 @@
 // /dev/shm/hetu-<run id>/attempt-K/rank-R (--state-dir; lib/io/recovery_store.h), so a
 // relaunch loses at most one step when every box survives on some rank, and otherwise
 // resumes from the durable checkpoint. A failure during recovery is handled the same way
-// down to --min-np ranks. SIGINT/SIGTERM/SIGUSR1 go on to the launcher and end the
+// down to --min-np ranks; one that names no rank runs the same ranks once more.
+// SIGINT/SIGTERM/SIGUSR1 go on to the launcher and end the
 // supervision. A relaunch places its ranks on the hosts the derived job names (block
 // placement; placement_args); under srun it ends a failed step at once and spans a
 // heterogeneous job's components (launch_srun.h). A job that switches strategies loses them
@@ -233,6 +234,7 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
   int64_t np = o.np;
   spdlog::info("launch: {} ranks under {} (at least {}, at most {} restarts); state snapshots in {}", np, o.launcher,
                o.min_np, o.max_restarts, state_root);
+  bool unnamed_retried = false;  // the last attempt failed naming no rank and was run again
   for (int64_t attempt = 1;; ++attempt) {
     const std::string state_dir = fmt::format("{}/attempt-{}", state_root, attempt);
     std::map<std::string, std::string> env;
@@ -279,9 +281,20 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
       return finish(r.exit_code);
     }
     if (!r.failure) {
-      spdlog::error("launch: {} exited {} without naming a rank that died; not relaunching", o.launcher, r.exit_code);
-      return finish(r.exit_code);
+      // Open MPI was seen to report a rank killed right after its start (before it reached
+      // mpirun) only as "1 process returned a non-zero exit code", naming none: no device can
+      // be removed, so the same ranks run once more; a second such failure in a row ends it.
+      if (unnamed_retried || attempt > o.max_restarts) {
+        spdlog::error("launch: {} exited {} without naming a rank that died{}; not relaunching", o.launcher,
+                      r.exit_code, unnamed_retried ? ", again after a retry" : "");
+        return finish(r.exit_code);
+      }
+      unnamed_retried = true;
+      spdlog::warn("launch: {} exited {} without naming a rank that died; relaunching the same {} ranks once",
+                   o.launcher, r.exit_code, np);
+      continue;
     }
+    unnamed_retried = false;
     LaunchFailure f = *r.failure;
     if (!het.empty()) f.rank = het_rank(components, het, f.line, f.rank);  // srun numbered it in its component
     if (f.signal == 0 && f.exit_code == 2) {
