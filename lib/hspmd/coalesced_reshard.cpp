@@ -5,9 +5,10 @@
 #include <map>
 #include <variant>
 
+#include "lib/hspmd/box_view.h"
 #include "lib/hspmd/plan_executor.h"
-#include "lib/ops/ops.h"
 #include "lib/hspmd/planner.h"
+#include "lib/ops/ops.h"
 #include "lib/util/error.h"
 
 namespace hetu {
@@ -18,14 +19,6 @@ const SendRecvOp* plain_exchange(const CommPlan& plan) {
   if (plan.steps.size() != 1 || plan.steps[0].ops.size() != 1) return nullptr;
   const auto* op = std::get_if<SendRecvOp>(&plan.steps[0].ops[0]);
   return op != nullptr && !op->accumulate ? op : nullptr;
-}
-
-// `box` (view coordinates) of a tensor holding `held`, viewed as held.size.
-Tensor region(const Tensor& values, const Box& held, const Box& box) {
-  Tensor view = values;
-  for (size_t d = 0; d < box.size.size(); ++d)
-    view = view.narrow(static_cast<int64_t>(d), box.offset[d] - held.offset[d], box.size[d]);
-  return view;
 }
 
 // A rank's communicator calls and messages to other ranks in `plan`.
@@ -145,12 +138,12 @@ void CoalescedReshard::move_into(std::vector<Tensor> sources, const std::vector<
   std::vector<size_t> next(send_peers_.size(), 0);
   for (size_t i = 0; i < items_.size(); ++i) {
     if (own_plan_[i] != nullptr) continue;
-    for (const Box& box : local_[i]) add(region(dst[i], dst_box_[i], box), region(sources[i], src_box_[i], box));
+    for (const Box& box : local_[i]) add(box_view(dst[i], dst_box_[i], box), box_view(sources[i], src_box_[i], box));
     for (size_t k = 0; k < send_peers_.size(); ++k) {
       const std::vector<Piece>& pieces = send_peers_[k].pieces;
       for (; next[k] < pieces.size() && pieces[next[k]].item == i; ++next[k]) {
         const Box& box = pieces[next[k]].box;
-        outgoing[k].narrow(0, packed[k], box.numel()).view(box.size).copy_from(region(sources[i], src_box_[i], box));
+        outgoing[k].narrow(0, packed[k], box.numel()).view(box.size).copy_from(box_view(sources[i], src_box_[i], box));
         packed[k] += box.numel();
       }
     }
@@ -170,7 +163,7 @@ void CoalescedReshard::move_into(std::vector<Tensor> sources, const std::vector<
     int64_t at = 0;
     for (const Piece& piece : recv_peers_[k].pieces) {
       const int64_t count = piece.box.numel();
-      add(region(dst[piece.item], dst_box_[piece.item], piece.box), arrivals[k].narrow(0, at, count).view(piece.box.size));
+      add(box_view(dst[piece.item], dst_box_[piece.item], piece.box), arrivals[k].narrow(0, at, count).view(piece.box.size));
       at += count;
     }
     arrivals[k] = Tensor();

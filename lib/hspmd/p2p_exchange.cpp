@@ -1,6 +1,7 @@
 // Batched pipeline-edge transfers. The boxes are in global coordinates, as in the plan.
 #include "lib/hspmd/p2p_exchange.h"
 
+#include "lib/hspmd/box_view.h"
 #include "lib/hspmd/geometry.h"
 #include "lib/ops/ops.h"
 #include "lib/util/error.h"
@@ -13,13 +14,6 @@ const SendRecvOp& only_send_recv(const CommPlan& plan) {
                std::holds_alternative<SendRecvOp>(plan.steps[0].ops[0]),
            "P2PExchange: plan '{}' is not a single send/recv step:\n{}", plan.transition, plan.to_string());
   return std::get<SendRecvOp>(plan.steps[0].ops[0]);
-}
-
-Tensor view_of(const Tensor& buffer, const Box& buffer_box, const Box& box) {
-  Tensor view = buffer;
-  for (size_t d = 0; d < box.size.size(); ++d)
-    view = view.narrow(static_cast<int64_t>(d), box.offset[d] - buffer_box.offset[d], box.size[d]);
-  return view;
 }
 
 }  // namespace
@@ -35,7 +29,7 @@ void P2PExchange::send(const CommPlan& plan, const Union& src, const Tensor& loc
     if (t.src != rank || t.box.empty()) continue;
     HT_CHECK(t.dst != rank, "P2PExchange: plan '{}' copies locally on rank {}; pipeline edges join disjoint groups",
              plan.transition, rank);
-    batch_.push_back(P2POp::send(view_of(local, mine, t.box).contiguous(), t.dst));  // kept alive by the op
+    batch_.push_back(P2POp::send(box_view(local, mine, t.box).contiguous(), t.dst));  // kept alive by the op
   }
 }
 
@@ -61,7 +55,7 @@ Tensor P2PExchange::recv(const CommPlan& plan, DType dtype) {
 void P2PExchange::run() {
   if (!batch_.empty()) comm_.batch_send_recv(batch_);
   for (const Arrival& a : arrivals_) {
-    const Tensor target = view_of(a.buffer, a.shard_box, a.box);
+    const Tensor target = box_view(a.buffer, a.shard_box, a.box);
     const Tensor piece = a.staging.view(a.box.size);
     target.copy_from(a.accumulate ? ops::add(target, piece) : piece);
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "lib/hspmd/box_view.h"
 #include "lib/ops/ops.h"
 #include "lib/util/error.h"
 #include "lib/util/overloaded.h"
@@ -24,10 +25,7 @@ struct LocalBuffer {
 Tensor region(const LocalBuffer& buffer, const Box& box, const CommOp& op) {
   HT_CHECK(buffer.holds() && buffer.box.contains(box), "execute: {} touches {}, this rank holds {}", to_string(op),
            box.to_string(), buffer.holds() ? buffer.box.to_string() : std::string("nothing"));
-  Tensor view = buffer.values;
-  for (size_t d = 0; d < box.size.size(); ++d)
-    view = view.narrow(static_cast<int64_t>(d), box.offset[d] - buffer.box.offset[d], box.size[d]);
-  return view;
+  return box_view(buffer.values, buffer.box, box);
 }
 
 int64_t total(const std::vector<int64_t>& counts) {
