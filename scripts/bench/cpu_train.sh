@@ -63,6 +63,7 @@
 # with --malloc-thp, about 3 with --steps 10; --repeats R multiplies it by about R.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/scripts/bench/cpu_train_settings.sh"
 
 steps=30
 repeats=1
@@ -212,8 +213,7 @@ EOF
     [ "$repeats" -gt 1 ] && note=" (repeat $r of $repeats)"
     echo "== T=$T vocab=$V: hetu$note"
     mkdir -p "$runs/home-$run"
-    HOME="$runs/home-$run" "$hetu" train "$job" --set job.out_dir="\"$runs/hetu-$run\"" --set data.sampling='"sequential"' \
-      --set training.log_every=1 --set training.threads=1 --set training.eval_every=0 --set checkpoint.every=0 \
+    HOME="$runs/home-$run" "$hetu" train "$job" --set job.out_dir="\"$runs/hetu-$run\"" "${cpu_train_sets[@]}" \
       > "$runs/hetu-$run.log" 2>&1 ||
       { tail -20 "$runs/hetu-$run.log" >&2; echo "cpu_train.sh: hetu failed (log: $runs/hetu-$run.log)" >&2; exit 1; }
     [ "$keep" = 1 ] || rm -rf "$runs/hetu-$run/checkpoints"

@@ -18,6 +18,7 @@
 # Needs perf (linux-perf) and kernel.perf_event_paranoid <= 1 (or root).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/scripts/bench/cpu_train_settings.sh"
 row="256:256"
 steps=60
 scratch="${TMPDIR:-/tmp}/hetu-bench-cpu-train"
@@ -44,9 +45,8 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 # Start-up (model build, the 0.3 s MFU probe, the first step's allocations) takes about 1.5 s
 # on a 2-core VM at these sizes; 2.5 s of delay skips it with a margin.
 HOME="$out/home" perf record -q -D 2500 -F 2000 -o "$out/perf.data" \
-  "$hetu" train "$job" --set job.out_dir="\"$out/run\"" --set data.sampling='"sequential"' \
-  --set training.steps="$steps" --set training.threads=1 --set training.log_every=1 \
-  --set training.eval_every=0 --set checkpoint.every=0 > "$out/train.log" 2>&1 ||
+  "$hetu" train "$job" --set job.out_dir="\"$out/run\"" "${cpu_train_sets[@]}" \
+  --set training.steps="$steps" > "$out/train.log" 2>&1 ||
   { tail -20 "$out/train.log" >&2; echo "profile_step.sh: hetu failed (log: $out/train.log)" >&2; exit 1; }
 
 perf report -i "$out/perf.data" --no-children --sort dso,sym --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' > "$out/flat.txt"
