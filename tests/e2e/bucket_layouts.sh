@@ -11,9 +11,13 @@
 #     dp=4 lane's parameters come in in one batched exchange);
 #   (a step whose default bucket is empty, GPT-2's third, gets every gradient resharded);
 #   each: every step's loss and gradient norm within 1e-6 relative, every final parameter and
-#   both AdamW moments within 1e-6 of max|ref| plus 1e-8. (optimizer.eps = 1e-4: with 1e-6
-#   AdamW turns the fp32 rounding of near-zero gradients into ~1e-5 relative parameter
-#   differences, as plain dp=4 documents packing without buckets does too.)
+#   both AdamW moments within 1e-5 of max|ref| plus 1e-7 (tensor_tol). (optimizer.eps = 1e-4:
+#   with 1e-6 AdamW turns the fp32 rounding of near-zero gradients into ~1e-5 relative
+#   parameter differences, as plain dp=4 documents packing without buckets does too. Even so
+#   a bias whose gradient sums rows that cancel, GPT-2's h.0.attn.c_proj.bias in the planned
+#   run, ends 2.2e-8 (4.4e-6 of max|ref|) from one device with OpenBLAS's Haswell kernels,
+#   1.2e-8 with its SkylakeX kernels: 0.15 of this bound; a wrong gradient moves a parameter
+#   by about lr = 2e-3.)
 #   - GPT-2's buckets on devices of 0.00305 GiB (a catalogue written here): a lane's compute
 #     copy of the parameters is allocated only while its buckets run, so the device holds the
 #     default's training state and one lane's copy and gradients (measured peak 0.00294 GiB;
@@ -55,6 +59,7 @@ common=(--set "data.train=\"$work/data/train_*.bin\"" --set "data.val=\"$work/da
         --set training.global_batch=8 --set training.micro_batch=2 --set training.threads=1
         --set lr_schedule.warmup_steps=1 --set training.eval_every=0 --set training.log_every=1
         --set checkpoint.every=0 --set optimizer.eps=1e-4)
+tensor_tol=(--rtol 1e-5 --atol 1e-7)  # final tensors against one device (see above)
 # configs/gpt2-buckets-cpu.toml with its buckets scaled to seq_len 64.
 gpt2_job="$work/gpt2.toml"
 sed -e 's/^max_len = 32$/max_len = 16/' -e 's/^max_len = 96$/max_len = 40/' "$src/configs/gpt2-buckets-cpu.toml" > "$gpt2_job"
@@ -99,7 +104,7 @@ check_model() {  # NAME JOB EXTRA-ARGS...: the bucketed job on 4 ranks against o
   run_logged "$name-buckets" "$name: mpirun -np 4 run with buckets" mpirun -np 4 "$hetu" --log-level debug train \
     "$job" "${common[@]}" "$@" --set job.out_dir=\"$work/$name-buckets\"
   compare_runs "$name-single" "$name-buckets" 1e-6 --fields loss,grad_norm --steps 4
-  /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-8 \
+  /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" "${tensor_tol[@]}" \
     "$work/$name-buckets/checkpoints/step-0000004" "$work/$name-single/checkpoints/step-0000004" \
     || fail "$name: final tensors differ from one device"
 }
@@ -136,7 +141,7 @@ run_logged lanes "gpt2: mpirun -np 4 run on small devices" mpirun -np 4 "$hetu" 
   --set job.out_dir=\"$work/lanes\" --set cluster.device_catalog=\"$work/catalog-lanes.toml\" \
   --set 'cluster.node[0].devices.type="cpu-lanes"'
 compare_runs gpt2-single lanes 1e-6 --fields loss,grad_norm --steps 4
-/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-8 \
+/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" "${tensor_tol[@]}" \
   "$work/lanes/checkpoints/step-0000004" "$work/gpt2-single/checkpoints/step-0000004" || fail "lanes: final tensors differ"
 
 echo "== gpt2: a bucket whose lane does not fit its devices is refused at launch"
@@ -159,7 +164,7 @@ run_logged half "gpt2: mpirun -np 4 run with an idle lane" mpirun -np 4 "$hetu" 
   --set job.out_dir=\"$work/half\"
 grep -q "strategy tp2-dp2: this rank is idle" "$work/half/logs/rank-0.log" || fail "half: rank 0 not idle under tp2-dp2"
 compare_runs gpt2-single half 1e-6 --fields loss,grad_norm --steps 4
-/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-8 \
+/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" "${tensor_tol[@]}" \
   "$work/half/checkpoints/step-0000004" "$work/gpt2-single/checkpoints/step-0000004" || fail "half: final tensors differ"
 
 echo "== llama (GQA): buckets under dp4, pp2-dp2, tp2-dp2 (default)"
@@ -215,7 +220,7 @@ sed -nE 's/.*parallel.auto: bucket plan of [0-9]+ pieces in ([0-9.]+) ms.*/\1/p'
 [[ $(wc -l < "$work/plan-ms") == 4 ]] || fail "auto: not 4 steps of bucket plans logged"
 awk '$1 > 10 { bad = 1 } END { exit bad }' "$work/plan-ms" || fail "auto: a bucket plan took over 10 ms"
 compare_runs gpt2-single auto 1e-6 --fields loss,grad_norm --steps 4
-/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-8 \
+/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" "${tensor_tol[@]}" \
   "$work/auto/checkpoints/step-0000004" "$work/gpt2-single/checkpoints/step-0000004" || fail "auto: final tensors differ"
 
 echo "== gpt2: [parallel] auto = true with ZeRO-1 on the planned default"
@@ -227,7 +232,7 @@ grep -q "ZeRO-1: [1-9][0-9]* of [0-9]* parameters keep their optimizer state spl
 grep -Eq "parallel.auto: buckets planned: .*-> (tp2-dp2|pp2-dp2|dp4)" "$work/auto-zero/logs/rank-0.log" \
   || fail "auto-zero: no bucket planned under a strategy other than the default"
 compare_runs gpt2-single auto-zero 1e-6 --fields loss,grad_norm --steps 4
-/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-8 \
+/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" "${tensor_tol[@]}" \
   "$work/auto-zero/checkpoints/step-0000004" "$work/gpt2-single/checkpoints/step-0000004" \
   || fail "auto-zero: final tensors differ"
 
@@ -239,7 +244,7 @@ grep -q "ZeRO-1: [1-9][0-9]* of [0-9]* parameters keep their optimizer state spl
 grep -Eq "buckets: strategy tp2-dp2's [0-9]+ gradients go back in 1 communicator call\(s\)" "$work/zero/logs/rank-0.log" \
   || fail "zero: the tp2-dp2 lane's gradients do not go back in one exchange"
 compare_runs gpt2-single zero 1e-6 --fields loss,grad_norm --steps 4
-/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-6 --atol 1e-8 \
+/usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" "${tensor_tol[@]}" \
   "$work/zero/checkpoints/step-0000004" "$work/gpt2-single/checkpoints/step-0000004" || fail "zero: final tensors differ"
 
 echo "== gpt2 with ZeRO-1: stopped after step 2 and resumed"

@@ -3,7 +3,7 @@
 // packed micro-batch equal the sum over its documents run one at a time, each as a (1, L)
 // batch at position 0 with the same normalizer; changing a token of one document leaves the
 // logits of the others bitwise unchanged; and positions restart at every document (the same
-// document at another place in a row gives bitwise the logits it gives alone).
+// document at another place in a row gives, within f32 rounding, the logits it gives alone).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -168,10 +168,14 @@ TEST_CASE("positions restart at every packed document", "[packing]") {
     const Tensor packed = model->head(model->stage_forward(tensor_from(p.x, {1, 14}), p.cu_seqlens));
     const std::vector<double> all = to_vector(packed.narrow(-1, 0, model->config().vocab));
     const auto V = model->config().vocab;
-    // Bitwise: the same positions give the same rotations and embeddings. (Rotary attention
-    // depends on position differences only, so a shifted start would change LLaMA's logits
-    // by rounding alone: equality is what tells the positions restarted.)
-    CHECK(max_diff(alone, std::vector<double>(all.begin() + 5 * V, all.begin() + (5 + L) * V)) == 0);
+    const std::vector<double> at5(all.begin() + 5 * V, all.begin() + (5 + L) * V);
+    // Within f32 rounding, not bitwise: the same row at another place in a GEMM gets other
+    // bits from OpenBLAS's Haswell kernels. GPT-2's learned positions make a shifted start
+    // show far above that; LLaMA's rotary attention depends on position differences only,
+    // so there this checks the masking, and the restart itself is ops::segment_positions
+    // feeding rotary (tests/ops/test_rotary.cpp, per-token positions).
+    const double scale = max_diff(alone, std::vector<double>(alone.size(), 0.0));
+    CHECK(max_diff(alone, at5) <= 1e-5 * scale);
     // Without the offsets the same row attends across the boundary and continues the positions.
     const std::vector<double> unpacked = to_vector(model->forward(tensor_from(p.x, {1, 14})));
     CHECK(max_diff(alone, std::vector<double>(unpacked.begin() + 5 * V, unpacked.begin() + (5 + L) * V)) > 1e-3);
