@@ -12,6 +12,7 @@
 #include "lib/core/cuda_probe.h"
 #include "lib/hspmd/mpi_session.h"
 #include "lib/hspmd/nccl_probe.h"
+#include "lib/ops/cpu/gemm_choice.h"
 #include "lib/ops/cpu/isa.h"
 
 namespace hetu::app {
@@ -45,6 +46,7 @@ int run_env() {
   };
   row("CPU ISA", fmt::format("{} for elementwise kernels (this CPU: up to {}; HETU_CPU_ISA caps it)",
                              isa_name(ops::cpu::isa_level()), isa_name(ops::cpu::max_isa_level())));
+  row("CPU GEMM", ops::cpu::gemm_choice_summary());
   row("MPI", mpi_library_version());
   unsigned major = 0, minor = 0, release = 0;
   H5get_libversion(&major, &minor, &release);

@@ -45,6 +45,7 @@
 #include "lib/io/data_loader.h"
 #include "lib/io/recovery_store.h"
 #include "lib/io/train_checkpoint_store.h"
+#include "lib/ops/cpu/gemm_choice.h"
 #include "lib/ops/ops.h"
 #include "lib/runtime/idle_engine.h"
 #include "lib/runtime/mfu.h"
@@ -92,6 +93,7 @@ double device_peak_flops(const config::LoadedConfig& loaded, const config::Devic
       (builtin == nullptr || builtin->peak_tflops_fp32 != profile->peak_tflops_fp32)) {
     return 1e12 * profile->peak_tflops_fp32;
   }
+  spdlog::info("CPU GEMM: {}", ops::cpu::gemm_choice_summary());
   const char* home = std::getenv("HOME");
   const std::string cache = fmt::format("{}/.cache/hetu/sgemm-peak-{}t.txt", home ? home : "/tmp", ops::num_threads());
   std::error_code ec;

@@ -272,7 +272,8 @@ double global_norm(const std::vector<Tensor>& tensors);
 // 0 = HETU_NUM_THREADS from the environment, else every core.
 void set_num_threads(int threads);
 int num_threads();
-// FLOP/s of OpenBLAS sgemm (512³) at the current thread count, timed for `seconds`.
+// f32 FLOP/s of the best sgemm here (OpenBLAS, or hetu's blocked_sgemm from AVX2 on) on a 512³
+// GEMM at the current thread count, timed for `seconds` in all.
 double measure_sgemm_flops(double seconds = 0.3);
 
 }  // namespace hetu::ops

@@ -1,13 +1,13 @@
 // One thread count for hetu's OpenMP loops and for OpenBLAS (which runs its own pthreads):
 // setting both keeps the two from oversubscribing the cores. Also where the kernels' vector
 // level and GEMM choice are first read (HETU_CPU_ISA, lib/ops/cpu/isa.h; HETU_CPU_GEMM,
-// lib/ops/cpu/blocked_sgemm.h), so a bad value fails here, not inside a parallel loop.
+// lib/ops/cpu/gemm_choice.h), so a bad value fails here, not inside a parallel loop.
 #include <cblas.h>
 #include <omp.h>
 
 #include <cstdlib>
 
-#include "lib/ops/cpu/blocked_sgemm.h"
+#include "lib/ops/cpu/gemm_choice.h"
 #include "lib/ops/cpu/isa.h"
 #include "lib/ops/ops.h"
 #include "lib/util/strings.h"
@@ -25,7 +25,7 @@ void set_num_threads(int threads) {
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
   cpu::isa_level();
-  cpu::blocked_sgemm_chosen(0, 0, 0);
+  cpu::gemm_choice();
 }
 
 int num_threads() { return omp_get_max_threads(); }

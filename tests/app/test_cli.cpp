@@ -133,7 +133,7 @@ TEST_CASE("a GPU job on a machine without a usable GPU fails before compute, nam
 TEST_CASE("env reports BLAS, MPI and CUDA", "[cli]") {
   Result result = run_hetu("env");
   CHECK(result.exit_code == 0);
-  for (const char* key : {"BLAS", "OpenBLAS", "CPU ISA", "MPI", "Open MPI", "CUDA", "devices"}) {
+  for (const char* key : {"BLAS", "OpenBLAS", "CPU ISA", "CPU GEMM", "MPI", "Open MPI", "CUDA", "devices"}) {
     CHECK_THAT(result.output, Catch::Contains(key));
   }
 }

@@ -15,9 +15,9 @@
 #   with 1e-6 AdamW turns the fp32 rounding of near-zero gradients into ~1e-5 relative
 #   parameter differences, as plain dp=4 documents packing without buckets does too. Even so
 #   a bias whose gradient sums rows that cancel, GPT-2's h.0.attn.c_proj.bias in the planned
-#   run, ends 2.2e-8 (4.4e-6 of max|ref|) from one device with OpenBLAS's Haswell kernels,
-#   1.2e-8 with its SkylakeX kernels: 0.15 of this bound; a wrong gradient moves a parameter
-#   by about lr = 2e-3.)
+#   run, ends 2.2e-8 (4.4e-6 of max|ref|) from one device with OpenBLAS's Haswell kernels and
+#   with hetu's blocked sgemm, 1.2e-8 with its SkylakeX kernels: 0.15 of this bound; a wrong
+#   gradient moves a parameter by about lr = 2e-3.)
 #   - GPT-2's buckets on devices of 0.00305 GiB (a catalogue written here): a lane's compute
 #     copy of the parameters is allocated only while its buckets run, so the device holds the
 #     default's training state and one lane's copy and gradients (measured peak 0.00294 GiB;

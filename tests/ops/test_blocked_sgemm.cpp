@@ -8,6 +8,7 @@
 
 #include "lib/core/rng.h"
 #include "lib/ops/cpu/blocked_sgemm.h"
+#include "lib/ops/cpu/gemm_choice.h"
 #include "lib/ops/cpu/isa.h"
 #include "lib/ops/ops.h"
 #include "tests/ops/op_test_utils.h"
@@ -122,9 +123,10 @@ TEST_CASE("matmul and linear through blocked_sgemm match naive sums", "[matmul]"
     return;
   }
   struct Restore {
-    ~Restore() { ops::cpu::set_blocked_sgemm_requested(false); }
+    ops::cpu::GemmChoice saved = ops::cpu::gemm_choice();
+    ~Restore() { ops::cpu::set_gemm_choice(saved); }
   } restore;
-  ops::cpu::set_blocked_sgemm_requested(true);
+  ops::cpu::set_gemm_choice(ops::cpu::GemmChoice::blocked);
   const int64_t m = 130, n = 200, k = 700;  // m·n·k >= 2^24: blocked_sgemm's class
   REQUIRE(ops::cpu::blocked_sgemm_chosen(m, n, k));
   const Tensor x = test::random_tensor({m, k}, DType::f32, 6), w = test::random_tensor({n, k}, DType::f32, 7);
@@ -156,4 +158,33 @@ TEST_CASE("matmul and linear through blocked_sgemm match naive sums", "[matmul]"
   check(ops::matmul(x, w_t, false, false), false);                     // wᵀ stored row-major
   check(ops::matmul(x_stored_transposed.transpose(0, 1), w_t), false);  // a column-major view of x
   check(ops::linear(x, w, bias, residual), true);                      // beta = 1, then + residual
+}
+
+// Note [GEMM choice]: automatic takes blocked_sgemm only at AVX-512 and only when OpenBLAS's
+// kernel set for the CPU has no AVX-512 sgemm; HETU_CPU_GEMM values are checked.
+TEST_CASE("the automatic GEMM choice and HETU_CPU_GEMM's values", "[matmul]") {
+  using hetu::ops::cpu::blocked_preferred;
+  using hetu::ops::cpu::GemmChoice;
+  using hetu::ops::cpu::parse_gemm_choice;
+  CHECK(blocked_preferred(IsaLevel::avx512, "Haswell"));
+  CHECK(blocked_preferred(IsaLevel::avx512, "Zen"));
+  CHECK_FALSE(blocked_preferred(IsaLevel::avx512, "SkylakeX"));
+  CHECK_FALSE(blocked_preferred(IsaLevel::avx512, "COOPERLAKE"));
+  CHECK_FALSE(blocked_preferred(IsaLevel::avx512, "SapphireRapids"));
+  CHECK_FALSE(blocked_preferred(IsaLevel::avx2, "Haswell"));
+  CHECK_FALSE(blocked_preferred(IsaLevel::baseline, "Haswell"));
+  CHECK(parse_gemm_choice("auto") == GemmChoice::automatic);
+  CHECK(parse_gemm_choice("openblas") == GemmChoice::openblas);
+  CHECK(parse_gemm_choice("blocked") == GemmChoice::blocked);
+  CHECK_THROWS_WITH(parse_gemm_choice("mkl"), Catch::Contains("HETU_CPU_GEMM=\"mkl\": expected auto, openblas or blocked"));
+  // Small GEMMs (the attention's per head) stay with OpenBLAS whatever the choice.
+  struct Restore {
+    GemmChoice saved = hetu::ops::cpu::gemm_choice();
+    ~Restore() { hetu::ops::cpu::set_gemm_choice(saved); }
+  } restore;
+  hetu::ops::cpu::set_gemm_choice(GemmChoice::blocked);
+  CHECK_FALSE(hetu::ops::cpu::blocked_sgemm_chosen(256, 64, 256));
+  CHECK(hetu::ops::cpu::blocked_sgemm_chosen(1024, 256, 256) == (hetu::ops::cpu::isa_level() != IsaLevel::baseline));
+  hetu::ops::cpu::set_gemm_choice(GemmChoice::openblas);
+  CHECK_FALSE(hetu::ops::cpu::blocked_sgemm_chosen(1024, 256, 256));
 }

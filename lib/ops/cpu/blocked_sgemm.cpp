@@ -5,10 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
 #include <cstring>
-#include <string_view>
 #include <vector>
 
 #include "lib/ops/cpu/isa.h"
@@ -34,8 +31,8 @@ namespace hetu::ops::cpu {
 // Interleaved with cblas_sgemm on the step's GEMMs (`hetu bench ops`, "sgemm candidate" rows:
 // thread CPU time, caches evicted) it runs at 0.9-1.1× OpenBLAS per shape (lowest: the m = 256
 // weight gradients, 0.90-0.96×) and 0.97-1.01× on the step's mix; a whole step
-// (scripts/bench/ab_step_cpu_time.sh) took 1.02× the CPU time with it. Not faster, so it is
-// opt-in (HETU_CPU_GEMM=blocked) and OpenBLAS stays the default.
+// (scripts/bench/ab_step_cpu_time.sh) took 1.02× the CPU time with it. Not faster there; on a
+// CPU OpenBLAS serves without AVX-512 kernels it is (Note [GEMM choice], gemm_choice.cpp).
 namespace {
 
 // k rows per block: 1024 keeps the linear layers' k in one block (c written once); with a
@@ -239,18 +236,6 @@ float* scratch(int64_t count, int which) {
   return buffer.data();
 }
 
-// HETU_CPU_GEMM, read once; set_blocked_sgemm_requested overrides it.
-std::atomic<bool>& blocked_requested() {
-  static std::atomic<bool> requested{[] {
-    const char* env = std::getenv("HETU_CPU_GEMM");
-    const std::string_view name = env != nullptr ? env : "openblas";
-    HT_USAGE_CHECK(name == "openblas" || name == "blocked", "HETU_CPU_GEMM=\"{}\": expected openblas or blocked",
-                   name);
-    return name == "blocked";
-  }()};
-  return requested;
-}
-
 }  // namespace
 
 void blocked_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
@@ -294,13 +279,5 @@ void blocked_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
     }
   }
 }
-
-bool blocked_sgemm_chosen(int64_t m, int64_t n, int64_t k) {
-  // The attention's per-head GEMMs (at most 256 × 64 × 256 here) stay with OpenBLAS's small-matrix kernels.
-  return blocked_requested().load(std::memory_order_relaxed) && isa_level() != IsaLevel::baseline && m >= 64 &&
-         n >= 64 && k >= 64 && m * n * k >= (int64_t{1} << 24);
-}
-
-void set_blocked_sgemm_requested(bool requested) { blocked_requested().store(requested); }
 
 }  // namespace hetu::ops::cpu

@@ -1,6 +1,7 @@
 // hetu's own f32 GEMM for the linear layers' mid-size shapes: a register-blocked microkernel
 // per vector level (Note [Kernel ISA levels]) over operands packed into cache-sized blocks.
-// A candidate beside OpenBLAS's sgemm, see Note [Blocked sgemm] in blocked_sgemm.cpp.
+// Beside OpenBLAS's sgemm, see Note [Blocked sgemm] in blocked_sgemm.cpp; which of the two a
+// matmul runs: gemm_choice.h.
 #pragma once
 
 #include <cstdint>
@@ -14,14 +15,5 @@ namespace hetu::ops::cpu {
 // depend on the thread count.
 void blocked_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                    const float* b, int64_t ldb, bool accumulate, float* c, int64_t ldc);
-
-// Whether matmul/linear route an f32 GEMM of this size to blocked_sgemm instead of OpenBLAS:
-// only when HETU_CPU_GEMM=blocked (default "openblas": the interleaved benchmark did not show
-// ours faster, see the Note) and the CPU has AVX2 + FMA, for m, n, k >= 64 and m·n·k >= 2^24
-// (the linear layers' GEMMs; the benchmark times nothing smaller).
-bool blocked_sgemm_chosen(int64_t m, int64_t n, int64_t k);
-
-// Overrides HETU_CPU_GEMM (true: blocked) for the rest of the process; tests.
-void set_blocked_sgemm_requested(bool requested);
 
 }  // namespace hetu::ops::cpu

@@ -1,7 +1,7 @@
 // Batched GEMM on OpenBLAS. A matrix operand may be row-major (stride (ld, 1)) or column-
 // major (stride (1, ld)) in memory; the second is passed to BLAS as a transpose, so
 // transposed views never copy. Batch dims may have any strides (including 0: broadcast).
-// HETU_CPU_GEMM=blocked routes f32 GEMMs of mid-size shapes to blocked_sgemm instead.
+// f32 GEMMs of the linear layers' sizes may run on blocked_sgemm instead (gemm_choice.h).
 #include "lib/ops/cpu/matmul.h"
 
 #include <cblas.h>
@@ -11,6 +11,7 @@
 #include "lib/core/dispatch.h"
 #include "lib/core/strided_loop.h"
 #include "lib/ops/cpu/blocked_sgemm.h"
+#include "lib/ops/cpu/gemm_choice.h"
 
 namespace hetu::ops::cpu {
 template <typename T>
