@@ -26,8 +26,8 @@
 # outside it); the PyTorch scripts time the same span with time.perf_counter.
 #
 # Peak: every hetu run measures single-thread sgemm FLOP/s when it starts (the MFU probe of
-# `hetu train`, 0.3 s; HOME points into the run folder so no cached value from another run is
-# used), and the table gives hetu's model FLOP/s (6·params + 12·L·T·C per token) as a fraction
+# `hetu train`, 0.3 s, the better of OpenBLAS and hetu's blocked sgemm: see Note [GEMM choice];
+# HOME points into the run folder so no cached value from another run is used), and the table gives hetu's model FLOP/s (6·params + 12·L·T·C per token) as a fraction
 # of it: the "sgemm peak" column, the median over the timed steps of metrics.jsonl's "mfu".
 #
 # Repeats: the machine's speed drifts over minutes (on a shared VM, by 10-20% between two runs of

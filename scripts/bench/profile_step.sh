@@ -2,7 +2,7 @@
 # Where one CPU training step spends its time: perf samples of `hetu train` on one of
 # scripts/bench/cpu_train.sh's rows (GPT-2 4 layers x 256 wide, B = 4, one thread), steady state
 # only, as a flat table of symbols and a summary by kind (GEMM kernel, GEMM packing, GEMM beta,
-# hetu's own kernels, libc copies, kernel). A benchmark aid, not part of CI.
+# of OpenBLAS and of hetu's blocked sgemm; hetu's own kernels, libc copies, kernel). A benchmark aid, not part of CI.
 #
 #   scripts/bench/profile_step.sh [--row T:vocab] [--steps N] [--scratch DIR] [--hetu PATH] [--top K]
 #
@@ -59,6 +59,8 @@ awk '
     else if (line ~ /sgemm_.*copy/) k = "GEMM packing (OpenBLAS)"
     else if (line ~ /sgemm_beta/) k = "GEMM beta scaling (OpenBLAS)"
     else if (line ~ /libopenblas/) k = "other OpenBLAS"
+    else if (line ~ /row_block_(avx512|avx2|baseline)/) k = "GEMM kernel (hetu blocked sgemm)"
+    else if (line ~ /blocked_sgemm|::pack_b|::pack_a/) k = "GEMM packing (hetu blocked sgemm)"
     else if (line ~ /\[k\]/) k = "kernel (page faults, syscalls, scheduling)"
     else if (line ~ /libc/) k = "libc (memcpy, memset, malloc)"
     else k = "hetu kernels and the rest"
