@@ -27,12 +27,17 @@ namespace hetu::ops::cpu {
 // blocked_sgemm exactly when the kernels run AVX-512 and OpenBLAS's set for this CPU has none;
 // the choice is a function of the machine and HETU_CPU_ISA, never of a timing, so every rank
 // and every resumed process of a job on like machines computes the same bits.
+namespace {
+
+// HETU_CPU_GEMM's values, in GemmChoice's order.
+constexpr std::array<std::string_view, 3> kChoiceNames{"auto", "openblas", "blocked"};
+
+}  // namespace
+
 GemmChoice parse_gemm_choice(std::string_view name) {
-  if (name == "auto") return GemmChoice::automatic;
-  if (name == "openblas") return GemmChoice::openblas;
-  if (name == "blocked") return GemmChoice::blocked;
-  HT_USAGE_CHECK(false, "HETU_CPU_GEMM=\"{}\": expected auto, openblas or blocked", name);
-  return GemmChoice::automatic;
+  const auto* found = std::find(kChoiceNames.begin(), kChoiceNames.end(), name);
+  HT_USAGE_CHECK(found != kChoiceNames.end(), "HETU_CPU_GEMM=\"{}\": expected auto, openblas or blocked", name);
+  return static_cast<GemmChoice>(found - kChoiceNames.begin());
 }
 
 bool blocked_preferred(IsaLevel level, std::string_view openblas_core) {
@@ -58,12 +63,17 @@ std::string_view openblas_core() {
   return core != nullptr ? core : "";
 }
 
-// Whether the choice in force routes to blocked_sgemm at the current ISA level.
+// Whether the choice in force routes to blocked_sgemm at the current ISA level. The automatic
+// rule's answer per level is fixed for the process (the CPU, OpenBLAS's kernel set): worked out
+// once, not on every GEMM.
 bool blocked_in_force() {
+  static const std::array<bool, 3> preferred{blocked_preferred(IsaLevel::baseline, openblas_core()),
+                                             blocked_preferred(IsaLevel::avx2, openblas_core()),
+                                             blocked_preferred(IsaLevel::avx512, openblas_core())};
   switch (choice_in_force().load(std::memory_order_relaxed)) {
     case GemmChoice::blocked: return isa_level() != IsaLevel::baseline;
     case GemmChoice::openblas: return false;
-    case GemmChoice::automatic: return blocked_preferred(isa_level(), openblas_core());
+    case GemmChoice::automatic: return preferred[static_cast<size_t>(isa_level())];
   }
   return false;
 }
@@ -80,8 +90,7 @@ void set_gemm_choice(GemmChoice choice) { choice_in_force().store(choice); }
 
 std::string gemm_choice_summary() {
   const GemmChoice choice = gemm_choice();
-  const std::string_view name = choice == GemmChoice::automatic ? "auto" : choice == GemmChoice::openblas ? "openblas"
-                                                                                                          : "blocked";
+  const std::string_view name = kChoiceNames[static_cast<size_t>(choice)];
   const std::string core(openblas_core());
   if (!blocked_in_force()) {
     return fmt::format("OpenBLAS sgemm ({} kernels) for every f32 GEMM (HETU_CPU_GEMM={})", core, name);
