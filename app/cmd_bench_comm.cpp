@@ -17,7 +17,7 @@
 #include <fmt/core.h>
 
 #include "app/commands.h"
-#include "app/compute_device.h"
+#include "lib/config/compute_device.h"
 #include "lib/core/cuda_runtime.h"
 #include "lib/hspmd/communicator.h"
 #include "lib/hspmd/mpi_session.h"
@@ -72,7 +72,7 @@ std::pair<int, int> local_rank_and_size() {
 Device rank_gpu(Device requested, int world_size) {
   const auto [local_rank, local_size] = local_rank_and_size();
   const Device mine = world_size == 1 ? requested : Device::cuda(local_rank);
-  std::string problem = cuda_device_problem(mine);
+  std::string problem = config::cuda_device_problem(mine);
   if (problem.empty() && world_size > 1 && local_size > cuda::device_count()) {
     problem = fmt::format("{} ranks on this node but {} visible GPU(s) (NCCL needs one GPU per rank)", local_size,
                           cuda::device_count());

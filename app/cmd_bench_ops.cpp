@@ -10,7 +10,7 @@
 //  - the fused LM head + loss (forward and both gradients) vs the unfused ops: time and
 //    peak tensor bytes (the allocator's peak counter);
 //  - hetu's own blocked_sgemm vs cblas_sgemm, interleaved, on one GPT-2 step's linear GEMMs
-//    (app/bench_sgemm_candidate.h).
+//    (lib/bench/sgemm_candidate.h).
 // On a GPU (--device cuda:N; --dtype f32 or bf16, both in turn without it) the same rows at
 // GPT-2-124M-like sizes; the compute peer is hetu's matmul (cuBLAS) of a square 4096³ in the
 // same dtype, the memory peer a device-to-device copy of the same bytes. Each timing is the
@@ -28,9 +28,9 @@
 #include <vector>
 #include <fmt/core.h>
 
-#include "app/bench_sgemm_candidate.h"
+#include "lib/bench/sgemm_candidate.h"
 #include "app/commands.h"
-#include "app/compute_device.h"
+#include "lib/config/compute_device.h"
 #include "lib/core/cuda_probe.h"
 #include "lib/core/cuda_runtime.h"
 #include "lib/core/tensor_random.h"
@@ -339,7 +339,7 @@ int run_cpu(const BenchOptions& options) {
   linear_backward_rows(b, options.quick ? 1 : 5);
   cross_entropy_rows(b, options.quick ? 64 : 256, 50304, bytes / memcpy_s / 1e9, "memcpy");
   lm_head_rows(b, options.quick ? 256 : 1024, 256, 50257);  // scripts/bench/cpu_train.sh's GPT-2 head
-  sgemm_candidate_rows(1024, 256, 4, options.quick ? 5 : 31);  // cpu_train.sh's T = 256 rows: B·T = 1024
+  bench::sgemm_candidate_rows(1024, 256, 4, options.quick ? 5 : 31);  // cpu_train.sh's T = 256 rows: B·T = 1024
   return 0;
 }
 
@@ -392,7 +392,7 @@ int run_bench_ops(const BenchOptions& options) {
   const Device device = Device::parse(options.device);
   HT_USAGE_CHECK(options.dtype.empty() || options.dtype == "f32" || options.dtype == "bf16",
                  "bench ops: --dtype {}: expected f32 or bf16", options.dtype);
-  const std::string problem = cuda_device_problem(device);
+  const std::string problem = config::cuda_device_problem(device);
   HT_USAGE_CHECK(problem.empty(), "bench ops: --device {}: no usable CUDA device: {}", device.str(), problem);
   if (device.is_cpu()) {
     HT_USAGE_CHECK(options.dtype != "bf16", "bench ops: --dtype bf16 needs a CUDA device (the CPU kernels compute in "

@@ -9,14 +9,14 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "app/cmd_ckpt.h"
+#include "lib/weights/model_weights.h"
 #include "app/commands.h"
-#include "app/config/config.h"
-#include "lib/io/checkpoint.h"
-#include "lib/io/h5_file.h"
+#include "lib/config/config.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/checkpoint/h5_file.h"
 #include "lib/optim/adamw.h"
 #include "lib/util/error.h"
-#include "models/model_family.h"
+#include "lib/models/model_family.h"
 
 namespace hetu::app {
 
@@ -35,7 +35,7 @@ struct Row {
 
 struct Summary {
   std::string path;
-  CkptFormat format = CkptFormat::hetu;
+  weights::CkptFormat format = weights::CkptFormat::hetu;
   int64_t step = 0;
   ModelConfig model;
   std::vector<Row> rows;
@@ -62,7 +62,7 @@ std::string escaped(const std::string& name) {
 // the boxes of each tensor written in pieces (attribute box_sizes, one row per box).
 void read_sharding(const std::string& step_path, Summary& s) {
   const std::string file = std::filesystem::is_directory(step_path) ? step_path + "/checkpoint.h5" : step_path;
-  const io::H5File h5(file);
+  const checkpoint::H5File h5(file);
   const auto version = static_cast<int64_t>(h5.attr_number("/", "format_version"));
   if (version < 2) {
     s.sharding = fmt::format("none: every tensor is stored whole (format_version {}, written by one process)", version);
@@ -104,9 +104,9 @@ Row row(const std::string& name, const Tensor& t) {
 
 Summary summarize(const std::string& path) {
   Summary s;
-  s.format = detect_format(path);
-  if (s.format != CkptFormat::hetu) {
-    ModelWeights w = load_weights(path, s.format);
+  s.format = weights::detect_format(path);
+  if (s.format != weights::CkptFormat::hetu) {
+    weights::ModelWeights w = weights::load_weights(path, s.format);
     s.path = path;
     s.step = w.step;
     s.model = w.model;
@@ -116,9 +116,9 @@ Summary summarize(const std::string& path) {
     s.notes.push_back("tensor names are hetu's (the file's converted)");
     return s;
   }
-  s.path = resolve_hetu_checkpoint(path);
+  s.path = weights::resolve_hetu_checkpoint(path);
   // load() verifies every dataset's CRC-32C and throws naming the first corrupted one.
-  const io::CheckpointData data = io::CheckpointManager(".", 1).load(s.path);
+  const checkpoint::CheckpointData data = checkpoint::CheckpointManager(".", 1).load(s.path);
   s.step = data.step;
   s.metadata = data.metadata;
   auto config = data.metadata.find("config");

@@ -10,14 +10,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "app/cmd_ckpt.h"
+#include "lib/weights/model_weights.h"
 #include "app/commands.h"
 #include "lib/autograd/grad_mode.h"
-#include "lib/io/safetensors.h"
+#include "lib/checkpoint/safetensors.h"
 #include "lib/ops/ops.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
-#include "models/language_model.h"
+#include "lib/models/language_model.h"
 
 namespace hetu::app {
 
@@ -54,7 +54,7 @@ Tensor read_tokens(const std::string& path, const ModelConfig& m) {
 
 int run_ckpt_logits(const CkptLogitsOptions& options) {
   ops::set_num_threads(options.threads);
-  const ModelWeights w = load_weights(options.checkpoint, detect_format(options.checkpoint));
+  const weights::ModelWeights w = weights::load_weights(options.checkpoint, weights::detect_format(options.checkpoint));
   const Tensor tokens = read_tokens(options.tokens, w.model);
   std::unique_ptr<LanguageModel> model = build_model(w.model, /*seed=*/0);
   for (const nn::NamedParameter& p : model->named_parameters()) {
@@ -64,7 +64,7 @@ int run_ckpt_logits(const CkptLogitsOptions& options) {
   }
   autograd::NoGradGuard no_grad;
   const Tensor logits = model->forward(tokens).contiguous();
-  io::write_safetensors(options.out, {{"logits", logits.to(DType::f32)}, {"tokens", tokens}}, {{"format", "pt"}});
+  checkpoint::write_safetensors(options.out, {{"logits", logits.to(DType::f32)}, {"tokens", tokens}}, {{"format", "pt"}});
   std::fputs(fmt::format("wrote {}: logits {}\n", options.out, shape_str(logits.shape())).c_str(), stdout);
   return 0;
 }

@@ -2,9 +2,9 @@
 // config (TOML) on stdout; the summary and any warnings go to stderr.
 #include <cstdio>
 
-#include "app/build_info.h"
+#include "lib/util/build_info.h"
 #include "app/commands.h"
-#include "app/config/config.h"
+#include "lib/config/config.h"
 
 namespace hetu::app {
 

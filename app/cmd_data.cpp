@@ -1,6 +1,6 @@
 // `hetu data prepare`: tokenizer choice, timing and the summary line around
-// io::prepare_token_shards() (see lib/io/token_shard.h for the split and file rules), and
-// `hetu data balance`: the packing balance table (lib/io/document_packing.h).
+// dataset::prepare_token_shards() (see lib/dataset/token_shard.h for the split and file rules), and
+// `hetu data balance`: the packing balance table (lib/dataset/document_packing.h).
 #include "app/cmd_data.h"
 
 #include <chrono>
@@ -11,26 +11,26 @@
 #include <fmt/ranges.h>
 #include <string_view>
 
-#include "lib/io/data_loader.h"
-#include "lib/io/document_packing.h"
-#include "lib/io/token_shard.h"
-#include "lib/io/tokenizer.h"
+#include "lib/dataset/data_loader.h"
+#include "lib/dataset/document_packing.h"
+#include "lib/dataset/token_shard.h"
+#include "lib/tokenize/tokenizer.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 
 namespace hetu::app {
 
 int run_data_prepare(const DataPrepareOptions& options) {
-  io::TokenizerKind kind = io::TokenizerKind::byte;
+  tokenize::TokenizerKind kind = tokenize::TokenizerKind::byte;
   if (options.tokenizer == "gpt2") {
-    kind = io::TokenizerKind::gpt2;
+    kind = tokenize::TokenizerKind::gpt2;
   } else {
     HT_USAGE_CHECK(options.tokenizer == "byte", "data prepare: unknown tokenizer '{}' (expected byte or gpt2)",
                    options.tokenizer);
   }
   const auto start = std::chrono::steady_clock::now();
-  const std::unique_ptr<io::Tokenizer> tokenizer = io::make_tokenizer(kind, options.vocab_dir);
-  const io::PrepareSummary summary = io::prepare_token_shards(*tokenizer, options.inputs, options.out_dir,
+  const std::unique_ptr<tokenize::Tokenizer> tokenizer = tokenize::make_tokenizer(kind, options.vocab_dir);
+  const dataset::PrepareSummary summary = dataset::prepare_token_shards(*tokenizer, options.inputs, options.out_dir,
                                                               options.val_tokens, options.shard_tokens,
                                                               options.document_start);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -62,14 +62,14 @@ int run_data_balance(const DataBalanceOptions& options) {
     HT_USAGE_CHECK(options.min_len >= 1 && options.max_len >= options.min_len && options.documents >= 1,
                    "data balance: --documents {} of --min-len {} to --max-len {} tokens", options.documents,
                    options.min_len, options.max_len);
-    lengths = io::long_tailed_lengths(options.documents, options.min_len, options.max_len, options.seed);
+    lengths = dataset::long_tailed_lengths(options.documents, options.min_len, options.max_len, options.seed);
     source = fmt::format("{} documents of {}-{} tokens (long-tailed, seed {})", options.documents, options.min_len,
                          options.max_len, options.seed);
   } else {
     int64_t rows = 0;
     for (int64_t s : shares) rows += s;
-    const io::DataLoader loader({.pattern = options.data, .seq_len = options.seq_len, .global_batch = rows,
-                                 .share_count = shares[0], .packing = io::Packing::documents, .shares = shares});
+    const dataset::DataLoader loader({.pattern = options.data, .seq_len = options.seq_len, .global_batch = rows,
+                                 .share_count = shares[0], .packing = dataset::Packing::documents, .shares = shares});
     lengths = loader.documents()->document_lengths();
     source = fmt::format("{} documents of {}", lengths.size(), options.data);
   }
@@ -80,10 +80,10 @@ int run_data_balance(const DataBalanceOptions& options) {
                    ">= 1 split by commas", options.balance_windows);
     windows.push_back(*v);
   }
-  std::vector<io::BalanceReport> reports;
+  std::vector<dataset::BalanceReport> reports;
   for (int64_t w : windows)
-    reports.push_back(io::packing_balance(lengths, shares, options.seq_len, {options.linear_per_token}, w));
-  const io::BalanceReport& r = reports.front();
+    reports.push_back(dataset::packing_balance(lengths, shares, options.seq_len, {options.linear_per_token}, w));
+  const dataset::BalanceReport& r = reports.front();
   HT_USAGE_CHECK(r.batches > 0, "data balance: {} do not fill one global batch", source);
   std::string line = fmt::format("data balance: {}, seq_len {}, shares {}, {} global batches\n", source,
                                  options.seq_len, fmt::join(shares, ":"), r.batches);
@@ -92,7 +92,7 @@ int run_data_balance(const DataBalanceOptions& options) {
   line += fmt::format("{:<20} {:>20.3f} {:>16.3f} {:>12.3f}\n", "in order", r.in_order_attention, r.in_order_total,
                       r.in_order_fill);
   for (size_t i = 0; i < windows.size(); ++i) {
-    const io::BalanceReport& w = reports[i];
+    const dataset::BalanceReport& w = reports[i];
     const std::string name = windows[i] == 1 ? std::string("balanced") : fmt::format("balanced, window {}", windows[i]);
     line += fmt::format("{:<20} {:>20.3f} {:>16.3f} {:>12.3f}\n", name, w.balanced_attention, w.balanced_total,
                         w.balanced_fill);
@@ -100,8 +100,8 @@ int run_data_balance(const DataBalanceOptions& options) {
   if (r.attention_bound > 0) line += fmt::format("{:<20} {:>20.3f}\n", "bound", r.attention_bound);
   line += fmt::format("(per replica, per share row, averaged over the global batches; cost = L² per document + {} per "
                       "token slot; least fill: the emptiest batch's tokens / its rows' slots; bound: no packing of the "
-                      "stream-order batches (window 1) has a lower attention max/mean, lib/io/packing_bound.h; a "
-                      "window re-forms its batches, lib/io/window_packing.h)\n",
+                      "stream-order batches (window 1) has a lower attention max/mean, lib/dataset/packing_bound.h; a "
+                      "window re-forms its batches, lib/dataset/window_packing.h)\n",
                       options.linear_per_token);
   std::fputs(line.c_str(), stdout);
   return 0;

@@ -1,5 +1,5 @@
 // `hetu data prepare`: text files -> llm.c token shards (val_000000.bin, train_000000.bin, ...)
-// for the [data] table of a job file. The work is io::prepare_token_shards(); this command picks
+// for the [data] table of a job file. The work is dataset::prepare_token_shards(); this command picks
 // the tokenizer, times the run and prints a one-line summary. `hetu data balance` reports how
 // evenly packed documents spread attention cost over replicas.
 #pragma once
@@ -23,7 +23,7 @@ struct DataPrepareOptions {
 int run_data_prepare(const DataPrepareOptions& options);
 
 // `hetu data balance`: per-replica attention cost after packing documents, max/mean averaged
-// over the global batches, in-order next to cost-balanced packing (lib/io/document_packing.h)
+// over the global batches, in-order next to cost-balanced packing (lib/dataset/document_packing.h)
 // with the batches formed in windows of each given data.balance_window (window_packing.h),
 // for a long-tailed synthetic length distribution or the documents of prepared shards.
 struct DataBalanceOptions {

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <fmt/core.h>
 
-#include "app/build_info.h"
+#include "lib/util/build_info.h"
 #include "app/commands.h"
 #include "lib/core/cuda_probe.h"
 #include "lib/hspmd/mpi_session.h"

@@ -10,21 +10,21 @@
 #include <fmt/core.h>
 
 #include "app/commands.h"
-#include "app/sampling.h"
+#include "lib/models/sampling.h"
 #include "lib/autograd/grad_mode.h"
 #include "lib/core/rng.h"
-#include "lib/io/checkpoint.h"
-#include "lib/io/tokenizer.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/tokenize/tokenizer.h"
 #include "lib/ops/ops.h"
-#include "models/language_model.h"
+#include "lib/models/language_model.h"
 
 namespace hetu::app {
 namespace {
 
-io::TokenizerKind tokenizer_kind(config::Tokenizer t, const std::string& checkpoint) {
+tokenize::TokenizerKind tokenizer_kind(config::Tokenizer t, const std::string& checkpoint) {
   HT_USAGE_CHECK(t != config::Tokenizer::none, "{}: the job used pre-tokenized data (data.tokenizer = \"none\"): hetu "
                  "cannot turn a prompt into its ids", checkpoint);
-  return t == config::Tokenizer::byte ? io::TokenizerKind::byte : io::TokenizerKind::gpt2;
+  return t == config::Tokenizer::byte ? tokenize::TokenizerKind::byte : tokenize::TokenizerKind::gpt2;
 }
 
 }  // namespace
@@ -39,13 +39,13 @@ int run_generate(const GenerateOptions& options) {
   HT_USAGE_CHECK(fs::exists(chosen), "{}: no such checkpoint or folder", options.checkpoint);
   if (fs::exists(chosen / "checkpoints")) chosen /= "checkpoints";
   if (!fs::exists(chosen / "checkpoint.h5") && chosen.extension() != ".h5") {
-    std::optional<std::string> latest = io::CheckpointManager(chosen.string(), 1).latest();
+    std::optional<std::string> latest = checkpoint::CheckpointManager(chosen.string(), 1).latest();
     HT_USAGE_CHECK(latest.has_value(), "{}: no checkpoint in this folder", chosen.string());
     chosen = *latest;
   }
   const std::string path = chosen.string();
-  const io::CheckpointManager manager(chosen.parent_path().string(), 1);
-  const io::CheckpointData data = manager.load(path);
+  const checkpoint::CheckpointManager manager(chosen.parent_path().string(), 1);
+  const checkpoint::CheckpointData data = manager.load(path);
   auto stored = data.metadata.find("config");
   HT_USAGE_CHECK(stored != data.metadata.end(), "{}: the checkpoint holds no job config", path);
   const config::LoadedConfig loaded = config::load_job_config_text(stored->second, path + " (stored config)", {});
@@ -61,7 +61,7 @@ int run_generate(const GenerateOptions& options) {
   }
   std::string vocab_dir = options.vocab_dir.empty() ? c.data.vocab : options.vocab_dir;
   if (vocab_dir.empty() && std::getenv("HETU_GPT2_VOCAB") != nullptr) vocab_dir = std::getenv("HETU_GPT2_VOCAB");
-  const std::unique_ptr<io::Tokenizer> tokenizer = io::make_tokenizer(tokenizer_kind(c.data.tokenizer, path), vocab_dir);
+  const std::unique_ptr<tokenize::Tokenizer> tokenizer = tokenize::make_tokenizer(tokenizer_kind(c.data.tokenizer, path), vocab_dir);
 
   std::vector<int32_t> ids = tokenizer->encode(options.prompt);
   if (ids.empty()) ids.push_back(tokenizer->eot_id() >= 0 ? tokenizer->eot_id() : 10);  // start from a newline

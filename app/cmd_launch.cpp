@@ -4,7 +4,7 @@
 // stderr: launch_failure.h), it removes that rank's device from the cluster, re-plans the
 // layout for the survivors (launch_job.h, written to out_dir/launch/attempt-K.toml) and
 // relaunches, resuming from the newest state: every rank keeps its state of the last step in
-// /dev/shm/hetu-<run id>/attempt-K/rank-R (--state-dir; lib/io/recovery_store.h), so a
+// /dev/shm/hetu-<run id>/attempt-K/rank-R (--state-dir; lib/checkpoint/recovery_store.h), so a
 // relaunch loses at most one step when every box survives on some rank, and otherwise
 // resumes from the durable checkpoint. A failure during recovery is handled the same way
 // down to --min-np ranks; one that names no rank runs the same ranks once more.
@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "app/commands.h"
-#include "app/launch_failure.h"
-#include "app/launch_job.h"
-#include "app/launch_srun.h"
+#include "lib/launch/launch_failure.h"
+#include "lib/launch/launch_job.h"
+#include "lib/launch/launch_srun.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -55,7 +55,7 @@ void forward_signal(int sig) {
 
 struct LaunchResult {
   int exit_code = 0;                     // the launcher's (128 + signal when a signal ended it)
-  std::optional<LaunchFailure> failure;  // the rank it says died first
+  std::optional<launch::LaunchFailure> failure;  // the rank it says died first
   Clock::time_point failed_at;           // when the supervisor read that
   bool ended_after_finish = false;       // the run had finished; the launcher did not exit, so it was ended
 };
@@ -87,7 +87,7 @@ LaunchResult run_launcher(const std::vector<std::string>& argv, const std::map<s
   g_launcher = pid;
   ::close(fds[1]);
   LaunchResult result;
-  LaunchFailureParser parser;
+  launch::LaunchFailureParser parser;
   std::string pending;
   char buffer[4096];
   std::optional<Clock::time_point> finished_at;  // when the marker was first seen
@@ -165,7 +165,7 @@ std::vector<std::string> placement_args(const LaunchOptions& o, const std::vecto
 // The launcher's command line running `train` (hetu train and its arguments): under srun one
 // component per entry of `het` in a heterogeneous job, with --kill-on-bad-exit=0 (launch_srun.h).
 std::vector<std::string> launcher_argv(const LaunchOptions& o, int64_t np, const std::vector<std::string>& placement,
-                                       const std::vector<HetGroupTasks>& het, const std::vector<std::string>& train) {
+                                       const std::vector<launch::HetGroupTasks>& het, const std::vector<std::string>& train) {
   std::vector<std::string> extra;  // --launcher-args
   for (std::string_view word : split(o.launcher_args, ' ')) {
     if (!word.empty()) extra.emplace_back(word);
@@ -189,7 +189,7 @@ std::vector<std::string> launcher_argv(const LaunchOptions& o, int64_t np, const
     add(argv, train);
     return argv;
   }
-  for (const HetGroupTasks& g : het) {
+  for (const launch::HetGroupTasks& g : het) {
     if (argv.size() > 1) argv.emplace_back(":");
     add(argv, {fmt::format("--het-group={}", g.group), "-n", std::to_string(g.tasks), "--kill-on-bad-exit=0"});
     add(argv, extra);
@@ -207,7 +207,7 @@ std::vector<std::string> train_argv(const LaunchOptions& o, const std::string& j
   return argv;
 }
 
-std::string describe(const LaunchFailure& f) {
+std::string describe(const launch::LaunchFailure& f) {
   if (f.stopped) return fmt::format("rank {} stopped answering (a communication deadline expired)", f.rank);
   return f.signal != 0 ? fmt::format("rank {} died on signal {}", f.rank, f.signal)
                        : fmt::format("rank {} exited with code {}", f.rank, f.exit_code);
@@ -227,7 +227,7 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
   const std::string out_dir = job.job.out_dir;
   const std::string state_root = "/dev/shm/hetu-" + run_id(out_dir);
   // A heterogeneous Slurm allocation: one srun component per component with ranks.
-  const std::vector<HetComponent> components = o.launcher == "srun" ? het_components() : std::vector<HetComponent>{};
+  const std::vector<launch::HetComponent> components = o.launcher == "srun" ? launch::het_components() : std::vector<launch::HetComponent>{};
   fs::create_directories(out_dir + "/launch");
   std::string job_file = o.config_path;  // the first attempt runs the job as given
   std::vector<std::string> sets = o.overrides;
@@ -238,20 +238,20 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
   for (int64_t attempt = 1;; ++attempt) {
     const std::string state_dir = fmt::format("{}/attempt-{}", state_root, attempt);
     std::map<std::string, std::string> env;
-    std::vector<HetGroupTasks> het;  // a heterogeneous job's tasks per component (block placement in each)
+    std::vector<launch::HetGroupTasks> het;  // a heterogeneous job's tasks per component (block placement in each)
     if (!components.empty()) {
       std::vector<std::string> hosts;
       for (const config::NodeSection& n : job.cluster.nodes) hosts.insert(hosts.end(), static_cast<size_t>(n.count), n.host);
-      het = het_group_tasks(components, hosts);
+      het = launch::het_group_tasks(components, hosts);
     }
     const std::vector<std::string> placement =  // the first attempt runs where the launcher puts it
         attempt == 1 || !het.empty()
             ? std::vector<std::string>{}
-            : placement_args(o, rank_hosts(job), fmt::format("{}/launch/hosts-attempt-{}", out_dir, attempt), env);
+            : placement_args(o, launch::rank_hosts(job), fmt::format("{}/launch/hosts-attempt-{}", out_dir, attempt), env);
     const std::vector<std::string> argv = launcher_argv(o, np, placement, het, train_argv(o, job_file, sets, state_dir));
     spdlog::info("launch: attempt {}: {}{}", attempt, env.empty() ? "" : "SLURM_HOSTFILE=" + env["SLURM_HOSTFILE"] + " ",
                  join(argv, " "));
-    const std::string finished = finished_marker(out_dir, state_dir);
+    const std::string finished = launch::finished_marker(out_dir, state_dir);
     std::error_code stale;
     fs::remove(finished, stale);  // an earlier supervision of this out_dir may have left one
     const LaunchResult r = run_launcher(argv, env, [&](bool run_finished) {
@@ -295,8 +295,8 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
       continue;
     }
     unnamed_retried = false;
-    LaunchFailure f = *r.failure;
-    if (!het.empty()) f.rank = het_rank(components, het, f.line, f.rank);  // srun numbered it in its component
+    launch::LaunchFailure f = *r.failure;
+    if (!het.empty()) f.rank = launch::het_rank(components, het, f.line, f.rank);  // srun numbered it in its component
     if (f.signal == 0 && f.exit_code == 2) {
       spdlog::error("launch: {} (a usage or job-file error); not relaunching", describe(f));
       return finish(2);
@@ -313,13 +313,13 @@ int supervise(const LaunchOptions& o, config::JobConfig job) {
     }
     // The lost device's snapshot goes with it; the survivors' stay for the relaunch.
     std::error_code ec;
-    fs::remove_all(fmt::format("{}/rank-{}", node_state_dir(job, f.rank, state_dir), f.rank), ec);
+    fs::remove_all(fmt::format("{}/rank-{}", launch::node_state_dir(job, f.rank, state_dir), f.rank), ec);
     const std::string profile = out_dir + "/profile.toml";
-    if (const std::string dropped = dropped_layout_note(job); !dropped.empty()) {
+    if (const std::string dropped = launch::dropped_layout_note(job); !dropped.empty()) {
       spdlog::warn("launch: {} name devices; the relaunch drops them and trains the re-planned layout for the rest of "
                    "the run (any layout trains the same model)", dropped);
     }
-    job = job_without_device(job, f.rank, fs::exists(profile) ? fs::absolute(profile).string() : "");
+    job = launch::job_without_device(job, f.rank, fs::exists(profile) ? fs::absolute(profile).string() : "");
     job_file = fmt::format("{}/launch/attempt-{}.toml", out_dir, attempt + 1);
     write_file_atomic(job_file, config::to_toml(job));
     sets.clear();  // applied in the derived job

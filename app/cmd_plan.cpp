@@ -2,7 +2,7 @@
 // best layouts of the layout search (layout_search.h; `--exhaustive`: every layout of the
 // space) priced from catalogue estimates, a ranked table (the best uniform layout always
 // shown), the best written as a runnable job file. `--evaluate`:
-// the job's own layout only (app/layout_cost.h): per stage its forward and backward time per
+// the job's own layout only (lib/plan/layout_cost.h): per stage its forward and backward time per
 // micro-batch, its peak memory per device against the device's memory and its bubble; the
 // step time, tokens/s and MFU. Without --profile the cluster's CPU types are profiled in this
 // process first (cluster_profile.h); `--profile none` prices everything from the catalogue.
@@ -18,13 +18,13 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "app/cluster_profile.h"
+#include "lib/profile/cluster_profile.h"
 #include "app/commands.h"
-#include "app/document_strategies.h"
-#include "app/layout_cost.h"
-#include "app/layout_search.h"
-#include "lib/io/bucket_batcher.h"
-#include "lib/io/document_packing.h"
+#include "lib/plan/document_strategies.h"
+#include "lib/plan/layout_cost.h"
+#include "lib/plan/planned_layouts.h"
+#include "lib/dataset/bucket_batcher.h"
+#include "lib/dataset/document_packing.h"
 #include "lib/pipeline/bucket_rows.h"
 #include "lib/ops/ops.h"
 #include "lib/plan/bucket_planner.h"
@@ -37,17 +37,17 @@ namespace {
 
 constexpr double kGiB = double(1 << 30);
 
-bool fits(const StageEstimateInfo& info, double peak_bytes) {
+bool fits(const plan::StageEstimateInfo& info, double peak_bytes) {
   return info.memory_bytes <= 0 || peak_bytes <= info.memory_bytes;
 }
 
-nlohmann::json to_json(const LayoutEstimate& e) {
+nlohmann::json to_json(const plan::LayoutEstimate& e) {
   const plan::LayoutPrediction& p = e.prediction;
   nlohmann::json replicas = nlohmann::json::array();
   for (size_t r = 0; r < e.replicas.size(); ++r) {
     nlohmann::json stages = nlohmann::json::array();
     for (size_t s = 0; s < e.stages[r].size(); ++s) {
-      const StageEstimateInfo& info = e.stages[r][s];
+      const plan::StageEstimateInfo& info = e.stages[r][s];
       const plan::StageCost& cost = e.replicas[r].stages[s];
       stages.push_back({{"devices", info.devices}, {"device_type", info.device_type},
                         {"compute", info.measured ? "measured" : "estimated"},
@@ -67,17 +67,17 @@ nlohmann::json to_json(const LayoutEstimate& e) {
           {"replicas", replicas}};
 }
 
-void print_table(const LayoutEstimate& e) {
+void print_table(const plan::LayoutEstimate& e) {
   const plan::LayoutPrediction& p = e.prediction;
   std::printf("catalogue estimate: compute at %.0f%% of a GPU's and %.0f%% of a CPU's catalogue peak, AdamW "
               "at the memory bandwidth, links as emulated, profiled or assumed (see docs/config.md, hetu plan)\n",
-              100 * kGpuEfficiency, 100 * kCpuEfficiency);
+              100 * plan::kGpuEfficiency, 100 * plan::kCpuEfficiency);
   for (size_t r = 0; r < e.replicas.size(); ++r) {
     std::printf("replica %zu: %s, %lld micro-batches, pipeline %.4f s\n", r,
                 pipeline::to_string(e.replicas[r].schedule).c_str(),
                 static_cast<long long>(e.replicas[r].micro_batches), p.replica_pipeline_s[r]);
     for (size_t s = 0; s < e.stages[r].size(); ++s) {
-      const StageEstimateInfo& info = e.stages[r][s];
+      const plan::StageEstimateInfo& info = e.stages[r][s];
       const plan::StageCost& cost = e.replicas[r].stages[s];
       const std::string memory = info.memory_bytes > 0 ? fmt::format("{:.2f}", info.memory_bytes / kGiB) : "-";
       std::printf("  stage %zu  %-14s %-10s %-9s layers %lld-%lld  tp %lld  fwd %.2f ms  bwd %.2f ms  peak %.3f / %s GiB%s"
@@ -94,17 +94,17 @@ void print_table(const LayoutEstimate& e) {
 }
 
 // The layouts the search ranked that fit, named by rank ("1" holds the parameters).
-std::vector<plan::DocumentStrategy> searched_strategies(const config::LoadedConfig& loaded, const Profile& profile,
-                                                        const std::vector<PlannedLayout>& ranked) {
-  const plan::Link link = slowest_link(loaded, profile);
+std::vector<plan::DocumentStrategy> searched_strategies(const config::LoadedConfig& loaded, const profile::Profile& profile,
+                                                        const std::vector<plan::PlannedLayout>& ranked) {
+  const plan::Link link = plan::slowest_link(loaded, profile);
   std::vector<plan::DocumentStrategy> out;
   for (size_t i = 0; i < ranked.size(); ++i) {
     if (!ranked[i].fits) continue;
-    out.push_back(document_strategy(std::to_string(i + 1), ranked[i].estimate, ranked[i].job.parallel,
+    out.push_back(plan::document_strategy(std::to_string(i + 1), ranked[i].estimate, ranked[i].job.parallel,
                                     loaded.config.training.seq_len, out.empty() ? nullptr : &link));
     config::LoadedConfig under = loaded;
     under.config = ranked[i].job;
-    price_micro_batch_overhead(out.back(), under, profile, ranked[i].estimate);
+    plan::price_micro_batch_overhead(out.back(), under, profile, ranked[i].estimate);
     if (out.size() > 1) plan::price_as_compute_copy(out.back(), out.front());
   }
   return out;
@@ -117,7 +117,7 @@ nlohmann::json plan_buckets(const config::LoadedConfig& loaded, std::vector<plan
   const config::JobConfig& c = loaded.config;
   const double batch_tokens = static_cast<double>(c.training.global_batch * c.training.seq_len);
   const int64_t shortest = std::min<int64_t>(32, c.training.seq_len);
-  const std::vector<int64_t> drawn = io::long_tailed_lengths(static_cast<int64_t>(batch_tokens) / shortest + 1, shortest,
+  const std::vector<int64_t> drawn = dataset::long_tailed_lengths(static_cast<int64_t>(batch_tokens) / shortest + 1, shortest,
                                                              c.training.seq_len, c.job.seed);
   std::vector<int64_t> lengths;
   double tokens = 0;
@@ -126,13 +126,13 @@ nlohmann::json plan_buckets(const config::LoadedConfig& loaded, std::vector<plan
     tokens += static_cast<double>(lengths.back());
   }
   const plan::BucketPlanner planner(std::move(strategies),
-                                    {.max_batch_tokens = static_cast<int64_t>(tokens), .packed_rows = io::packed_rows});
+                                    {.max_batch_tokens = static_cast<int64_t>(tokens), .packed_rows = dataset::packed_rows});
   const auto start = std::chrono::steady_clock::now();
   const plan::BucketPlan plan = planner.plan(lengths);
   const double plan_ms = 1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   plan::DocumentLoad all;
   for (int64_t l : lengths) all.add(l);
-  all.rows = io::packed_rows(lengths, pipeline::bucket_row_length(c.training.seq_len, all.longest));  // as the plan's
+  all.rows = dataset::packed_rows(lengths, pipeline::bucket_row_length(c.training.seq_len, all.longest));  // as the plan's
   size_t single = 0;
   for (size_t s = 1; s < planner.strategies().size(); ++s)
     if (planner.bucket_s(s, all) < planner.bucket_s(single, all)) single = s;
@@ -161,7 +161,7 @@ nlohmann::json plan_buckets(const config::LoadedConfig& loaded, std::vector<plan
           {"best_single_s", single_s}, {"documents", lengths.size()}, {"plan_ms", plan_ms}};
 }
 
-double mfu(const LayoutEstimate& e) { return e.flops_per_token * e.tokens_per_step / e.prediction.step_s / e.peak_flops; }
+double mfu(const plan::LayoutEstimate& e) { return e.flops_per_token * e.tokens_per_step / e.prediction.step_s / e.peak_flops; }
 
 double max_bubble(const plan::LayoutPrediction& p) {
   double most = 0;
@@ -171,14 +171,14 @@ double max_bubble(const plan::LayoutPrediction& p) {
 }
 
 int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
-               const Profile& profile) {
-  std::vector<PlannedLayout> ranked;
+               const profile::Profile& profile) {
+  std::vector<plan::PlannedLayout> ranked;
   std::string how;
   if (options.exhaustive) {
-    ranked = enumerate_layouts(loaded, profile);
+    ranked = plan::enumerate_layouts(loaded, profile);
     how = fmt::format("{} layouts listed exhaustively", ranked.size());
   } else {
-    PlanResult found = plan_layouts(loaded, profile, options.top);
+    plan::PlanResult found = plan::plan_layouts(loaded, profile, options.top);
     ranked = std::move(found.ranked);
     how = fmt::format("the layout search ({}, {} layouts' shares allocated)",
                       found.exact ? "exact: the whole space" : "by runs of alike nodes", found.layouts_priced);
@@ -190,7 +190,7 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
                                                              : std::vector<plan::DocumentStrategy>{};
   if (options.json) {
     nlohmann::json all = nlohmann::json::array();
-    for (const PlannedLayout& l : ranked) {
+    for (const plan::PlannedLayout& l : ranked) {
       nlohmann::json j = to_json(l.estimate);
       j["layout"] = l.summary;
       j["fits"] = l.fits;
@@ -207,7 +207,7 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
     std::printf("%4s  %10s  %10s  %6s  %8s  %9s  %s\n", "rank", "step s", "tokens/s", "MFU", "bubble", "peak GiB",
                 "layout");
     auto row = [&](size_t i) {
-      const PlannedLayout& l = ranked[i];
+      const plan::PlannedLayout& l = ranked[i];
       const plan::LayoutPrediction& p = l.estimate.prediction;
       double peak = 0;
       for (const auto& replica : p.peak_bytes)
@@ -236,19 +236,19 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
 
 // --profile P: the file; none: nothing measured; no --profile: the CPU types of the cluster
 // profiled in this process (this CPU x each type's emulate_slowdown), GPU types estimated.
-Profile plan_profile(const PlanOptions& options, const config::LoadedConfig& loaded) {
+profile::Profile plan_profile(const PlanOptions& options, const config::LoadedConfig& loaded) {
   if (options.profile == "none") return {};
-  if (!options.profile.empty()) return read_profile_file(options.profile);
+  if (!options.profile.empty()) return profile::read_profile_file(options.profile);
   std::vector<std::string> cpu_types;  // each once, in node order
   for (const config::NodeSection& node : loaded.config.cluster.nodes) {
-    const DeviceProfile* type = loaded.catalog.find(node.device_type);
-    if (type->kind == DeviceKind::cpu && std::find(cpu_types.begin(), cpu_types.end(), type->name) == cpu_types.end()) {
+    const config::DeviceProfile* type = loaded.catalog.find(node.device_type);
+    if (type->kind == config::DeviceKind::cpu && std::find(cpu_types.begin(), cpu_types.end(), type->name) == cpu_types.end()) {
       cpu_types.push_back(type->name);
     }
   }
   if (cpu_types.empty()) return {};
   ops::set_num_threads(static_cast<int>(loaded.config.training.threads));
-  Profile profile = profile_one_process(loaded);
+  profile::Profile profile = profile::profile_one_process(loaded);
   // (--json says it per stage: "compute": "measured" or "estimated".)
   if (!options.json) spdlog::info("hetu plan: compute of {} measured in this process (this CPU x each type's emulate_slowdown; "
                                   "hetu profile under mpirun measures every rank at once), the rest estimated from the "
@@ -261,22 +261,22 @@ Profile plan_profile(const PlanOptions& options, const config::LoadedConfig& loa
 int run_plan(const PlanOptions& options) {
   init_logging({0, options.log_level, "", true});  // the console is stderr: stdout is the table or JSON
   const config::LoadedConfig loaded = load_job(options);
-  const Profile profile = plan_profile(options, loaded);
+  const profile::Profile profile = plan_profile(options, loaded);
   if (!options.evaluate) return run_search(options, loaded, profile);
   if (loaded.config.parallel.auto_plan && !options.json) {
     spdlog::warn("{}: [parallel] auto plans the layout at launch; --evaluate prices data parallelism over every "
                  "device (hetu plan without --evaluate shows what auto would choose)", loaded.config.source);
   }
-  const LayoutEstimate estimate = estimate_layout(loaded, profile);
+  const plan::LayoutEstimate estimate = plan::estimate_layout(loaded, profile);
   const bool buckets = loaded.config.data.packing == config::Packing::documents && !loaded.config.strategies.empty();
   if (options.json) {
     nlohmann::json j = to_json(estimate);
-    if (buckets) j["per_batch_layouts"] = plan_buckets(loaded, job_strategies(loaded, profile), false);
+    if (buckets) j["per_batch_layouts"] = plan_buckets(loaded, plan::job_strategies(loaded, profile), false);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("hetu plan --evaluate %s\n", loaded.config.source.c_str());
     print_table(estimate);
-    if (buckets) plan_buckets(loaded, job_strategies(loaded, profile), true);
+    if (buckets) plan_buckets(loaded, plan::job_strategies(loaded, profile), true);
   }
   return 0;
 }

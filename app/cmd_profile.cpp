@@ -1,5 +1,5 @@
 // `hetu profile JOB [--set k=v]... [--out profile.toml]`: the job's model and links measured
-// on its cluster (app/cluster_profile.h). Under mpirun with one rank per device of the
+// on its cluster (lib/profile/cluster_profile.h). Under mpirun with one rank per device of the
 // cluster (`[cluster] rehearse` maps ranks to devices, as in hetu train) every rank measures
 // its own device at once, with its emulation (so does one process for a one-device cluster);
 // one plain process for a larger cluster measures this CPU once and gives every CPU type
@@ -10,9 +10,9 @@
 
 #include <cstdio>
 
-#include "app/cluster_profile.h"
+#include "lib/profile/cluster_profile.h"
 #include "app/commands.h"
-#include "app/device_emulation.h"
+#include "lib/emulation/device_emulation.h"
 #include "lib/hspmd/mpi_session.h"
 #include "lib/ops/ops.h"
 #include "lib/util/atomic_file.h"
@@ -28,11 +28,11 @@ int run_profile(const ProfileOptions& options) {
   ops::set_num_threads(static_cast<int>(c.training.threads));
   // A world of one profiles its device as a cluster when the cluster is that one device.
   const bool one_process = mpi.world_size() == 1 && c.cluster.num_devices() > 1;
-  Profile profile;
+  profile::Profile profile;
   if (one_process) {
-    profile = profile_one_process(loaded);
+    profile = profile::profile_one_process(loaded);
     for (const config::NodeSection& node : c.cluster.nodes) {
-      if (loaded.catalog.find(node.device_type)->kind == DeviceKind::gpu) {
+      if (loaded.catalog.find(node.device_type)->kind == config::DeviceKind::gpu) {
         spdlog::info("{} ({}): a GPU type, not measured in one process (profile under mpirun, one rank per device; "
                      "hetu plan estimates it from the catalogue)", node.host, node.device_type);
       }
@@ -44,12 +44,12 @@ int run_profile(const ProfileOptions& options) {
                    "hetu profile: launched {} ranks, but the cluster of {} has {} devices: start one rank per device "
                    "(mpirun -np {} hetu profile {}), or one plain process to profile this CPU",
                    mpi.world_size(), c.source, c.cluster.num_devices(), c.cluster.num_devices(), c.source);
-    const RankMap ranks = map_ranks(c, mpi.all_hosts());
+    const launch::RankMap ranks = launch::map_ranks(c, mpi.all_hosts());
     if (mpi.rank() == 0) {
-      for (const std::string& line : describe_emulation(loaded)) spdlog::info("{}", line);
+      for (const std::string& line : emulation::describe_emulation(loaded)) spdlog::info("{}", line);
     }
     try {
-      profile = profile_launched(loaded, ranks, mpi.world_size());
+      profile = profile::profile_launched(loaded, ranks, mpi.world_size());
     } catch (const Error& error) {
       if (mpi.world_size() == 1) throw;
       std::fprintf(stderr, "hetu: error (rank %d): %s [%s]\n", mpi.rank(), error.message().c_str(), error.where().c_str());
@@ -57,7 +57,7 @@ int run_profile(const ProfileOptions& options) {
     }
   }
   if (mpi.rank() != 0) return 0;
-  for (const std::string& line : describe_profile(profile)) spdlog::info("{}", line);
+  for (const std::string& line : profile::describe_profile(profile)) spdlog::info("{}", line);
   const std::string how = one_process ? "in one process (this CPU x each type's emulate_slowdown)"
                                       : fmt::format("under mpirun, {} ranks at once", mpi.world_size());
   const std::string header = fmt::format("# hetu profile of {} {}, {} threads per rank; read by hetu plan --profile\n",

@@ -17,15 +17,15 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/io/tokenizer.h"
+#include "lib/tokenize/tokenizer.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 
 namespace hetu::app {
 namespace {
 
-std::unique_ptr<io::Tokenizer> open_tokenizer(const TokenizeOptions& options) {
-  if (options.tokenizer == "byte") return io::make_tokenizer(io::TokenizerKind::byte);
+std::unique_ptr<tokenize::Tokenizer> open_tokenizer(const TokenizeOptions& options) {
+  if (options.tokenizer == "byte") return tokenize::make_tokenizer(tokenize::TokenizerKind::byte);
   HT_USAGE_CHECK(options.tokenizer == "gpt2", "--tokenizer: unknown tokenizer '{}' (expected gpt2 or byte)",
                  options.tokenizer);
   std::string vocab_dir = options.vocab_dir;
@@ -33,7 +33,7 @@ std::unique_ptr<io::Tokenizer> open_tokenizer(const TokenizeOptions& options) {
     if (const char* env = std::getenv("HETU_GPT2_VOCAB")) vocab_dir = env;
   }
   HT_USAGE_CHECK(!vocab_dir.empty(), "gpt2 tokenizer needs --vocab DIR (encoder.json, vocab.bpe)");
-  return io::make_tokenizer(io::TokenizerKind::gpt2, vocab_dir);
+  return tokenize::make_tokenizer(tokenize::TokenizerKind::gpt2, vocab_dir);
 }
 
 std::string read_stdin() {
@@ -103,11 +103,11 @@ void append_ids(std::string& out, const std::vector<int32_t>& ids, bool json) {
   out += '\n';
 }
 
-void encode_plain(const io::Tokenizer& tokenizer, std::string_view text, Output& out) {
+void encode_plain(const tokenize::Tokenizer& tokenizer, std::string_view text, Output& out) {
   append_ids(out.buffer(), tokenizer.encode(text), /*json=*/false);
 }
 
-void encode_jsonl(const io::Tokenizer& tokenizer, std::string_view text, Output& out) {
+void encode_jsonl(const tokenize::Tokenizer& tokenizer, std::string_view text, Output& out) {
   for_each_line(text, [&](int64_t number, std::string_view line) {
     const nlohmann::json value = parse_json_line(number, line);
     HT_USAGE_CHECK(value.is_string(), "stdin line {}: expected a JSON string, got {}", number, value.type_name());
@@ -116,7 +116,7 @@ void encode_jsonl(const io::Tokenizer& tokenizer, std::string_view text, Output&
   });
 }
 
-void decode_plain(const io::Tokenizer& tokenizer, std::string_view text, Output& out) {
+void decode_plain(const tokenize::Tokenizer& tokenizer, std::string_view text, Output& out) {
   std::vector<int32_t> ids;
   for_each_line(text, [&](int64_t number, std::string_view line) {
     size_t pos = 0;
@@ -136,7 +136,7 @@ void decode_plain(const io::Tokenizer& tokenizer, std::string_view text, Output&
   out.buffer() += tokenizer.decode(ids);
 }
 
-void decode_jsonl(const io::Tokenizer& tokenizer, std::string_view text, Output& out) {
+void decode_jsonl(const tokenize::Tokenizer& tokenizer, std::string_view text, Output& out) {
   std::vector<int32_t> ids;
   for_each_line(text, [&](int64_t number, std::string_view line) {
     const nlohmann::json value = parse_json_line(number, line);
@@ -163,7 +163,7 @@ void decode_jsonl(const io::Tokenizer& tokenizer, std::string_view text, Output&
 }  // namespace
 
 int run_tokenize(const TokenizeOptions& options) {
-  const std::unique_ptr<io::Tokenizer> tokenizer = open_tokenizer(options);
+  const std::unique_ptr<tokenize::Tokenizer> tokenizer = open_tokenizer(options);
   const std::string input = read_stdin();
   Output out;
   if (options.decode) {

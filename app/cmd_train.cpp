@@ -25,26 +25,26 @@
 #include <thread>
 #include <fmt/core.h>
 
-#include "app/auto_layout.h"
-#include "app/auto_buckets.h"
-#include "app/bucket_memory_check.h"
-#include "app/bucketed_run.h"
-#include "app/build_info.h"
-#include "app/cmd_ckpt.h"
+#include "lib/plan/auto_layout.h"
+#include "lib/plan/auto_buckets.h"
+#include "lib/plan/bucket_memory_check.h"
+#include "lib/train/bucketed_run.h"
+#include "lib/util/build_info.h"
+#include "lib/weights/model_weights.h"
 #include "app/commands.h"
-#include "app/compute_device.h"
-#include "app/config/device_spec.h"
-#include "app/out_dir_lock.h"
-#include "app/device_emulation.h"
-#include "app/launch_job.h"
-#include "app/rank_map.h"
-#include "app/straggler_plan.h"
+#include "lib/config/compute_device.h"
+#include "lib/config/device_spec.h"
+#include "lib/launch/out_dir_lock.h"
+#include "lib/emulation/device_emulation.h"
+#include "lib/launch/launch_job.h"
+#include "lib/launch/rank_map.h"
+#include "lib/plan/straggler_plan.h"
 #include "lib/hspmd/comm_deadline.h"
 #include "lib/hspmd/mpi_session.h"
-#include "lib/io/checkpoint.h"
-#include "lib/io/data_loader.h"
-#include "lib/io/recovery_store.h"
-#include "lib/io/train_checkpoint_store.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/dataset/data_loader.h"
+#include "lib/checkpoint/recovery_store.h"
+#include "lib/checkpoint/train_checkpoint_store.h"
 #include "lib/ops/cpu/gemm_choice.h"
 #include "lib/ops/ops.h"
 #include "lib/runtime/idle_engine.h"
@@ -56,27 +56,27 @@
 #include "lib/util/error.h"
 #include "lib/util/step_timer.h"
 #include "lib/util/strings.h"
-#include "models/language_model.h"
-#include "models/model_family.h"
-#include "models/parallel_model.h"
+#include "lib/models/language_model.h"
+#include "lib/models/model_family.h"
+#include "lib/models/parallel_model.h"
 
 namespace hetu::app {
 namespace {
 
-// The Trainer's data interface over io::DataLoader, batches moved to the compute device.
+// The Trainer's data interface over dataset::DataLoader, batches moved to the compute device.
 class LoaderSource final : public runtime::BatchSource {
  public:
-  LoaderSource(const io::DataLoaderOptions& options, Device device) : loader_(options), device_(device) {}
+  LoaderSource(const dataset::DataLoaderOptions& options, Device device) : loader_(options), device_(device) {}
   runtime::Batch next() override {
     timing::Scope scope(timing::Phase::data, "data");
-    io::Batch b = loader_.next();
+    dataset::Batch b = loader_.next();
     return {b.x.to(device_), b.y.to(device_), std::move(b.cu_seqlens), b.global_targets};
   }
   std::string save_position() const override { return loader_.position().to_string(); }
-  void restore_position(const std::string& position) override { loader_.restore(io::DataPosition::parse(position)); }
+  void restore_position(const std::string& position) override { loader_.restore(dataset::DataPosition::parse(position)); }
 
  private:
-  io::DataLoader loader_;
+  dataset::DataLoader loader_;
   Device device_;
 };
 
@@ -84,11 +84,11 @@ class LoaderSource final : public runtime::BatchSource {
 // file gives the type its own nominal peak; otherwise the cached sgemm probe (mfu.h).
 double device_peak_flops(const config::LoadedConfig& loaded, const config::DeviceId& device) {
   const config::JobConfig& c = loaded.config;
-  const DeviceProfile* profile = device_profile(loaded, device);
-  if (profile != nullptr && profile->kind == DeviceKind::gpu) {
+  const config::DeviceProfile* profile = config::device_profile(loaded, device);
+  if (profile != nullptr && profile->kind == config::DeviceKind::gpu) {
     return 1e12 * (c.training.precision == config::Precision::bf16 ? profile->peak_tflops_bf16 : profile->peak_tflops_fp32);
   }
-  const DeviceProfile* builtin = profile != nullptr ? DeviceCatalog::builtin().find(profile->name) : nullptr;
+  const config::DeviceProfile* builtin = profile != nullptr ? config::DeviceCatalog::builtin().find(profile->name) : nullptr;
   if (profile != nullptr && profile->peak_tflops_fp32 > 0 &&
       (builtin == nullptr || builtin->peak_tflops_fp32 != profile->peak_tflops_fp32)) {
     return 1e12 * profile->peak_tflops_fp32;
@@ -127,7 +127,7 @@ runtime::TrainerOptions trainer_options(const config::JobConfig& c, int64_t stop
   o.eval_steps = c.training.eval_steps;
   o.checkpoint_every = c.checkpoint.every;
   o.resume = c.checkpoint.resume;
-  if (!c.checkpoint.init_from.empty()) o.init_from = resolve_hetu_checkpoint(c.checkpoint.init_from);
+  if (!c.checkpoint.init_from.empty()) o.init_from = weights::resolve_hetu_checkpoint(c.checkpoint.init_from);
   o.stop_at_step = stop_at_step;
   if (reporting_rank) o.metrics_path = c.job.out_dir + "/metrics.jsonl";
   o.progress_bar = reporting_rank && ::isatty(STDOUT_FILENO) != 0;
@@ -139,22 +139,22 @@ runtime::TrainerOptions trainer_options(const config::JobConfig& c, int64_t stop
 }
 
 // data.packing = "documents": whole documents per row, balanced over the replicas by attention cost.
-void set_packing(const config::JobConfig& c, io::DataLoaderOptions& d) {
-  if (c.data.packing == config::Packing::documents) d.packing = io::Packing::documents;
+void set_packing(const config::JobConfig& c, dataset::DataLoaderOptions& d) {
+  if (c.data.packing == config::Packing::documents) d.packing = dataset::Packing::documents;
 }
 
 // shares: every replica's batch share (packed documents balance over them; an idle rank's
 // one-sequence reader passes none: its data position still moves a global batch per step).
-io::DataLoaderOptions train_data(const config::JobConfig& c, const pipeline::ReplicaLayout& replica,
+dataset::DataLoaderOptions train_data(const config::JobConfig& c, const pipeline::ReplicaLayout& replica,
                                  std::vector<int64_t> shares = {}) {
-  io::DataLoaderOptions d;
+  dataset::DataLoaderOptions d;
   d.pattern = c.data.train;
   d.seq_len = c.training.seq_len;
   d.global_batch = c.training.global_batch;
   d.share_offset = replica.batch_offset;
   d.share_count = replica.batch;
   d.micro_batch = replica.micro_batch;
-  d.sampling = c.data.sampling == config::Sampling::shuffled ? io::Sampling::shuffled : io::Sampling::sequential;
+  d.sampling = c.data.sampling == config::Sampling::shuffled ? dataset::Sampling::shuffled : dataset::Sampling::sequential;
   d.seed = c.job.seed;
   set_packing(c, d);
   d.balance_window = c.data.balance_window;
@@ -166,7 +166,7 @@ io::DataLoaderOptions train_data(const config::JobConfig& c, const pipeline::Rep
 // evaluates the same batches).
 std::unique_ptr<LoaderSource> val_source(const config::JobConfig& c, Device device) {
   if (c.training.eval_every <= 0) return nullptr;
-  io::DataLoaderOptions d;
+  dataset::DataLoaderOptions d;
   d.pattern = c.data.val;
   d.seq_len = c.training.seq_len;
   d.global_batch = c.training.micro_batch;
@@ -192,14 +192,14 @@ struct RankRun {
 };
 
 // The durable sharded store, with this rank's per-step state snapshot when hetu launch gave
-// a state folder (--state-dir; lib/io/recovery_store.h; a rehearsed node's own: node_state_dir).
+// a state folder (--state-dir; lib/checkpoint/recovery_store.h; a rehearsed node's own: node_state_dir).
 std::unique_ptr<runtime::CheckpointStore> checkpoint_store(const config::JobConfig& c,
                                                            const std::vector<TensorPlacement>& local,
                                                            Communicator& host_comm, const std::string& state_dir) {
   const std::string dir = c.job.out_dir + "/checkpoints";
-  if (state_dir.empty()) return std::make_unique<io::ShardedStore>(dir, c.checkpoint.keep, local, host_comm);
-  return std::make_unique<io::RecoveryStore>(dir, c.checkpoint.keep, local, host_comm,
-                                             node_state_dir(c, host_comm.rank(), state_dir));
+  if (state_dir.empty()) return std::make_unique<checkpoint::ShardedStore>(dir, c.checkpoint.keep, local, host_comm);
+  return std::make_unique<checkpoint::RecoveryStore>(dir, c.checkpoint.keep, local, host_comm,
+                                             launch::node_state_dir(c, host_comm.rank(), state_dir));
 }
 
 // Every trained tensor of the whole model with its placement under `layout`, in name order,
@@ -241,7 +241,7 @@ runtime::StrategyRun build_run(std::string name, const config::JobConfig& c, con
   }
   const pipeline::Position position = *located;
   const pipeline::ReplicaLayout& replica = layout.replicas[static_cast<size_t>(position.replica)];
-  const DType activations = compute_dtype(c.training.precision);
+  const DType activations = config::compute_dtype(c.training.precision);
   run->part = std::make_unique<ParallelModel>(c.model, c.job.seed, layout, position, &comm, activations,
                                               fill_parameters);
   ParallelModel& part = *run->part;
@@ -256,7 +256,7 @@ runtime::StrategyRun build_run(std::string name, const config::JobConfig& c, con
   run->strategy = runtime::make_strategy(std::move(name), layout, job_placements(c, layout, local));
   run->engine = std::make_unique<runtime::ParallelEngine>(
       run->strategy, position, comm, part.stage(), part.model().named_parameters(), c.training.seq_len, c.model.hidden,
-      c.training.micro_batch, activations, compute_dtype(c.training.grad_reduce_dtype));
+      c.training.micro_batch, activations, config::compute_dtype(c.training.grad_reduce_dtype));
   std::vector<int64_t> shares;
   for (const pipeline::ReplicaLayout& r : layout.replicas) shares.push_back(r.batch);
   run->train = std::make_unique<LoaderSource>(train_data(c, replica, std::move(shares)), compute);
@@ -273,26 +273,26 @@ std::string rank_label(const pipeline::ParallelLayout& layout, int rank) {
 
 // Every layout, one device included (a world of one: make_local_communicator).
 int train(const TrainOptions& options, const config::LoadedConfig& loaded, const pipeline::ParallelLayout& layout,
-          const RankMap& ranks, const MpiSession& mpi, const Profile& straggler_profile, bool plan_buckets) {
+          const launch::RankMap& ranks, const MpiSession& mpi, const profile::Profile& straggler_profile, bool plan_buckets) {
   const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
   const config::JobConfig& c = loaded.config;
-  const Device compute = compute_device(loaded, device);
+  const Device compute = config::compute_device(loaded, device);
   // Host-side traffic (checkpoint token passing, the MFU peak) goes over MPI; the training
   // tensors over the communicator of the compute device (NCCL on GPUs).
   const bool alone = mpi.world_size() == 1;
   const bool straggler = c.straggler.enabled && !alone;
   std::unique_ptr<Communicator> host_comm =
-      alone ? make_local_communicator() : with_emulation(make_mpi_communicator(), loaded, ranks, straggler);
+      alone ? make_local_communicator() : emulation::with_emulation(make_mpi_communicator(), loaded, ranks, straggler);
   std::unique_ptr<Communicator> device_comm;
   if (compute.is_cuda()) device_comm = alone ? make_local_communicator(compute) : make_nccl_communicator(compute.index);
   Communicator& comm = device_comm ? *device_comm : *host_comm;
   runtime::StrategyRun initial = build_run(config::kDefaultStrategy, c, layout, mpi.rank(), comm, *host_comm, compute,
                                                 options.state_dir);
   if (!c.buckets.empty() || plan_buckets) {  // a layout per batch, the state in the default layout (bucketed_run.h)
-    auto layout_of = [&](const std::string& name) { return parallel_layout(c, c.strategy(name), ranks); };
+    auto layout_of = [&](const std::string& name) { return launch::parallel_layout(c, c.strategy(name), ranks); };
     // [parallel] auto: each step's buckets from the launch profile (straggler_profile holds it).
-    io::BucketPlanFn plan = plan_buckets ? auto_bucket_plan(loaded, straggler_profile, layout_of) : io::BucketPlanFn{};
-    initial = bucketed_run(c, std::move(initial), [&](const std::string& name) {
+    dataset::BucketPlanFn plan = plan_buckets ? plan::auto_bucket_plan(loaded, straggler_profile, layout_of) : dataset::BucketPlanFn{};
+    initial = train::bucketed_run(c, std::move(initial), [&](const std::string& name) {
       return build_run(name, c, layout_of(name), mpi.rank(), comm, *host_comm, compute, options.state_dir,
                        /*fill_parameters=*/false);
     }, layout_of, train_data(c, pipeline::ReplicaLayout{}), compute, std::move(plan));
@@ -311,17 +311,17 @@ int train(const TrainOptions& options, const config::LoadedConfig& loaded, const
   o.telemetry.rank_label = rank_label(layout, mpi.rank());
   // [[parallel.switch]]: after each at_step the run continues under the named strategy.
   for (const config::SwitchSection& change : c.switches) {
-    const pipeline::ParallelLayout next_layout = parallel_layout(c, c.strategy(change.strategy), ranks);
+    const pipeline::ParallelLayout next_layout = launch::parallel_layout(c, c.strategy(change.strategy), ranks);
     o.switches.push_back({change.at_step, change.strategy, [&, name = change.strategy, next_layout] {
       return build_run(name, c, next_layout, mpi.rank(), comm, *host_comm, compute, options.state_dir,
                        /*fill_parameters=*/false);
     }});
   }
-  o.before_step = slowdown_schedule(*host_comm, loaded, device);
+  o.before_step = emulation::slowdown_schedule(*host_comm, loaded, device);
   if (straggler) {
-    o.straggler = make_straggler_watch(loaded, straggler_profile, ranks, *host_comm,
+    o.straggler = plan::make_straggler_watch(loaded, straggler_profile, ranks, *host_comm,
                                        [&](std::string name, const config::JobConfig& job) {
-      return build_run(std::move(name), job, parallel_layout(job, ranks), mpi.rank(), comm, *host_comm, compute, options.state_dir,
+      return build_run(std::move(name), job, launch::parallel_layout(job, ranks), mpi.rank(), comm, *host_comm, compute, options.state_dir,
                        /*fill_parameters=*/false);
     });
   } else if (c.straggler.enabled) {
@@ -329,7 +329,7 @@ int train(const TrainOptions& options, const config::LoadedConfig& loaded, const
   }
   runtime::Trainer trainer(initial, o);
   report(trainer.run(*initial.train, val.get(), initial.store));
-  if (const std::string emulation = emulation_report(*host_comm); !emulation.empty()) spdlog::info("{}", emulation);
+  if (const std::string emulation = emulation::emulation_report(*host_comm); !emulation.empty()) spdlog::info("{}", emulation);
   return 0;
 }
 
@@ -351,29 +351,29 @@ int train_job(const TrainOptions& options, const MpiSession& mpi, bool& training
   // A one-process dry run of a multi-device job pretends the ranks run on this machine.
   const std::vector<std::string> hosts =
       single_process_dry_run ? std::vector<std::string>(static_cast<size_t>(needed), mpi.host()) : mpi.all_hosts();
-  RankMap ranks = map_ranks(c, hosts);
+  launch::RankMap ranks = launch::map_ranks(c, hosts);
 
-  OutDirLock out_dir_lock;  // held until the run ends
+  launch::OutDirLock out_dir_lock;  // held until the run ends
   if (!options.dry_run) {
-    out_dir_lock = lock_out_dir(c.job.out_dir, mpi);  // before anything in out_dir is written
+    out_dir_lock = launch::lock_out_dir(c.job.out_dir, mpi);  // before anything in out_dir is written
     const std::string log_file = c.job.out_dir + "/logs/rank-" + std::to_string(mpi.rank()) + ".log";
     init_logging({mpi.rank(), options.log_level, log_file, true});
   }
-  Profile straggler_profile;  // what [straggler] predicts from: the launch plan's profile, or straggler.profile
-  if (c.straggler.enabled && !c.straggler.profile.empty()) straggler_profile = read_profile_file(c.straggler.profile);
+  profile::Profile straggler_profile;  // what [straggler] predicts from: the launch plan's profile, or straggler.profile
+  if (c.straggler.enabled && !c.straggler.profile.empty()) straggler_profile = profile::read_profile_file(c.straggler.profile);
   const bool plan_buckets = c.plans_buckets();  // before planning clears [parallel] auto
   if (c.parallel.auto_plan && (!options.dry_run || !c.parallel.profile.empty())) {
-    loaded = plan_at_launch(loaded, ranks, mpi,  // collective when it profiles
+    loaded = plan::plan_at_launch(loaded, ranks, mpi,  // collective when it profiles
                             options.dry_run ? "" : c.job.out_dir + "/profile.toml", &straggler_profile);
-    ranks = map_ranks(c, hosts);
+    ranks = launch::map_ranks(c, hosts);
   } else if (c.parallel.auto_plan) {
     spdlog::info("parallel.auto: a dry run without parallel.profile does not profile; it checks the job with data "
                  "parallelism over every device");
   }
   if (!options.dry_run && mpi.rank() == 0) write_file_atomic(c.job.out_dir + "/config.resolved.toml", config::to_toml(c));
-  const pipeline::ParallelLayout layout = parallel_layout(c, ranks);
-  if (c.straggler.enabled && !c.parallel.auto_plan) check_straggler_job(loaded);
-  if (!plan_buckets) check_bucket_memory(loaded, straggler_profile);  // fixed buckets' lanes, before compute
+  const pipeline::ParallelLayout layout = launch::parallel_layout(c, ranks);
+  if (c.straggler.enabled && !c.parallel.auto_plan) plan::check_straggler_job(loaded);
+  if (!plan_buckets) plan::check_bucket_memory(loaded, straggler_profile);  // fixed buckets' lanes, before compute
 
   spdlog::info("hetu {} | job '{}' from {}", build_info().version, c.job.name, c.source);
   const std::string summary = config::describe(c);
@@ -381,7 +381,7 @@ int train_job(const TrainOptions& options, const MpiSession& mpi, bool& training
     if (!line.empty()) spdlog::info("{}", line);
   }
   for (const std::string& warning : loaded.warnings) spdlog::warn("{}", warning);
-  for (const std::string& line : describe_emulation(loaded)) spdlog::info("{}", line);
+  for (const std::string& line : emulation::describe_emulation(loaded)) spdlog::info("{}", line);
   if (single_process_dry_run && needed != 1) {
     spdlog::info("dry run in one process: a real run needs {} ranks (mpirun -np {})", needed, needed);
   }
@@ -404,10 +404,10 @@ int train_job(const TrainOptions& options, const MpiSession& mpi, bool& training
   training = true;
   runtime::install_stop_handlers();
   const config::DeviceId& device = ranks.device_of_rank[static_cast<size_t>(mpi.rank())];
-  limit_cpu_memory(loaded, device);
+  emulation::limit_cpu_memory(loaded, device);
   const int code = train(options, loaded, layout, ranks, mpi, straggler_profile, plan_buckets);
   if (code == 0 && !options.state_dir.empty() && mpi.rank() == 0) {
-    const std::string marker = finished_marker(c.job.out_dir, options.state_dir);
+    const std::string marker = launch::finished_marker(c.job.out_dir, options.state_dir);
     std::filesystem::create_directories(std::filesystem::path(marker).parent_path());
     write_file_atomic(marker, "hetu train ended with exit code 0\n");
   }

@@ -5,7 +5,7 @@
 #include <fmt/core.h>
 
 #include "app/commands.h"
-#include "models/reference_check.h"
+#include "lib/models/reference_check.h"
 
 namespace hetu::app {
 

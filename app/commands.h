@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "app/config/config.h"
+#include "lib/config/config.h"
 #include "lib/core/device.h"
 #include "lib/util/logging.h"
 
@@ -21,7 +21,7 @@ struct ConfigOptions {
 struct TrainOptions : ConfigOptions {
   bool dry_run = false;
   int64_t stop_at_step = 0;  // pause after this step (checkpoint, exit 0); resume continues
-  std::string state_dir;     // hetu launch's snapshot folder (lib/io/recovery_store.h); empty: none
+  std::string state_dir;     // hetu launch's snapshot folder (lib/checkpoint/recovery_store.h); empty: none
 };
 
 struct LaunchOptions : ConfigOptions {

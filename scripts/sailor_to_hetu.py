@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Converts Sailor's GH200 measurements (tests/data/sailor-gh200, README there) into hetu's
-formats: a profile (app/profile_file.h) with one [[profile]] per (micro-batch, tp) and the
+formats: a profile (lib/profile/profile_file.h) with one [[profile]] per (micro-batch, tp) and the
 network fits as [[link]] curves, a device catalogue with the GH200 type, and one job file per
 measured plan with its layout as explicit [parallel] groups. Python standard library only.
 

@@ -7,7 +7,7 @@
 // view is how a fused weight splits by head: GPT-2's c_attn.weight (3C, C) is viewed as
 // (3, C, C) and split on dim 1, so each rank holds the q, k and v rows of its heads. A
 // PlacementFn turns it into the parameter's TensorPlacement (lib/hspmd/tensor_placement.h):
-// over the whole job for a training run (models/parallel_model.h), over the tp group alone
+// over the whole job for a training run (lib/models/parallel_model.h), over the tp group alone
 // otherwise (group_placements). TensorParallel records each parameter's placement as the
 // layers create it; that one record is what gradient sync, AdamW and checkpoints read.
 //

@@ -2,7 +2,7 @@
 // as its longest piece needs, seq_len halved while the halves still hold it and divide
 // seq_len, so a round keeps the global batch's token budget in row_factor x as many rows and
 // a micro-batch of micro_batch rows needs row_factor x less activation memory. What the
-// bucket batcher (lib/io/bucket_batcher.h), the bucketed engine's lanes and the bucket
+// bucket batcher (lib/dataset/bucket_batcher.h), the bucketed engine's lanes and the bucket
 // planner's memory check (lib/plan/document_cost.h) all go by.
 //
 //   bucket_row_length(2048, 300) == 512;  bucket_row_factor(2048, 300) == 4

@@ -24,7 +24,7 @@ namespace hetu::plan {
 // optimize strategy's training state throughout, so a micro-batch there is priced on top of
 // that state (resident_bytes) plus the copy's parameters and gradients (two f32 copies of its
 // shard), with no AdamW state of its own. A set of documents is split over the strategy's replicas by their shares,
-// tokens and Σ L² alike (the cost-balanced packing, lib/io/document_packing.h, evens both per
+// tokens and Σ L² alike (the cost-balanced packing, lib/dataset/document_packing.h, evens both per
 // share), each replica packing its part into alike micro-batches (ReplicaPart: fluid, so a
 // set of few documents is priced as if it split evenly) of its micro-batch's rows, each as
 // long as the set's longest document needs (lib/pipeline/bucket_rows.h: what the bucket
@@ -49,8 +49,8 @@ namespace hetu::plan {
 // also pay its own gradient sync over its replicas (in switch_s, beside the switch).
 // Note [Padding in a micro-batch]
 // A micro-batch's rows are fixed-shape: every token slot, padding included, goes through the
-// projections, the MLP and the LM head (lib/io/document_packing.h), and a replica runs whole
-// micro-batches of full rows (lib/io/bucket_batcher.h rounds its share up). So a part is
+// projections, the MLP and the LM head (lib/dataset/document_packing.h), and a replica runs whole
+// micro-batches of full rows (lib/dataset/bucket_batcher.h rounds its share up). So a part is
 // priced as `count` micro-batches of `holds` slots each (the per-token part) with the part's
 // Σ L² spread over them (attention runs on documents only), not as its tokens alone. The rows a
 // bucket's documents need are more than their tokens fill: the batcher packs whole documents

@@ -12,7 +12,7 @@
 
 namespace hetu::plan {
 
-// Note [Layout search]: the space is the one `hetu plan --exhaustive` lists (app/layout_search.h):
+// Note [Layout search]: the space is the one `hetu plan --exhaustive` lists (lib/plan/planned_layouts.h):
 // the cluster's devices in node order cut into consecutive replicas, each replica's devices into
 // consecutive stages (a stage's device count is its tp, a degree the model allows), each
 // replica's layers into consecutive ranges, the global batch into whole micro-batches per

@@ -24,7 +24,7 @@ namespace hetu::plan {
 // device's memory bandwidth. With measured times (a profile) the compute is those: split over
 // tp with the all_reduces added, or as they are when measured on one rank of a tp group of the
 // stage's size (includes_tp; the caller may pass another device type's entry at that tp scaled
-// to this type, app/layout_cost.cpp profile_for: a tp-1 split misses what tp cannot split). A measured optimizer step replaces AdamW's estimate (per
+// to this type, lib/plan/layout_cost.cpp profile_for: a tp-1 split misses what tp cannot split). A measured optimizer step replaces AdamW's estimate (per
 // parameter, or as the whole model's step of which the stage takes its share), and measured
 // activation and reserved bytes replace those estimates, each term where it was measured.
 // With tied embeddings split over stages, the first and last stages sum the shared matrix's

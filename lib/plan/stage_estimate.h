@@ -15,7 +15,7 @@
 
 namespace hetu::plan {
 
-// What a model family says about its cost (models/model_costs.h fills it from the model).
+// What a model family says about its cost (lib/plan/model_facts.h fills it from the model).
 struct ModelFacts {
   int64_t layers = 0;
   double layer_params = 0;                    // one transformer layer

@@ -35,7 +35,7 @@ namespace {
 // - What a rank's prediction is. A rank measures its own compute (CPU time between its
 //   messages, times its own slowdown), never the waits inside collectives, so its prediction
 //   is its stage's compute priced as if every member of its tp group were its own device
-//   (app/straggler_plan.cpp expected_compute); the step time the planner compares layouts by
+//   (lib/plan/straggler_plan.cpp expected_compute); the step time the planner compares layouts by
 //   prices a tp group at its slowest member's pace (lib/plan stage_cost). A tp-k stage takes
 //   the profile's times measured at tp k where it has them (the collectives and what tp cannot
 //   split included), else splits the tp-1 times over k and adds the collectives.

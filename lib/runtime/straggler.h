@@ -55,7 +55,7 @@ class StragglerDetector {
   std::vector<std::deque<double>> expected_; // and expectations (at the cluster's pace)
 };
 
-// The cost model's side, implemented above lib (app/straggler_plan.h).
+// The cost model's side, implemented above lib (lib/plan/straggler_plan.h).
 class StragglerPlanner {
  public:
   virtual ~StragglerPlanner() = default;

@@ -17,7 +17,7 @@
 // Each switch's duration is logged and put on the next metrics.jsonl line (switch_s). With
 // a StragglerWatch the Trainer asks it at every step boundary whether to switch to a
 // re-planned layout (straggler.h). A store that keeps step snapshots (hetu launch;
-// lib/io/recovery_store.h) gets every completed step's state right after the step is logged.
+// lib/checkpoint/recovery_store.h) gets every completed step's state right after the step is logged.
 #pragma once
 
 #include <functional>

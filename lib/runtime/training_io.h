@@ -1,5 +1,5 @@
-// What the Trainer needs from the outside, as interfaces: batches (io::DataLoader behind
-// it in hetu train) and checkpoint storage (io::CheckpointManager). lib/runtime sits below
+// What the Trainer needs from the outside, as interfaces: batches (dataset::DataLoader behind
+// it in hetu train) and checkpoint storage (checkpoint::CheckpointManager). lib/runtime sits below
 // lib/io in the layer order, so the app wires the concrete classes in.
 #pragma once
 
@@ -49,13 +49,13 @@ class CheckpointStore {
   // Writes atomically; returns where it went.
   virtual std::string save(const Snapshot& snapshot) = 0;
   // The newest checkpoint that loads and verifies, or nullopt when there is none; newer
-  // broken ones are skipped with a warning (lib/io/newest_intact_checkpoint.h).
+  // broken ones are skipped with a warning (lib/checkpoint/newest_intact_checkpoint.h).
   virtual std::optional<Snapshot> load_latest() = 0;
   // A specific checkpoint (a path the user gave as checkpoint.resume).
   virtual Snapshot load(const std::string& path) = 0;
   // Only the parameters of a checkpoint (checkpoint.init_from: no optimizer state needed).
   virtual std::map<std::string, Tensor> load_parameters(const std::string& path) { return load(path).tensors; }
-  // Per-step state kept for recovery (hetu launch; lib/io/recovery_store.h): when true, the
+  // Per-step state kept for recovery (hetu launch; lib/checkpoint/recovery_store.h): when true, the
   // Trainer passes every completed step's snapshot to save_step_snapshot.
   virtual bool keeps_step_snapshots() const { return false; }
   virtual void save_step_snapshot(const Snapshot& /*snapshot*/) {}

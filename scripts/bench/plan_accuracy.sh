@@ -11,7 +11,7 @@
 # (both ranks at once, as training runs them: the prediction and the run see the same machine
 # load, so the figures are relative ones; links probed), plus, once per repeat, a node of two
 # plain CPUs at tp 1 and 2 (the tp-2 entry a tp group over unlike nodes borrows, scaled per type:
-# app/layout_cost.cpp, profile_for); `hetu plan --evaluate --profile` predicts, `hetu train`
+# lib/plan/layout_cost.cpp, profile_for); `hetu plan --evaluate --profile` predicts, `hetu train`
 # measures (median step after the first two; each rank's peak tensor memory, metrics.jsonl
 # time.by_rank.peak_mem_gib). Prints the table, the median and largest step-time error, the
 # Spearman rank correlation of predicted and measured step times, the largest memory error,

@@ -21,7 +21,7 @@
 # after the first two, and their ratio (goal >= 1.25x); then `hetu data balance` on the same data:
 # the per-replica attention cost max/mean of in-order and cost-balanced packing over 4 replicas
 # (goals: balanced <= 1.05, in-order >= 1.3), with the steps formed in windows of
-# data.balance_window = 4, 8 and 16 (lib/io/window_packing.h), and a lower bound no packing of
+# data.balance_window = 4, 8 and 16 (lib/dataset/window_packing.h), and a lower bound no packing of
 # the stream-order steps goes below (at the defaults about 1.09: the goal of 1.05 needs a
 # window, 4 reaches about 1.006). Not part of CI.
 # usage: scripts/bench/varlen.sh [--seq-len 2048] [--steps 12] [--documents 4000] [--layers 4]
@@ -139,7 +139,7 @@ write_job "$work/single.toml" 0
 # Profiled without the memory limit (it measures up to the largest micro-batch), same slowdown.
 grep -v '^memory_gib' "$work/catalog.toml" > "$work/catalog-profile.toml"
 # Micro-batches of 1, 2 and 4 rows: the planner's fixed cost per micro-batch is the intercept of
-# a fit over them (app/micro_batch_overhead.h); the runs' micro-batch of 1 has its own entry.
+# a fit over them (lib/plan/micro_batch_overhead.h); the runs' micro-batch of 1 has its own entry.
 profile_micro_batch=$(( global_batch / 4 < 4 ? global_batch / 4 : 4 ))  # what each of dp 4's replicas holds
 sed -e '/^profile = /d' -e 's/^auto = true$/dp = 4/' -e "s/^micro_batch = 1\$/micro_batch = $profile_micro_batch/" \
   -e "s|$work/catalog.toml|$work/catalog-profile.toml|" \

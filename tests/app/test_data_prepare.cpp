@@ -13,7 +13,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "lib/io/token_shard.h"
+#include "lib/dataset/token_shard.h"
 #include "lib/util/error.h"
 #include "tests/temp_dir.h"
 
@@ -69,9 +69,9 @@ TEST_CASE("run_data_prepare writes val and train shards and prints a summary", "
                                         ": train 10 tokens in 2 shards, val 4 tokens in 1 shard, "));
   CHECK_THAT(printed, Catch::EndsWith(" s\n"));
   CHECK(std::count(printed.begin(), printed.end(), '\n') == 1);
-  CHECK(hetu::io::TokenShard(dir.file("out/val_000000.bin")).size() == 4);
-  CHECK(hetu::io::TokenShard(dir.file("out/train_000000.bin")).size() == 5);
-  const hetu::io::TokenShard last(dir.file("out/train_000001.bin"));
+  CHECK(hetu::dataset::TokenShard(dir.file("out/val_000000.bin")).size() == 4);
+  CHECK(hetu::dataset::TokenShard(dir.file("out/train_000000.bin")).size() == 5);
+  const hetu::dataset::TokenShard last(dir.file("out/train_000001.bin"));
   REQUIRE(last.size() == 5);
   CHECK(last.token(0) == 'o');
   CHECK(last.token(4) == '!');

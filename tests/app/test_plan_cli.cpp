@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "app/config/config.h"
-#include "app/document_strategies.h"
-#include "app/layout_cost.h"
+#include "lib/config/config.h"
+#include "lib/plan/document_strategies.h"
+#include "lib/plan/layout_cost.h"
 #include "tests/app/run_hetu.h"
 #include "tests/temp_dir.h"
 
@@ -227,8 +227,8 @@ TEST_CASE("the layout cost gives each ZeRO-1 stage device its share of the repli
   // B's 2/3 of theirs; memory drops by the moments and master weights given up (4 x params
   // replicated, 2 x params + 3 x share x params with ZeRO-1).
   const std::string job = std::string(HETU_SOURCE_DIR) + "/configs/layouts/gpt2-hetero-replicas.toml";
-  const hetu::app::LayoutEstimate plain = hetu::app::estimate_layout(hetu::config::load_job_config(job, {}));
-  const hetu::app::LayoutEstimate zero = hetu::app::estimate_layout(hetu::config::load_job_config(job, {"parallel.zero=1"}));
+  const hetu::plan::LayoutEstimate plain = hetu::plan::estimate_layout(hetu::config::load_job_config(job, {}));
+  const hetu::plan::LayoutEstimate zero = hetu::plan::estimate_layout(hetu::config::load_job_config(job, {"parallel.zero=1"}));
   const double share[2][2] = {{1.0 / 3, 1.0 / 3}, {2.0 / 3, 0}};
   for (size_t r = 0; r < 2; ++r) {
     for (size_t s = 0; s < zero.replicas[r].stages.size(); ++s) {
@@ -250,10 +250,10 @@ TEST_CASE("per-batch layouts: with parallel.zero = 1 a compute copy sits beside 
   const std::string job = std::string(HETU_SOURCE_DIR) + "/configs/gpt2-buckets-cpu.toml";
   const hetu::config::LoadedConfig plain = hetu::config::load_job_config(job, {});
   const hetu::config::LoadedConfig zero = hetu::config::load_job_config(job, {"parallel.zero=1"});
-  const hetu::app::LayoutEstimate estimate = hetu::app::estimate_layout(plain);
+  const hetu::plan::LayoutEstimate estimate = hetu::plan::estimate_layout(plain);
   const hetu::plan::StageCost& held = estimate.replicas[0].stages[0];
-  const std::vector<hetu::plan::DocumentStrategy> whole = hetu::app::job_strategies(plain, {});
-  const std::vector<hetu::plan::DocumentStrategy> sharded = hetu::app::job_strategies(zero, {});
+  const std::vector<hetu::plan::DocumentStrategy> whole = hetu::plan::job_strategies(plain, {});
+  const std::vector<hetu::plan::DocumentStrategy> sharded = hetu::plan::job_strategies(zero, {});
   REQUIRE(whole.size() == 3);
   REQUIRE(sharded.size() == 3);
   for (size_t l = 1; l < whole.size(); ++l) {

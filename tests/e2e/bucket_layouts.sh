@@ -30,7 +30,7 @@
 #   - GPT-2 with the middle bucket under tp=2 on devices 2-3 only (ranks 0-1 idle in it: they
 #     only send their parameters and receive the gradients): the same checks;
 #   - buckets without data.packing = "documents" are refused before compute, exit 2, naming
-#     parallel.bucket[0] (the other rules: tests/app/test_config_errors.cpp);
+#     parallel.bucket[0] (the other rules: tests/config/test_config_errors.cpp);
 #   - GPT-2 with [parallel] auto = true (a profile file written here, tp 2 slower per device
 #     than tp 1) over the strategies tp2-dp2, pp2-dp2 and dp4, no buckets given, on devices of
 #     0.0024 GiB (a catalogue written here: dp=4 does not fit rows of seq_len, so the launch

@@ -6,7 +6,7 @@
 # tp half, and the relaunch's 3-rank layout, re-planned from a fixed profile (dp 3), needs the
 # other half on its node-a rank, which only node-b's snapshots hold. Checks: the relaunch resumes from the state snapshot (at most one
 # step recomputed, not the durable checkpoint), some cells came from another rank's
-# snapshots (the exchange, lib/io/snapshot_exchange.h), and every loss equals the
+# snapshots (the exchange, lib/checkpoint/snapshot_exchange.h), and every loss equals the
 # uninterrupted one-device run within 1e-5.
 # usage: launch_node_snapshots.sh HETU SOURCE_DIR
 set -euo pipefail

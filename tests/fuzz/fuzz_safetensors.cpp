@@ -1,4 +1,4 @@
-// libFuzzer target for the safetensors reader (lib/io/safetensors.cpp), which treats files as
+// libFuzzer target for the safetensors reader (lib/checkpoint/safetensors.cpp), which treats files as
 // untrusted input: any bytes must either parse into tensors that lie inside the input or be
 // rejected with a hetu::UsageError. Anything else (a crash, a sanitizer report, another
 // exception type) is a bug. Built with clang -fsanitize=fuzzer,address,undefined by
@@ -7,16 +7,16 @@
 #include <cstdint>
 #include <string_view>
 
-#include "lib/io/safetensors.h"
+#include "lib/checkpoint/safetensors.h"
 #include "lib/util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   try {
-    const hetu::io::SafetensorsHeader header = hetu::io::parse_safetensors(bytes, "fuzz.safetensors");
+    const hetu::checkpoint::SafetensorsHeader header = hetu::checkpoint::parse_safetensors(bytes, "fuzz.safetensors");
     uint64_t total = 0;
-    for (const hetu::io::SafetensorsEntry& entry : header.entries) {
-      const hetu::Tensor t = hetu::io::safetensors_tensor(bytes, header, entry);
+    for (const hetu::checkpoint::SafetensorsEntry& entry : header.entries) {
+      const hetu::Tensor t = hetu::checkpoint::safetensors_tensor(bytes, header, entry);
       total += static_cast<uint64_t>(t.numel()) * hetu::dtype_size(t.dtype());
     }
     // Accepted files are tiled exactly by their tensors.

@@ -11,7 +11,7 @@
 
 #include "lib/autograd/engine.h"
 #include "lib/autograd/grad_mode.h"
-#include "models/language_model.h"
+#include "lib/models/language_model.h"
 
 using namespace hetu;
 

@@ -11,7 +11,7 @@
 #include <cstdlib>
 
 #include "lib/autograd/functions.h"
-#include "models/language_model.h"
+#include "lib/models/language_model.h"
 
 using namespace hetu;
 

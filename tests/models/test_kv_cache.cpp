@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "lib/autograd/grad_mode.h"
-#include "models/language_model.h"
+#include "lib/models/language_model.h"
 
 using namespace hetu;
 

@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include "lib/hspmd/communicator.h"
-#include "models/language_model.h"
-#include "models/parallel_model.h"
+#include "lib/models/language_model.h"
+#include "lib/models/parallel_model.h"
 
 using namespace hetu;
 

@@ -3,7 +3,7 @@
 // tests/make_reference_fixtures.sh into HETU_REFERENCE_DIR; tests/data/README.md).
 #include <catch2/catch.hpp>
 
-#include "models/reference_check.h"
+#include "lib/models/reference_check.h"
 
 using namespace hetu;
 

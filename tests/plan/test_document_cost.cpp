@@ -16,7 +16,7 @@ namespace {
 constexpr double kHidden = 64;
 
 // A GPT-like model's facts at sequence length `seq_len`: matmuls 2 x 50,000 FLOPs per token and
-// attention 4 x hidden x seq_len (as models/model_costs.cpp counts them).
+// attention 4 x hidden x seq_len (as lib/plan/model_facts.cpp counts them).
 ModelFacts facts_at(int64_t seq_len) {
   ModelFacts f;
   f.layers = 4;

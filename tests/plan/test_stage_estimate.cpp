@@ -1,5 +1,5 @@
 // Catalogue estimates of a stage's cost (lib/plan/stage_estimate.h) against values worked
-// out by hand from Note [Catalogue estimates], and a model's facts (models/model_costs.h)
+// out by hand from Note [Catalogue estimates], and a model's facts (lib/plan/model_facts.h)
 // against GPT-2 124M's published per-layer parameter count.
 #include <catch2/catch.hpp>
 

@@ -9,8 +9,8 @@
 #include "lib/hspmd/communicator.h"
 #include "lib/runtime/parallel_engine.h"
 #include "lib/runtime/trainer.h"
-#include "models/language_model.h"
-#include "models/parallel_model.h"
+#include "lib/models/language_model.h"
+#include "lib/models/parallel_model.h"
 
 using namespace hetu;
 using namespace hetu::runtime;

@@ -3,7 +3,7 @@
 // duplicated on every rank but written by one, a scalar, an empty tensor); every rank then
 // reads another layout (columns in reversed rank order, uneven rows, the whole tensor) and
 // CheckpointManager::load reads the file whole. Expected values are index-valued tensors
-// built on every rank (tests/io/box_test_utils.h). Also: a corrupted box is detected, and
+// built on every rank (tests/checkpoint/box_test_utils.h). Also: a corrupted box is detected, and
 // overlaps, holes and bad values are reported on every rank before anything is renamed.
 #include <catch2/catch.hpp>
 #include <unistd.h>
@@ -15,17 +15,17 @@
 #include <iterator>
 #include <map>
 
-#include "lib/io/sharded_checkpoint.h"
+#include "lib/checkpoint/sharded_checkpoint.h"
 #include "lib/util/error.h"
 #include "tests/hspmd/mpi/mpi_test_utils.h"
-#include "tests/io/box_test_utils.h"
+#include "tests/checkpoint/box_test_utils.h"
 
 namespace hetu::test {
 namespace {
 
 namespace fs = std::filesystem;
-using io::CheckpointManager;
-using io::TensorBox;
+using checkpoint::CheckpointManager;
+using checkpoint::TensorBox;
 
 Box box(Shape offset, Shape size) { return Box{std::move(offset), std::move(size)}; }
 
@@ -119,31 +119,31 @@ TEST_CASE("mpi sharded checkpoint: save one layout, read another, load whole", "
   std::map<std::string, std::string> my_metadata = metadata;
   my_metadata["rank"] = std::to_string(r);  // only rank 0's metadata is stored
 
-  const std::string path = io::save_sharded(ckpt, 7, layout_a(all, r, n), my_metadata, comm);
+  const std::string path = checkpoint::save_sharded(ckpt, 7, layout_a(all, r, n), my_metadata, comm);
   CHECK(agree(path == dir.str("checkpoints/step-0000007")));
   CHECK(agree(ckpt.latest() == path));
 
   std::vector<TensorBox> wanted = layout_b(all, r, n);
-  io::read_boxes(path, wanted);
+  checkpoint::read_boxes(path, wanted);
   CHECK(agree(boxes_match(all, wanted)));
 
-  const io::CheckpointData back = ckpt.load(path);
+  const checkpoint::CheckpointData back = ckpt.load(path);
   bool whole_ok = back.step == 7 && back.metadata == metadata && back.tensors.size() == all.size();
   for (const auto& [name, t] : all) {
     whole_ok = whole_ok && back.tensors.count(name) && back.tensors.at(name).shape() == t.shape() &&
                back.tensors.at(name).dtype() == t.dtype() && bytes_of(back.tensors.at(name)) == bytes_of(t);
   }
   CHECK(agree(whole_ok));
-  const io::CheckpointInfo info = io::read_info(path);
+  const checkpoint::CheckpointInfo info = checkpoint::read_info(path);
   CHECK(agree(info.sharded && info.step == 7 && info.tensors.size() == all.size() &&
               info.tensors.at("h.0.attn.c_attn.weight").shape == Shape{12, 5}));
 
   // Step 9, each rank saving the boxes rank n - 1 - r saved above; keep = 2 holds both steps.
-  const std::string path9 = io::save_sharded(ckpt, 9, layout_a(all, n - 1 - r, n), metadata, comm);
+  const std::string path9 = checkpoint::save_sharded(ckpt, 9, layout_a(all, n - 1 - r, n), metadata, comm);
   CHECK(agree(ckpt.latest() == path9 && ckpt.list() == std::vector<std::string>{path, path9}));
   std::vector<TensorBox> whole;
   for (const auto& [name, t] : all) whole.push_back({name, t.shape(), t.dtype(), full_box(t.shape()), {}});
-  io::read_boxes(path9, whole);
+  checkpoint::read_boxes(path9, whole);
   CHECK(agree(boxes_match(all, whole)));
 
   // A flipped byte in the rows the last rank wrote: found by load and by reads overlapping
@@ -169,10 +169,10 @@ TEST_CASE("mpi sharded checkpoint: save one layout, read another, load whole", "
                                                     rows({7, 6}, last).to_string());
   CHECK(agree(contains(error_of([&] { ckpt.load(copy.string()); }), mismatch)));
   std::vector<TensorBox> overlapping = {{"h.0.mlp.weight", {7, 6}, DType::f32, box({6, 0}, {1, 1}), {}}};
-  CHECK(agree(contains(error_of([&] { io::read_boxes(copy.string(), overlapping); }), mismatch)));
+  CHECK(agree(contains(error_of([&] { checkpoint::read_boxes(copy.string(), overlapping); }), mismatch)));
   if (last.offset > 0) {
     std::vector<TensorBox> apart = {{"h.0.mlp.weight", {7, 6}, DType::f32, box({0, 0}, {last.offset, 6}), {}}};
-    io::read_boxes(copy.string(), apart);
+    checkpoint::read_boxes(copy.string(), apart);
     CHECK(agree(boxes_match(all, apart)));
   }
 }
@@ -183,7 +183,7 @@ TEST_CASE("mpi sharded checkpoint: overlaps, holes and bad values fail on every 
   SharedDir dir("sharded_ckpt_errors");
   CheckpointManager ckpt(dir.str("checkpoints"), 3);
   const std::map<std::string, Tensor> all = logical_tensors();
-  const std::string first = io::save_sharded(ckpt, 1, layout_a(all, r, n), {}, comm);
+  const std::string first = checkpoint::save_sharded(ckpt, 1, layout_a(all, r, n), {}, comm);
   const auto unchanged = [&] {
     std::vector<std::string> entries;
     for (const auto& e : fs::directory_iterator(dir.path / "checkpoints")) {
@@ -199,7 +199,7 @@ TEST_CASE("mpi sharded checkpoint: overlaps, holes and bad values fail on every 
     const Tensor& t = all.at("h.0.mlp.weight");
     overlap.push_back({"h.0.mlp.weight", {7, 6}, DType::f32, box({0, 0}, {1, 6}), box_of(t, box({0, 0}, {1, 6}))});
   }
-  std::string message = error_of([&] { io::save_sharded(ckpt, 2, overlap, {}, comm); });
+  std::string message = error_of([&] { checkpoint::save_sharded(ckpt, 2, overlap, {}, comm); });
   CHECK(agree(contains(message, "save_sharded step 2: nothing was written") &&
               contains(message, "tensor h.0.mlp.weight: box [0:") && contains(message, "overlaps box [0:1, 0:6]")));
   CHECK(agree(unchanged()));
@@ -207,7 +207,7 @@ TEST_CASE("mpi sharded checkpoint: overlaps, holes and bad values fail on every 
   // Hole: rank 0 leaves out its rows of k (the second of its three qkv boxes).
   std::vector<TensorBox> hole = layout_a(all, r, n);
   if (r == 0) hole.erase(hole.begin() + 2);
-  message = error_of([&] { io::save_sharded(ckpt, 2, hole, {}, comm); });
+  message = error_of([&] { checkpoint::save_sharded(ckpt, 2, hole, {}, comm); });
   const int64_t missing = even_part(4, n, 0).size;
   CHECK(agree(contains(message, fmt::format("tensor h.0.attn.c_attn.weight: the boxes cover {} of its 60 elements; "
                                             "no rank writes [4:{}, 0:5]",
@@ -217,7 +217,7 @@ TEST_CASE("mpi sharded checkpoint: overlaps, holes and bad values fail on every 
   // Values of the wrong shape on one rank, and a shape that ranks disagree on.
   std::vector<TensorBox> bad = layout_a(all, r, n);
   if (r == n - 1) bad.front().values = zeros({1, 1});
-  message = error_of([&] { io::save_sharded(ckpt, 2, bad, {}, comm); });
+  message = error_of([&] { checkpoint::save_sharded(ckpt, 2, bad, {}, comm); });
   CHECK(agree(contains(message, fmt::format("rank {}: tensor h.0.mlp.weight: box ", n - 1)) &&
               contains(message, "needs CPU values of shape")));
   bad = layout_a(all, r, n);
@@ -228,7 +228,7 @@ TEST_CASE("mpi sharded checkpoint: overlaps, holes and bad values fail on every 
       t.values = Tensor();  // an empty box needs no values
     }
   }
-  message = error_of([&] { io::save_sharded(ckpt, 2, bad, {}, comm); });
+  message = error_of([&] { checkpoint::save_sharded(ckpt, 2, bad, {}, comm); });
   CHECK(agree(n == 1 || contains(message, "tensor empty: rank 0 saves it as (0, 4) f32, rank 1 as (0, 3) f32")));
   CHECK(agree(n == 1 || unchanged()));  // one rank cannot disagree with itself: that save succeeds
 
@@ -236,7 +236,7 @@ TEST_CASE("mpi sharded checkpoint: overlaps, holes and bad values fail on every 
   if (r == 0) std::ofstream(dir.path / "a-file") << "x";
   comm.barrier(comm.world());
   const CheckpointManager in_a_file(dir.str("a-file"), 1);
-  message = error_of([&] { io::save_sharded(in_a_file, 3, layout_a(all, r, n), {}, comm); });
+  message = error_of([&] { checkpoint::save_sharded(in_a_file, 3, layout_a(all, r, n), {}, comm); });
   CHECK(agree(contains(message, "save_sharded step 3: rank 0: checkpoint: cannot create " + dir.str("a-file"))));
 }
 

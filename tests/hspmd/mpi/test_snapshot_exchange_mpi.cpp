@@ -1,4 +1,4 @@
-// Recovery from the state snapshots of two rehearsed nodes (lib/io/snapshot_exchange.h,
+// Recovery from the state snapshots of two rehearsed nodes (lib/checkpoint/snapshot_exchange.h,
 // RecoveryStore) under mpirun: the ranks split into two "nodes", each with its own snapshot
 // root, so a rank sees only its node's files. Before the relaunch, w (4, 12) is held whole
 // by the last rank only (node 1) and b (6) by rank 0 only (node 0); after it, w is split by
@@ -14,10 +14,10 @@
 #include <fstream>
 #include <iterator>
 
-#include "lib/io/recovery_store.h"
-#include "lib/io/state_snapshot.h"
+#include "lib/checkpoint/recovery_store.h"
+#include "lib/checkpoint/state_snapshot.h"
 #include "tests/hspmd/mpi/mpi_test_utils.h"
-#include "tests/io/box_test_utils.h"
+#include "tests/checkpoint/box_test_utils.h"
 
 namespace hetu::test {
 namespace {
@@ -52,10 +52,10 @@ int64_t node_of(DeviceId r, int64_t n) { return 2 * r / n; }
 void save_before(const SharedDir& dir, int64_t step) {
   const DeviceId r = world().rank();
   const int64_t n = world().world_size();
-  const std::map<std::string, io::LocalSlot> slots = io::local_slots(before(n), r);
+  const std::map<std::string, checkpoint::LocalSlot> slots = checkpoint::local_slots(before(n), r);
   runtime::Snapshot s{step, {}, {{"data_position", fmt::format("step {}", step)}}};
   for (const auto& [name, slot] : slots) s.tensors[name] = box_of(logical(name, slot.shape, step), slot.box);
-  io::SnapshotWriter(dir.str(fmt::format("node-{}/attempt-1/rank-{}", node_of(r, n), r)), slots).save(s);
+  checkpoint::SnapshotWriter(dir.str(fmt::format("node-{}/attempt-1/rank-{}", node_of(r, n), r)), slots).save(s);
 }
 
 // Flips a byte inside the stored bytes of `value` in `file`; false when they are not found.
@@ -77,7 +77,7 @@ bool corrupt(const fs::path& file, const Tensor& value) {
 bool restored(const std::optional<runtime::Snapshot>& s, int64_t step) {
   bool ok = s.has_value() && s->step == step && s->metadata.count("data_position") &&
             s->metadata.at("data_position") == fmt::format("step {}", step);
-  const std::map<std::string, io::LocalSlot> slots = io::local_slots(after(world().world_size()), world().rank());
+  const std::map<std::string, checkpoint::LocalSlot> slots = checkpoint::local_slots(after(world().world_size()), world().rank());
   ok = ok && s->tensors.size() == slots.size();
   for (const auto& [name, slot] : slots) {
     if (!ok) break;
@@ -90,7 +90,7 @@ bool restored(const std::optional<runtime::Snapshot>& s, int64_t step) {
 std::optional<runtime::Snapshot> resume(const SharedDir& dir) {
   const DeviceId r = world().rank();
   const int64_t n = world().world_size();
-  io::RecoveryStore store(dir.str("checkpoints"), 2, after(n), world(),
+  checkpoint::RecoveryStore store(dir.str("checkpoints"), 2, after(n), world(),
                           dir.str(fmt::format("node-{}/attempt-2", node_of(r, n))));
   return store.load_latest();
 }

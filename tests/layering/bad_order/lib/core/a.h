@@ -1,0 +1,2 @@
+// Fixture for the layering check: a core header.
+#pragma once

@@ -1,0 +1,2 @@
+// Fixture for the layering check: a folder the layer order does not name.
+#pragma once
