@@ -4,14 +4,11 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
-#include "lib/weights/model_weights.h"
 #include "app/commands.h"
-#include "lib/checkpoint/llmc_checkpoint.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
-#include "lib/models/model_family.h"
+#include "lib/weights/model_weights.h"
 
 namespace hetu::app {
 

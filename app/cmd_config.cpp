@@ -2,9 +2,9 @@
 // config (TOML) on stdout; the summary and any warnings go to stderr.
 #include <cstdio>
 
-#include "lib/util/build_info.h"
 #include "app/commands.h"
 #include "lib/config/config.h"
+#include "lib/util/build_info.h"
 
 namespace hetu::app {
 

@@ -7,13 +7,13 @@
 #include <cstdio>
 #include <fmt/core.h>
 
-#include "lib/util/build_info.h"
 #include "app/commands.h"
 #include "lib/core/cuda_probe.h"
 #include "lib/hspmd/mpi_session.h"
 #include "lib/hspmd/nccl_probe.h"
 #include "lib/ops/cpu/gemm_choice.h"
 #include "lib/ops/cpu/isa.h"
+#include "lib/util/build_info.h"
 
 namespace hetu::app {
 namespace {

@@ -1,11 +1,11 @@
 // `hetu plan JOB [--set k=v]... [--top K] [--out planned.toml] [--json] [--exhaustive]`: the
-// best layouts of the layout search (layout_search.h; `--exhaustive`: every layout of the
+// best layouts of the layout search (lib/plan/planned_layouts.h; `--exhaustive`: every layout of the
 // space) priced from catalogue estimates, a ranked table (the best uniform layout always
 // shown), the best written as a runnable job file. `--evaluate`:
 // the job's own layout only (lib/plan/layout_cost.h): per stage its forward and backward time per
 // micro-batch, its peak memory per device against the device's memory and its bubble; the
 // step time, tokens/s and MFU. Without --profile the cluster's CPU types are profiled in this
-// process first (cluster_profile.h); `--profile none` prices everything from the catalogue.
+// process first (lib/profile/cluster_profile.h); `--profile none` prices everything from the catalogue.
 // A job with `data.packing = "documents"` also gets the per-batch layouts the bucket planner
 // (lib/plan/bucket_planner.h) picks for a long-tailed batch, a table per bucket next to the
 // best single strategy: from the ranked layouts that fit (named by rank), or with --evaluate
@@ -13,21 +13,17 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "lib/profile/cluster_profile.h"
 #include "app/commands.h"
+#include "lib/ops/ops.h"
+#include "lib/plan/bucket_preview.h"
 #include "lib/plan/document_strategies.h"
 #include "lib/plan/layout_cost.h"
 #include "lib/plan/planned_layouts.h"
-#include "lib/dataset/bucket_batcher.h"
-#include "lib/dataset/document_packing.h"
-#include "lib/pipeline/bucket_rows.h"
-#include "lib/ops/ops.h"
-#include "lib/plan/bucket_planner.h"
+#include "lib/profile/cluster_profile.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -93,50 +89,16 @@ void print_table(const plan::LayoutEstimate& e) {
               100 * e.flops_per_token * e.tokens_per_step / p.step_s / e.peak_flops);
 }
 
-// The layouts the search ranked that fit, named by rank ("1" holds the parameters).
-std::vector<plan::DocumentStrategy> searched_strategies(const config::LoadedConfig& loaded, const profile::Profile& profile,
-                                                        const std::vector<plan::PlannedLayout>& ranked) {
-  const plan::Link link = plan::slowest_link(loaded, profile);
-  std::vector<plan::DocumentStrategy> out;
-  for (size_t i = 0; i < ranked.size(); ++i) {
-    if (!ranked[i].fits) continue;
-    out.push_back(plan::document_strategy(std::to_string(i + 1), ranked[i].estimate, ranked[i].job.parallel,
-                                    loaded.config.training.seq_len, out.empty() ? nullptr : &link));
-    config::LoadedConfig under = loaded;
-    under.config = ranked[i].job;
-    plan::price_micro_batch_overhead(out.back(), under, profile, ranked[i].estimate);
-    if (out.size() > 1) plan::price_as_compute_copy(out.back(), out.front());
-  }
-  return out;
-}
-
-// The bucket planner on a long-tailed global batch (lib/io long_tailed_lengths, 32 to seq_len
-// tokens, the job's seed) of the job's tokens per step.
+// The bucket planner's per-batch layouts on a long-tailed batch (lib/plan/bucket_preview.h),
+// as JSON, and printed when `print`.
 nlohmann::json plan_buckets(const config::LoadedConfig& loaded, std::vector<plan::DocumentStrategy> strategies,
                             bool print) {
   const config::JobConfig& c = loaded.config;
-  const double batch_tokens = static_cast<double>(c.training.global_batch * c.training.seq_len);
-  const int64_t shortest = std::min<int64_t>(32, c.training.seq_len);
-  const std::vector<int64_t> drawn = dataset::long_tailed_lengths(static_cast<int64_t>(batch_tokens) / shortest + 1, shortest,
-                                                             c.training.seq_len, c.job.seed);
-  std::vector<int64_t> lengths;
-  double tokens = 0;
-  for (size_t i = 0; tokens < batch_tokens; ++i) {  // the last one cut to fill the batch exactly
-    lengths.push_back(std::min<int64_t>(drawn[i], static_cast<int64_t>(batch_tokens - tokens)));
-    tokens += static_cast<double>(lengths.back());
-  }
-  const plan::BucketPlanner planner(std::move(strategies),
-                                    {.max_batch_tokens = static_cast<int64_t>(tokens), .packed_rows = dataset::packed_rows});
-  const auto start = std::chrono::steady_clock::now();
-  const plan::BucketPlan plan = planner.plan(lengths);
-  const double plan_ms = 1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  plan::DocumentLoad all;
-  for (int64_t l : lengths) all.add(l);
-  all.rows = dataset::packed_rows(lengths, pipeline::bucket_row_length(c.training.seq_len, all.longest));  // as the plan's
-  size_t single = 0;
-  for (size_t s = 1; s < planner.strategies().size(); ++s)
-    if (planner.bucket_s(s, all) < planner.bucket_s(single, all)) single = s;
-  const double single_s = planner.bucket_s(single, all);
+  const plan::BucketPreview preview = plan::preview_buckets(loaded, std::move(strategies));
+  const plan::BucketPlan& plan = preview.plan;
+  const std::vector<int64_t>& lengths = preview.lengths;
+  const double plan_ms = preview.plan_ms;
+  const double single_s = preview.best_single_s;
   nlohmann::json buckets = nlohmann::json::array();
   for (const plan::PlannedBucket& b : plan.buckets) {
     buckets.push_back({{"max_len", b.max_len ? nlohmann::json(*b.max_len) : nlohmann::json(nullptr)},
@@ -155,9 +117,9 @@ nlohmann::json plan_buckets(const config::LoadedConfig& loaded, std::vector<plan
                   b.strategy.c_str(), static_cast<long long>(b.documents), b.tokens, b.predicted_s);
     }
     std::printf("  buckets %.4f s against %.4f s for the best single strategy (%s): %.2fx\n", plan.predicted_s, single_s,
-                planner.strategies()[single].name.c_str(), single_s / plan.predicted_s);
+                preview.best_single_strategy.c_str(), single_s / plan.predicted_s);
   }
-  return {{"buckets", buckets}, {"predicted_s", plan.predicted_s}, {"best_single_strategy", planner.strategies()[single].name},
+  return {{"buckets", buckets}, {"predicted_s", plan.predicted_s}, {"best_single_strategy", preview.best_single_strategy},
           {"best_single_s", single_s}, {"documents", lengths.size()}, {"plan_ms", plan_ms}};
 }
 
@@ -186,7 +148,7 @@ int run_search(const PlanOptions& options, const config::LoadedConfig& loaded,
   HT_USAGE_CHECK(!ranked.empty(), "hetu plan: no valid layout of {} for this cluster", loaded.config.source);
   // With documents, the bucket planner over the ranked layouts that fit (what auto picks from).
   const bool documents = loaded.config.data.packing == config::Packing::documents && !options.exhaustive;
-  std::vector<plan::DocumentStrategy> candidates = documents ? searched_strategies(loaded, profile, ranked)
+  std::vector<plan::DocumentStrategy> candidates = documents ? plan::searched_strategies(loaded, profile, ranked)
                                                              : std::vector<plan::DocumentStrategy>{};
   if (options.json) {
     nlohmann::json all = nlohmann::json::array();

@@ -10,11 +10,11 @@
 
 #include <cstdio>
 
-#include "lib/profile/cluster_profile.h"
 #include "app/commands.h"
 #include "lib/emulation/device_emulation.h"
 #include "lib/hspmd/mpi_session.h"
 #include "lib/ops/ops.h"
+#include "lib/profile/cluster_profile.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
 

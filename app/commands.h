@@ -8,6 +8,7 @@
 
 #include "lib/config/config.h"
 #include "lib/core/device.h"
+#include "lib/launch/supervisor.h"
 #include "lib/util/logging.h"
 
 namespace hetu::app {
@@ -25,14 +26,7 @@ struct TrainOptions : ConfigOptions {
 };
 
 struct LaunchOptions : ConfigOptions {
-  int64_t np = 0;               // ranks of the first attempt
-  int64_t min_np = 1;           // fewest ranks a relaunch may run on
-  int64_t max_restarts = 3;
-  std::string launcher = "mpirun";  // mpirun | srun
-  std::string launcher_args;    // extra launcher words (split at spaces)
-  int64_t stop_at_step = 0;     // passed on to hetu train
-  std::string log_level_flag = "info";  // passed on to hetu train
-  double finish_grace_s = 30;   // how long the launcher may take to exit after the run finished
+  launch::SupervisorOptions supervisor;  // its config_path and overrides are filled from ConfigOptions
 };
 
 struct PlanOptions : ConfigOptions {

@@ -88,18 +88,18 @@ int main(int argc, char** argv) {
       "launch", "Run hetu train under mpirun/srun and supervise it: when a rank dies, drop its device, re-plan and "
                 "relaunch from the newest state");
   add_config_options(*launch_cmd, launch, /*config_required=*/true);
-  launch_cmd->add_option("--np", launch.np, "Ranks of the first launch (one per device of the job)")->required();
-  launch_cmd->add_option("--min-np", launch.min_np, "Fewest ranks a relaunch may run on (default 1)");
-  launch_cmd->add_option("--max-restarts", launch.max_restarts, "Relaunches before giving up (default 3)")
+  launch_cmd->add_option("--np", launch.supervisor.np, "Ranks of the first launch (one per device of the job)")->required();
+  launch_cmd->add_option("--min-np", launch.supervisor.min_np, "Fewest ranks a relaunch may run on (default 1)");
+  launch_cmd->add_option("--max-restarts", launch.supervisor.max_restarts, "Relaunches before giving up (default 3)")
       ->check(CLI::NonNegativeNumber);
-  launch_cmd->add_option("--launcher", launch.launcher, "mpirun (default) or srun")
+  launch_cmd->add_option("--launcher", launch.supervisor.launcher, "mpirun (default) or srun")
       ->check(CLI::IsMember({"mpirun", "srun"}));
-  launch_cmd->add_option("--launcher-args", launch.launcher_args,
+  launch_cmd->add_option("--launcher-args", launch.supervisor.launcher_args,
                          "Extra words for the launcher, e.g. \"--mpi=pmix --gpu-bind=none\"");
-  launch_cmd->add_option("--finish-grace", launch.finish_grace_s,
+  launch_cmd->add_option("--finish-grace", launch.supervisor.finish_grace_s,
                          "Seconds the launcher may take to exit after the run finished before it is ended (default 30)")
       ->check(CLI::PositiveNumber);
-  launch_cmd->add_option("--stop-at-step", launch.stop_at_step, "Passed on to hetu train")
+  launch_cmd->add_option("--stop-at-step", launch.supervisor.stop_at_step, "Passed on to hetu train")
       ->check(CLI::NonNegativeNumber);
   launch_cmd->callback([&] { selected = [&] { return run_launch(launch); }; });
 
@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
 
   try {
     train.log_level = check.log_level = launch.log_level = parse_log_level(log_level);
-    launch.log_level_flag = log_level;
+    launch.supervisor.log_level_flag = log_level;
     return selected();
   } catch (const UsageError& error) {
     if (launcher_rank() == 0) std::fprintf(stderr, "hetu: error: %s\n", error.message().c_str());

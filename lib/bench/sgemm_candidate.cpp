@@ -1,4 +1,4 @@
-// The "sgemm candidate" rows of `hetu bench ops` (bench_sgemm_candidate.h). Interleaving the
+// The "sgemm candidate" rows of `hetu bench ops` (sgemm_candidate.h). Interleaving the
 // two (OpenBLAS, ours, OpenBLAS, ...) and taking medians lets a shared, noisy machine give
 // a fair ratio: both see the same load. On one thread each call is timed by the thread's CPU
 // clock (time spent waiting for a core is not counted), on more by the wall clock. Before

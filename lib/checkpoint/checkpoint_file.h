@@ -2,7 +2,7 @@
 // /tensors, /metadata), writing whole tensors or boxes of them (HDF5 hyperslabs), and reading
 // the catalogue, whole tensors and stored boxes. Layout: Note [Checkpoint layout]
 // (checkpoint.h) and Note [Sharded checkpoint file] (sharded_checkpoint.h). Every reading
-// problem is a hetu::UsageError naming the file. Internal to lib/io: CheckpointManager,
+// problem is a hetu::UsageError naming the file. Internal to lib/checkpoint: CheckpointManager,
 // save_sharded, read_boxes and read_info are the public entry points.
 #pragma once
 

@@ -1,6 +1,6 @@
 // HDF5 plumbing shared by checkpoint_file.cpp (writing) and checkpoint_file_reader.cpp:
 // owned identifiers, error-stack silencing, the stored type of each dtype, dataspaces and
-// box (hyperslab) selections. Internal to lib/io; includes <hdf5.h>, which only hetu_io's
+// box (hyperslab) selections. Internal to lib/checkpoint; includes <hdf5.h>, which only hetu_checkpoint's
 // own sources see.
 #pragma once
 

@@ -29,10 +29,10 @@
 #include <string>
 #include <vector>
 
+#include "lib/checkpoint/checkpoint.h"
 #include "lib/core/tensor.h"
 #include "lib/hspmd/communicator.h"
 #include "lib/hspmd/geometry.h"
-#include "lib/checkpoint/checkpoint.h"
 
 namespace hetu::checkpoint {
 

@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/hspmd/communicator.h"
 #include "lib/checkpoint/sharded_checkpoint.h"
+#include "lib/hspmd/communicator.h"
 
 namespace hetu::checkpoint {
 

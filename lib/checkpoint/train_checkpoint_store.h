@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "lib/checkpoint/checkpoint.h"
 #include "lib/hspmd/communicator.h"
 #include "lib/hspmd/tensor_placement.h"
-#include "lib/checkpoint/checkpoint.h"
 #include "lib/runtime/training_io.h"
 
 namespace hetu::checkpoint {

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/config/job_config.h"
 #include "lib/config/device_catalog.h"
+#include "lib/config/job_config.h"
 
 namespace hetu::config {
 

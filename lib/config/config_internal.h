@@ -1,6 +1,6 @@
 // Internal steps of load_job_config(), one file each: read the tables (config_parse.cpp),
 // expand the dp/tp/pp shorthand (parallel_expand.cpp), check cross-field rules
-// (config_validate.cpp). Not for use outside app/config.
+// (config_validate.cpp). Not for use outside lib/config.
 #pragma once
 
 #include <string>

@@ -7,9 +7,9 @@
 
 #include "lib/config/config_internal.h"
 #include "lib/config/device_spec.h"
+#include "lib/models/model_family.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
-#include "lib/models/model_family.h"
 
 namespace hetu::config {
 namespace {

@@ -16,10 +16,10 @@
 
 #include "lib/config/config_internal.h"
 #include "lib/config/device_spec.h"
+#include "lib/models/model_family.h"
 #include "lib/util/error.h"
 #include "lib/util/step_timer.h"
 #include "lib/util/strings.h"
-#include "lib/models/model_family.h"
 
 namespace hetu::config {
 namespace {

@@ -1,7 +1,7 @@
 // Strict, typed reading of one TOML table with error messages that name the file, the
 // line and the dotted key. Every key a reader is asked about counts as known; finish()
 // rejects the rest ("unknown key 'lrr' in [optimizer] ... did you mean 'lr'?").
-// Internal to app/config: only the parsing .cpp files include this (and TOML++).
+// Internal to lib/config: only the parsing .cpp files include this (and TOML++).
 #pragma once
 
 #include <toml++/toml.h>

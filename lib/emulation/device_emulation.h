@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "lib/config/config.h"
-#include "lib/launch/rank_map.h"
 #include "lib/hspmd/communicator.h"
+#include "lib/launch/rank_map.h"
 
 namespace hetu::emulation {
 

@@ -1,13 +1,13 @@
 // Next-token sampling: a partial sort for the top k, softmax weights relative to the largest
 // logit (no overflow), and the inverse CDF at u.
-#include "lib/models/sampling.h"
+#include "lib/inference/sampling.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
 
-namespace hetu {
+namespace hetu::inference {
 
 int32_t sample_token(const float* logits, int64_t vocab, double temperature, int64_t top_k, double u) {
   if (temperature <= 0) return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
@@ -28,4 +28,4 @@ int32_t sample_token(const float* logits, int64_t vocab, double temperature, int
   return order[static_cast<size_t>(k - 1)];
 }
 
-}  // namespace hetu
+}  // namespace hetu::inference

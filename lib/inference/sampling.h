@@ -6,10 +6,10 @@
 
 #include <cstdint>
 
-namespace hetu {
+namespace hetu::inference {
 
 // Index of the next token from logits[0..vocab): temperature <= 0 is greedy (the argmax);
 // top_k 0 (or >= vocab) samples the whole vocabulary; u is in [0, 1).
 int32_t sample_token(const float* logits, int64_t vocab, double temperature, int64_t top_k, double u);
 
-}  // namespace hetu
+}  // namespace hetu::inference

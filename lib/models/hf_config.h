@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "lib/util/error.h"
 #include "lib/models/model_config.h"
+#include "lib/util/error.h"
 
 namespace hetu {
 

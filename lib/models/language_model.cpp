@@ -6,9 +6,9 @@
 #include <string_view>
 
 #include "lib/autograd/functions.h"
+#include "lib/models/model_family.h"
 #include "lib/nn/parallel_cross_entropy.h"
 #include "lib/nn/tensor_parallel.h"
-#include "lib/models/model_family.h"
 
 namespace hetu {
 

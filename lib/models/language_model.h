@@ -14,8 +14,8 @@
 #include <span>
 #include <vector>
 
-#include "lib/nn/module.h"
 #include "lib/models/model_config.h"
+#include "lib/nn/module.h"
 
 namespace hetu {
 

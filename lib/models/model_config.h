@@ -60,7 +60,7 @@ struct ModelConfig {
 std::optional<ModelConfig> find_flavor(Arch arch, std::string_view name);
 std::vector<std::string> flavor_names(Arch arch);
 
-// Per-architecture presets, defined in models/<arch>/<arch>_flavors.cpp.
+// Per-architecture presets, defined in lib/models/<arch>/<arch>_flavors.cpp.
 const std::vector<ModelConfig>& gpt2_flavors();
 const std::vector<ModelConfig>& llama_flavors();
 

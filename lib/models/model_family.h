@@ -1,14 +1,14 @@
-// The model-family registry: one entry per family (models/<arch>/<arch>_family.cpp) with
+// The model-family registry: one entry per family (lib/models/<arch>/<arch>_family.cpp) with
 // its flavors, the job-file keys it accepts, how to build it, its sharding plan, its
 // parameter count and training-tape count (the sources of the planner's cost facts,
 // lib/plan/model_facts.h) and its
-// Hugging Face names and config.json. Code outside models/<arch>/ asks the entry instead of switching on Arch.
+// Hugging Face names and config.json. Code outside lib/models/<arch>/ asks the entry instead of switching on Arch.
 //
 //   const ModelFamily& f = model_family(Arch::llama);
 //   f.rotary_positions;                       // true: accepts rope_theta and rope_scaling
 //   const ModelFamily* g = find_model_family("gpt2");   // nullptr for an unknown name
 //
-// Adding a family: its folder models/<arch>/ (model, flavors, sharding, <arch>_family.cpp),
+// Adding a family: its folder lib/models/<arch>/ (model, flavors, sharding, <arch>_family.cpp),
 // one Arch value (model_config.h) and one line in model_families() (model_family.cpp).
 #pragma once
 
@@ -43,7 +43,7 @@ struct HfNames {
 };
 
 // Elements per token one layer's training tape holds, counted from the family's forward: what
-// each op saves for its backward (Note [Activation count] in models/<arch>/<arch>_family.cpp).
+// each op saves for its backward (Note [Activation count] in lib/models/<arch>/<arch>_family.cpp).
 // `sharded`: split over the tp ranks (q/k/v, attention output, MLP tensors); `replicated`: whole
 // on every tp rank (the residual stream, norm inputs and outputs, their statistics).
 struct TapeElements {
@@ -57,7 +57,7 @@ struct ActivationCount {
 struct ModelFamily {
   Arch arch;
   std::string_view name;                          // the job file's model.arch
-  const std::vector<ModelConfig>& (*flavors)();   // presets, models/<arch>/<arch>_flavors.cpp
+  const std::vector<ModelConfig>& (*flavors)();   // presets, lib/models/<arch>/<arch>_flavors.cpp
   // Job-file keys: which the family accepts and what an explicit shape defaults to.
   bool grouped_kv_heads;          // accepts model.kv_heads (else kv_heads == heads)
   bool rotary_positions;          // accepts rope_theta / rope_scaling (else a learned position table)
@@ -93,7 +93,7 @@ const ModelFamily* find_hf_model_family(std::string_view model_type);
 // "gpt2, llama": the names for an error message.
 std::string model_family_names();
 
-// The families' entries, defined in models/<arch>/<arch>_family.cpp.
+// The families' entries, defined in lib/models/<arch>/<arch>_family.cpp.
 const ModelFamily& gpt2_family();
 const ModelFamily& llama_family();
 

@@ -1,8 +1,8 @@
 // A family's sharding plan (from its registry entry) and their shared helpers.
 #include "lib/models/model_sharding.h"
 
-#include "lib/util/error.h"
 #include "lib/models/model_family.h"
+#include "lib/util/error.h"
 
 namespace hetu {
 

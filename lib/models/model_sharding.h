@@ -15,8 +15,8 @@
 #include <functional>
 #include <string>
 
-#include "lib/nn/tensor_parallel.h"
 #include "lib/models/language_model.h"
+#include "lib/nn/tensor_parallel.h"
 
 namespace hetu {
 

@@ -1,8 +1,8 @@
 // A rank's model part, its stage adapter and its parameters' annotations.
 #include "lib/models/parallel_model.h"
 
-#include "lib/nn/tensor_parallel.h"
 #include "lib/models/model_sharding.h"
+#include "lib/nn/tensor_parallel.h"
 
 namespace hetu {
 namespace {

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "lib/hspmd/tensor_placement.h"
+#include "lib/models/language_model.h"
 #include "lib/pipeline/parallel_layout.h"
 #include "lib/pipeline/stage_executor.h"
-#include "lib/models/language_model.h"
 
 namespace hetu {
 

@@ -9,9 +9,9 @@
 
 #include "lib/autograd/functions.h"
 #include "lib/checkpoint/h5_file.h"
-#include "lib/optim/adamw.h"
 #include "lib/models/language_model.h"
 #include "lib/models/model_family.h"
+#include "lib/optim/adamw.h"
 
 namespace hetu {
 namespace {

@@ -1,7 +1,7 @@
 // Tensor parallelism for the nn layers: how this rank's parameters are sharded over its
 // pipeline stage's tensor-parallel group, and the communication the layers deduce from it.
 //
-// A model family's sharding rule (models/<arch>/<arch>_sharding.cpp) maps a parameter's full
+// A model family's sharding rule (lib/models/<arch>/<arch>_sharding.cpp) maps a parameter's full
 // name and logical shape to a ShardingChoice: the DistState of the parameter over a group of
 // `tp` devices, on a `view` of its logical shape (the same row-major bytes, more dims). The
 // view is how a fused weight splits by head: GPT-2's c_attn.weight (3C, C) is viewed as

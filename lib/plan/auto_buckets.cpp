@@ -9,8 +9,8 @@
 #include <map>
 #include <memory>
 
-#include "lib/plan/document_strategies.h"
 #include "lib/plan/bucket_planner.h"
+#include "lib/plan/document_strategies.h"
 #include "lib/util/step_timer.h"
 
 namespace hetu::plan {

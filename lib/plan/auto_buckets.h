@@ -16,9 +16,9 @@
 #include <string>
 
 #include "lib/config/config.h"
-#include "lib/profile/profile_file.h"
 #include "lib/dataset/bucket_batcher.h"
 #include "lib/pipeline/parallel_layout.h"
+#include "lib/profile/profile_file.h"
 
 namespace hetu::plan {
 

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "lib/profile/cluster_profile.h"
 #include "lib/plan/planned_layouts.h"
+#include "lib/profile/cluster_profile.h"
 #include "lib/profile/profile_file.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"

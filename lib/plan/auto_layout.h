@@ -11,9 +11,9 @@
 #pragma once
 
 #include "lib/config/config.h"
-#include "lib/profile/profile_file.h"
-#include "lib/launch/rank_map.h"
 #include "lib/hspmd/mpi_session.h"
+#include "lib/launch/rank_map.h"
+#include "lib/profile/profile_file.h"
 
 namespace hetu::plan {
 

@@ -60,4 +60,20 @@ std::vector<plan::DocumentStrategy> job_strategies(const config::LoadedConfig& l
   return out;
 }
 
+std::vector<plan::DocumentStrategy> searched_strategies(const config::LoadedConfig& loaded, const profile::Profile& profile,
+                                                        const std::vector<PlannedLayout>& ranked) {
+  const plan::Link link = slowest_link(loaded, profile);
+  std::vector<plan::DocumentStrategy> out;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (!ranked[i].fits) continue;
+    out.push_back(document_strategy(std::to_string(i + 1), ranked[i].estimate, ranked[i].job.parallel,
+                                    loaded.config.training.seq_len, out.empty() ? nullptr : &link));
+    config::LoadedConfig under = loaded;
+    under.config = ranked[i].job;
+    price_micro_batch_overhead(out.back(), under, profile, ranked[i].estimate);
+    if (out.size() > 1) plan::price_as_compute_copy(out.back(), out.front());
+  }
+  return out;
+}
+
 }  // namespace hetu::plan

@@ -4,6 +4,7 @@
 // layouts from and what `[parallel] auto = true` plans each step's buckets from (auto_buckets.h).
 //
 //   std::vector<plan::DocumentStrategy> s = job_strategies(loaded, profile);  // "default" first
+//   std::vector<plan::DocumentStrategy> t = searched_strategies(loaded, profile, plan_layouts(loaded).ranked);
 #pragma once
 
 #include <cstdint>
@@ -11,9 +12,10 @@
 #include <vector>
 
 #include "lib/config/config.h"
-#include "lib/plan/layout_cost.h"
-#include "lib/profile/profile_file.h"
 #include "lib/plan/document_cost.h"
+#include "lib/plan/layout_cost.h"
+#include "lib/plan/planned_layouts.h"
+#include "lib/profile/profile_file.h"
 
 namespace hetu::plan {
 
@@ -39,5 +41,10 @@ config::LoadedConfig under_strategy(const config::LoadedConfig& loaded, const st
 // their devices' memory).
 std::vector<plan::DocumentStrategy> job_strategies(const config::LoadedConfig& loaded, const profile::Profile& profile,
                                                    double memory_share = plan::kComputeCopyMemoryShare);
+
+// The layouts the search ranked that fit, as strategies named by rank ("1" holds the
+// parameters, the others are compute copies beside its training state).
+std::vector<plan::DocumentStrategy> searched_strategies(const config::LoadedConfig& loaded, const profile::Profile& profile,
+                                                        const std::vector<PlannedLayout>& ranked);
 
 }  // namespace hetu::plan

@@ -9,9 +9,9 @@
 
 #include "lib/config/device_spec.h"
 #include "lib/hspmd/emulated_comm.h"
+#include "lib/plan/model_facts.h"
 #include "lib/plan/stage_estimate.h"
 #include "lib/util/error.h"
-#include "lib/plan/model_facts.h"
 
 namespace hetu::plan {
 namespace {

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "lib/config/config.h"
-#include "lib/profile/profile_file.h"
 #include "lib/plan/cost_model.h"
 #include "lib/plan/layout_search.h"
+#include "lib/profile/profile_file.h"
 
 namespace hetu::plan {
 

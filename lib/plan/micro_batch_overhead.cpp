@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <set>
 
-#include "lib/util/error.h"
 #include "lib/plan/model_facts.h"
+#include "lib/util/error.h"
 
 namespace hetu::plan {
 

@@ -16,8 +16,8 @@
 
 #include "lib/config/config.h"
 #include "lib/plan/layout_cost.h"
-#include "lib/profile/profile_file.h"
 #include "lib/plan/pipeline_time.h"
+#include "lib/profile/profile_file.h"
 
 namespace hetu::plan {
 

@@ -10,8 +10,8 @@
 
 #include <cstdint>
 
-#include "lib/plan/stage_estimate.h"
 #include "lib/models/model_config.h"
+#include "lib/plan/stage_estimate.h"
 
 namespace hetu::plan {
 

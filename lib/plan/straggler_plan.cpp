@@ -13,8 +13,8 @@
 #include "lib/config/device_spec.h"
 #include "lib/emulation/device_emulation.h"
 #include "lib/plan/layout_cost.h"
-#include "lib/plan/planned_layouts.h"
 #include "lib/plan/layout_search.h"
+#include "lib/plan/planned_layouts.h"
 #include "lib/util/error.h"
 
 namespace hetu::plan {

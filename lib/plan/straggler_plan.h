@@ -15,9 +15,9 @@
 #include <string>
 
 #include "lib/config/config.h"
-#include "lib/profile/profile_file.h"
-#include "lib/launch/rank_map.h"
 #include "lib/hspmd/communicator.h"
+#include "lib/launch/rank_map.h"
+#include "lib/profile/profile_file.h"
 #include "lib/runtime/straggler.h"
 
 namespace hetu::plan {

@@ -9,11 +9,11 @@
 
 #include "lib/config/compute_device.h"
 #include "lib/emulation/device_emulation.h"
+#include "lib/models/parallel_model.h"
+#include "lib/ops/ops.h"
 #include "lib/profile/link_probe.h"
 #include "lib/profile/profile_measure.h"
-#include "lib/ops/ops.h"
 #include "lib/util/error.h"
-#include "lib/models/parallel_model.h"
 
 namespace hetu::profile {
 namespace {

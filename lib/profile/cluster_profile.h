@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "lib/config/config.h"
-#include "lib/profile/profile_file.h"
-#include "lib/launch/rank_map.h"
 #include "lib/hspmd/communicator.h"
+#include "lib/launch/rank_map.h"
+#include "lib/profile/profile_file.h"
 
 namespace hetu::profile {
 

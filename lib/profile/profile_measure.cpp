@@ -12,8 +12,8 @@
 #include "lib/core/cuda_runtime.h"
 #include "lib/core/storage.h"
 #include "lib/nn/tensor_parallel.h"
-#include "lib/optim/adamw.h"
 #include "lib/ops/ops.h"
+#include "lib/optim/adamw.h"
 #include "lib/util/error.h"
 #include "lib/util/wait_trace.h"
 

@@ -1,6 +1,6 @@
 // What the Trainer needs from the outside, as interfaces: batches (dataset::DataLoader behind
 // it in hetu train) and checkpoint storage (checkpoint::CheckpointManager). lib/runtime sits below
-// lib/io in the layer order, so the app wires the concrete classes in.
+// lib/dataset and lib/checkpoint in the layer order, so the app wires the concrete classes in.
 #pragma once
 
 #include <cstdint>

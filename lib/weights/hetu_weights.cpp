@@ -6,13 +6,13 @@
 
 #include <filesystem>
 
-#include "lib/util/build_info.h"
-#include "lib/weights/model_weights.h"
-#include "lib/config/config.h"
 #include "lib/checkpoint/checkpoint.h"
-#include "lib/optim/adamw.h"
-#include "lib/util/error.h"
+#include "lib/config/config.h"
 #include "lib/models/model_family.h"
+#include "lib/optim/adamw.h"
+#include "lib/util/build_info.h"
+#include "lib/util/error.h"
+#include "lib/weights/model_weights.h"
 
 namespace hetu::weights {
 

@@ -8,14 +8,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "lib/weights/model_weights.h"
-#include "lib/config/config.h"
 #include "lib/checkpoint/safetensors_index.h"
+#include "lib/config/config.h"
+#include "lib/models/hf_config.h"
+#include "lib/models/model_family.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
-#include "lib/models/hf_config.h"
-#include "lib/models/model_family.h"
+#include "lib/weights/model_weights.h"
 
 namespace hetu::weights {
 

@@ -4,9 +4,9 @@
 // when that gives Vp, else Vp itself), so every row, padding included, round-trips.
 #include <fmt/core.h>
 
-#include "lib/weights/model_weights.h"
 #include "lib/checkpoint/llmc_checkpoint.h"
 #include "lib/util/error.h"
+#include "lib/weights/model_weights.h"
 
 namespace hetu::weights {
 

@@ -8,9 +8,9 @@
 
 #include "lib/weights/model_weights.h"
 #include "lib/checkpoint/llmc_checkpoint.h"
+#include "lib/models/model_family.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
-#include "lib/models/model_family.h"
 
 namespace hetu::weights {
 

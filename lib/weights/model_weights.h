@@ -1,7 +1,7 @@
 // The checkpoint formats of `hetu ckpt` around one neutral form, ModelWeights: a model's
 // parameters under hetu's names and layouts (2-D weights (out, in), embedding rows padded to
 // the padded vocab), its ModelConfig, step and job config. Each format has a load and a
-// save (cmd_ckpt_hetu.cpp, cmd_ckpt_hf.cpp, cmd_ckpt_llmc.cpp); convert is load + save.
+// save (hetu_weights.cpp, hf_weights.cpp, llmc_weights.cpp); `hetu ckpt convert` is load + save.
 //
 //   ModelWeights w = load_weights("runs/x/checkpoints", CkptFormat::hetu);
 //   save_hf_weights("hf_out", w, {DType::bf16, 5'000'000'000});   // config.json + safetensors

@@ -1,6 +1,6 @@
 // `hetu data prepare` as a function: run_data_prepare() on temp files with the byte tokenizer
 // (token counts, the val/train split, the summary line), refusal to overwrite shards, and
-// the tokenizer name check. The splitting rules themselves are tested in tests/io.
+// the tokenizer name check. The splitting rules themselves are tested in tests/dataset.
 #include "app/cmd_data.h"
 
 #include <catch2/catch.hpp>

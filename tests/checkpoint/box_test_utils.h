@@ -1,4 +1,4 @@
-// Helpers for the sharded-checkpoint tests (tests/io and tests/hspmd/mpi): tensors whose
+// Helpers for the sharded-checkpoint tests (tests/checkpoint and tests/hspmd/mpi): tensors whose
 // elements are their own flat index (so every box has distinct, predictable contents), and
 // a box cut out of a tensor by the definition, one element at a time, never by the code
 // under test.

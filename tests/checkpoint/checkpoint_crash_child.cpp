@@ -6,7 +6,7 @@
 //                                            and every step folder; check contents; "ok step N"
 //   checkpoint_crash_child bench DIR MB      save/load throughput next to raw write+fsync/read
 //                                            of the same bytes (best of 3 rounds)
-// tests/CMakeLists.txt globs tests/io/*.cpp into test_io, so this file compiles to nothing
+// tests/CMakeLists.txt globs tests/checkpoint/*.cpp into test_checkpoint, so this file compiles to nothing
 // unless HETU_CHECKPOINT_CRASH_CHILD is defined (only the checkpoint_crash_child target does).
 #ifdef HETU_CHECKPOINT_CRASH_CHILD
 

@@ -1,4 +1,4 @@
-// lib/io/checkpoint: bitwise round trips of every dtype and layout, metadata, escaping of
+// lib/checkpoint/checkpoint: bitwise round trips of every dtype and layout, metadata, escaping of
 // names, the step-folder protocol (latest pointer, keep-K pruning, replacing a step, stale
 // work folders), and refusal of corrupted, truncated and mismatched checkpoints. Expected
 // values come from loops and byte patterns written here, never from the code under test.

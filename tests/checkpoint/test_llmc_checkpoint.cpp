@@ -1,4 +1,4 @@
-// lib/io/llmc_checkpoint: a file laid out in the test from llm.c's block order (written
+// lib/checkpoint/llmc_checkpoint: a file laid out in the test from llm.c's block order (written
 // here, not by the code under test) is read back tensor by tensor; f32 and bf16 round trips;
 // and a clear UsageError for each bad header field, a truncated file and trailing bytes.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// lib/io/safetensors and safetensors_index: bitwise round trips of every dtype, a file made
+// lib/checkpoint/safetensors and safetensors_index: bitwise round trips of every dtype, a file made
 // byte by byte in the test and read back, the on-disk layout, and one rejection per
 // invariant of the untrusted-input reader (each a UsageError naming the file and tensor).
 // Sharded folders: splitting, the index, and refusal of inconsistent indexes.

@@ -1,4 +1,4 @@
-// lib/io/sharded_checkpoint in one process: read_boxes and read_info on whole-written
+// lib/checkpoint/sharded_checkpoint in one process: read_boxes and read_info on whole-written
 // (format_version 1) checkpoints, and on box-written (format_version 2) files made here by
 // several CheckpointFileWriters in turn, the way save_sharded's ranks write them (the
 // collective itself is tested under mpirun in tests/hspmd/mpi). Expected values come from

@@ -5,9 +5,9 @@
 
 #include <filesystem>
 
-#include "lib/util/build_info.h"
 #include "lib/config/config.h"
 #include "lib/config/device_spec.h"
+#include "lib/util/build_info.h"
 
 using namespace hetu;
 using namespace hetu::config;

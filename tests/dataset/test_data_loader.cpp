@@ -1,4 +1,4 @@
-// Tests for lib/io/data_loader: batches equal slices cut here from the token arrays the test
+// Tests for lib/dataset/data_loader: batches equal slices cut here from the token arrays the test
 // wrote; every token value is unique, so a batch row names the window it came from. Epochs
 // cover every window once (sequential and shuffled), positions restore exactly, replicas with
 // uneven shares read disjoint windows, and bad data or options are errors naming the cause.

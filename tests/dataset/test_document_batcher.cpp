@@ -1,4 +1,4 @@
-// Tests for data.packing = "documents" (lib/io/document_batcher via DataLoader): shards written
+// Tests for data.packing = "documents" (lib/dataset/document_batcher via DataLoader): shards written
 // here hold documents whose tokens name them (document d's tokens are 1000·d + i after the
 // separator 0), so every row can be checked against the documents cut here: each epoch
 // visits every document once, whole or in seq_len pieces, targets stop at each document's
@@ -10,8 +10,8 @@
 // data.balance_window (window_packing.h): a window's batches hold exactly the pieces of as
 // many stream-order batches, each once, none emptier; restoring inside a window is exact;
 // buckets ignore the window.
-#include "lib/dataset/data_loader.h"
 #include "lib/dataset/bucket_batcher.h"
+#include "lib/dataset/data_loader.h"
 
 #include <catch2/catch.hpp>
 

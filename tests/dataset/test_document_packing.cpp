@@ -1,4 +1,4 @@
-// Tests for lib/io/document_packing: next-fit rows, every packing holds each piece exactly once
+// Tests for lib/dataset/document_packing: next-fit rows, every packing holds each piece exactly once
 // within row capacity, replica loads against sums computed here, and the balance figure on a
 // long-tailed length distribution (32-2,048 tokens, P(L > x) falling like 1/x): balanced
 // packing brings the per-replica attention cost's max/mean to <= 1.05 where in-order packing

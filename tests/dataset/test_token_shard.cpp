@@ -1,4 +1,4 @@
-// Tests for lib/io/token_shard: the file layout checked byte by byte (read back here with
+// Tests for lib/dataset/token_shard: the file layout checked byte by byte (read back here with
 // ifstream, not with TokenShard), every corrupt form with its message, and
 // prepare_token_shards() on temp files: counts, the val/train split, eot prefixes, refusal to
 // overwrite, and cleanup after a failure.

@@ -1,4 +1,4 @@
-// Tests for lib/io/window_packing (data.balance_window): the W batches a window forms hold
+// Tests for lib/dataset/window_packing (data.balance_window): the W batches a window forms hold
 // each of the window's pieces exactly once, every batch in Σ shares rows of at most seq_len
 // and no emptier than the emptiest of the window's stream-order (next-fit) batches; the
 // per-replica attention max/mean, summed here from the rows, is no worse than one batch at a

@@ -1,4 +1,4 @@
-// Next-token sampling (lib/models/sampling.h) against the distribution it claims: many draws at
+// Next-token sampling (lib/inference/sampling.h) against the distribution it claims: many draws at
 // uniform u are counted and compared with softmax(logits / T) written out here (Pearson's
 // chi-square under a bound far above its 99.9% quantile), top-k never returns an id outside
 // the k largest logits, and temperature 0 is the argmax.
@@ -8,9 +8,9 @@
 #include <random>
 #include <vector>
 
-#include "lib/models/sampling.h"
+#include "lib/inference/sampling.h"
 
-using hetu::sample_token;
+using hetu::inference::sample_token;
 
 namespace {
 

@@ -28,7 +28,7 @@ dups=$(echo "$order" | sort | uniq -d)
 [ -z "$dups" ] || { echo "$doc names $(echo $dups) more than once"; status=1; }
 for d in lib/*/; do
   d=${d%/}
-  echo "$order" | grep -qx "$d" || { echo "$d is not in the layer order of $doc"; status=1; }
+  grep -qx "$d" <<< "$order" || { echo "$d is not in the layer order of $doc"; status=1; }
 done
 # lib/CMakeLists.txt adds the folders bottom to top, as the order lists them.
 if [ -f lib/CMakeLists.txt ]; then

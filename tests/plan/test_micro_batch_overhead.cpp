@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "lib/plan/micro_batch_overhead.h"
 #include "lib/config/config.h"
+#include "lib/plan/micro_batch_overhead.h"
 
 using namespace hetu;
 using namespace hetu::plan;

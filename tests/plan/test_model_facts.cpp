@@ -6,12 +6,12 @@
 #include "lib/autograd/functions.h"
 #include "lib/core/storage.h"
 #include "lib/models/language_model.h"
-#include "lib/plan/model_facts.h"
 #include "lib/models/model_family.h"
+#include "lib/plan/model_facts.h"
 
 using namespace hetu;
 
-TEST_CASE("model facts: GPT-2 124M per-layer parameters, FLOPs and ends", "[model_costs]") {
+TEST_CASE("model facts: GPT-2 124M per-layer parameters, FLOPs and ends", "[model_facts]") {
   const ModelConfig m = *find_flavor(Arch::gpt2, "124m");
   const plan::ModelFacts f = plan::model_facts(m, 1024, 2);
   CHECK(f.layers == 12);
@@ -24,7 +24,7 @@ TEST_CASE("model facts: GPT-2 124M per-layer parameters, FLOPs and ends", "[mode
   CHECK(f.hidden_bytes_per_token == 768 * 2);
 }
 
-TEST_CASE("model facts: an untied LLaMA's head is its own tensor", "[model_costs]") {
+TEST_CASE("model facts: an untied LLaMA's head is its own tensor", "[model_facts]") {
   ModelConfig m = *find_flavor(Arch::llama, "tiny");
   m.tie_embeddings = false;
   const plan::ModelFacts f = plan::model_facts(m, 64, 4);
@@ -38,7 +38,7 @@ TEST_CASE("model facts: an untied LLaMA's head is its own tensor", "[model_costs
 // against what the CPU allocator holds after a forward with the tape: every layer's kept
 // tensors, the final norm's input and the fused head's gradients (model_facts). And the
 // backward's peak beyond that and the gradients against the counted workspace.
-TEST_CASE("model facts: the counted training tape is what the allocator holds", "[model_costs]") {
+TEST_CASE("model facts: the counted training tape is what the allocator holds", "[model_facts]") {
   for (const Arch arch : {Arch::gpt2, Arch::llama}) {
     ModelConfig m = *find_flavor(arch, "tiny");
     m.layers = 3;

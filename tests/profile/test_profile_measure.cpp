@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "lib/profile/profile_measure.h"
 #include "lib/ops/ops.h"
+#include "lib/profile/profile_measure.h"
 #include "lib/util/error.h"
 
 using namespace hetu;

@@ -7,10 +7,10 @@
 #include <cmath>
 
 #include "lib/hspmd/communicator.h"
-#include "lib/runtime/parallel_engine.h"
-#include "lib/runtime/trainer.h"
 #include "lib/models/language_model.h"
 #include "lib/models/parallel_model.h"
+#include "lib/runtime/parallel_engine.h"
+#include "lib/runtime/trainer.h"
 
 using namespace hetu;
 using namespace hetu::runtime;

@@ -7,11 +7,11 @@
 #include <cstring>
 #include <fstream>
 
-#include "lib/weights/model_weights.h"
-#include "lib/config/config.h"
 #include "lib/checkpoint/safetensors.h"
-#include "lib/util/error.h"
+#include "lib/config/config.h"
 #include "lib/models/language_model.h"
+#include "lib/util/error.h"
+#include "lib/weights/model_weights.h"
 #include "tests/temp_dir.h"
 
 using namespace hetu;

@@ -5,12 +5,12 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "lib/checkpoint/safetensors_index.h"
+#include "lib/config/config.h"
+#include "lib/models/model_family.h"
+#include "lib/plan/model_facts.h"
 #include "lib/util/build_info.h"
 #include "lib/weights/model_weights.h"
-#include "lib/config/config.h"
-#include "lib/checkpoint/safetensors_index.h"
-#include "lib/plan/model_facts.h"
-#include "lib/models/model_family.h"
 #include "tests/temp_dir.h"
 
 using namespace hetu;

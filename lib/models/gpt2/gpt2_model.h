@@ -8,10 +8,10 @@
 #include <memory>
 #include <vector>
 
+#include "lib/models/language_model.h"
 #include "lib/nn/embedding.h"
 #include "lib/nn/linear.h"
 #include "lib/nn/norm.h"
-#include "lib/models/language_model.h"
 
 namespace hetu {
 

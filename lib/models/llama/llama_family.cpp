@@ -2,8 +2,8 @@
 // LM head tied per flavor, HF's LlamaForCausalLM names (hetu's names are HF's).
 #include <fmt/core.h>
 
-#include "lib/models/llama/llama_model.h"
 #include "lib/models/hf_config.h"
+#include "lib/models/llama/llama_model.h"
 #include "lib/models/model_family.h"
 
 namespace hetu {

@@ -17,8 +17,8 @@
 
 #include "lib/checkpoint/sharded_checkpoint.h"
 #include "lib/util/error.h"
-#include "tests/hspmd/mpi/mpi_test_utils.h"
 #include "tests/checkpoint/box_test_utils.h"
+#include "tests/hspmd/mpi/mpi_test_utils.h"
 
 namespace hetu::test {
 namespace {

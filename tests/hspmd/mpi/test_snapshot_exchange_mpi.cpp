@@ -16,8 +16,8 @@
 
 #include "lib/checkpoint/recovery_store.h"
 #include "lib/checkpoint/state_snapshot.h"
-#include "tests/hspmd/mpi/mpi_test_utils.h"
 #include "tests/checkpoint/box_test_utils.h"
+#include "tests/hspmd/mpi/mpi_test_utils.h"
 
 namespace hetu::test {
 namespace {
