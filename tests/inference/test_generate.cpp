@@ -16,6 +16,7 @@
 #include "lib/tokenize/byte_tokenizer.h"
 #include "lib/util/error.h"
 #include "tests/temp_dir.h"
+#include "tests/usage_error.h"
 
 using namespace hetu;
 using namespace hetu::inference;
@@ -44,15 +45,6 @@ int32_t greedy_next(LanguageModel& model, const std::vector<int32_t>& ids, int64
   const int64_t V = logits.size(-1);
   const float* last = logits.data<float>() + (logits.size(1) - 1) * V;
   return static_cast<int32_t>(std::max_element(last, last + std::min(V, vocab)) - last);
-}
-
-std::string usage_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.message();
-  }
-  return "(no UsageError)";
 }
 
 }  // namespace
@@ -104,7 +96,7 @@ TEST_CASE("generate: a prompt's ids, the fallback for an empty one, the context 
   CHECK(prompt_ids(TestTokenizer(-1), "Hi", 8) == std::vector<int32_t>{72, 105});
   CHECK(prompt_ids(TestTokenizer(-1), "", 8) == std::vector<int32_t>{10});  // a newline
   CHECK(prompt_ids(TestTokenizer(0), "", 8) == std::vector<int32_t>{0});    // the end-of-text id
-  CHECK(usage_message([] { prompt_ids(TestTokenizer(-1), "abcd", 4); }) ==
+  CHECK(test::usage_error_message([] { prompt_ids(TestTokenizer(-1), "abcd", 4); }) ==
         "the prompt is 4 tokens; the model's context is 4");
 }
 
@@ -116,12 +108,12 @@ TEST_CASE("model logits: a tokens file's ids, and every error naming the file an
   CHECK(rows.shape() == Shape{2, 3});
   CHECK(to_vector(rows) == std::vector<double>{1, 2, 3, 4, 5, 6});
   dir.write("ragged.txt", "1 2 3\n4 5\n");
-  CHECK(usage_message([&] { read_token_rows(dir.file("ragged.txt"), config); }) ==
+  CHECK(test::usage_error_message([&] { read_token_rows(dir.file("ragged.txt"), config); }) ==
         dir.file("ragged.txt") + ":2: 2 ids, the first line had 3");
   dir.write("big.txt", "1 " + std::to_string(config.vocab) + "\n");
-  CHECK(usage_message([&] { read_token_rows(dir.file("big.txt"), config); }) ==
+  CHECK(test::usage_error_message([&] { read_token_rows(dir.file("big.txt"), config); }) ==
         dir.file("big.txt") + ":1: '" + std::to_string(config.vocab) + "' is not a token id in [0, " +
             std::to_string(config.vocab) + ")");
   dir.write("empty.txt", "\n \n");
-  CHECK(usage_message([&] { read_token_rows(dir.file("empty.txt"), config); }) == dir.file("empty.txt") + ": no token ids");
+  CHECK(test::usage_error_message([&] { read_token_rows(dir.file("empty.txt"), config); }) == dir.file("empty.txt") + ": no token ids");
 }

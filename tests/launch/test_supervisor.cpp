@@ -12,20 +12,12 @@
 #include "lib/util/build_info.h"
 #include "lib/util/error.h"
 #include "tests/temp_dir.h"
+#include "tests/usage_error.h"
 
 using namespace hetu;
 using namespace hetu::launch;
 
 namespace {
-
-std::string usage_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.message();
-  }
-  return "(no UsageError)";
-}
 
 using Words = std::vector<std::string>;
 
@@ -72,17 +64,17 @@ TEST_CASE("supervisor: the launcher, --np and --min-np are checked before anythi
   SupervisorOptions o;
   o.np = 2;
   o.launcher = "torchrun";
-  CHECK(usage_message([&] { check_supervisor_options(o); }) == "launch: --launcher must be mpirun or srun, got 'torchrun'");
+  CHECK(test::usage_error_message([&] { check_supervisor_options(o); }) == "launch: --launcher must be mpirun or srun, got 'torchrun'");
   o.launcher = "srun";
   o.min_np = 3;
-  CHECK(usage_message([&] { check_supervisor_options(o); }) == "launch: need 1 <= --min-np <= --np, got --np 2 --min-np 3");
+  CHECK(test::usage_error_message([&] { check_supervisor_options(o); }) == "launch: need 1 <= --min-np <= --np, got --np 2 --min-np 3");
   o.min_np = 1;
-  CHECK(usage_message([&] { check_supervisor_options(o); }) == "(no UsageError)");
+  CHECK(test::usage_error_message([&] { check_supervisor_options(o); }) == "(no usage error)");
   // The embedded quickstart job: one CPU device.
   const config::LoadedConfig loaded = config::load_job_config_text(default_job_toml(), "t.toml", {});
   REQUIRE(loaded.config.strategy_devices().size() == 1);
-  CHECK(usage_message([&] { check_supervisor_job(o, loaded.config); }) ==
+  CHECK(test::usage_error_message([&] { check_supervisor_job(o, loaded.config); }) ==
         "launch: --np 2 but the [parallel] groups of t.toml name 1 device(s)");
   o.np = 1;
-  CHECK(usage_message([&] { check_supervisor_job(o, loaded.config); }) == "(no UsageError)");
+  CHECK(test::usage_error_message([&] { check_supervisor_job(o, loaded.config); }) == "(no usage error)");
 }

@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 
+#include "tests/usage_error.h"
 #include "lib/tokenize/byte_tokenizer.h"
 #include "lib/tokenize/gpt2_tokenizer.h"
 #include "lib/util/error.h"
@@ -77,15 +78,6 @@ std::string error_message(const std::function<void()>& body) {
     return e.message();
   }
   return "(no error)";
-}
-
-std::string usage_error_message(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const hetu::UsageError& e) {
-    return e.message();
-  }
-  return "(no usage error)";
 }
 
 }  // namespace
@@ -188,44 +180,44 @@ TEST_CASE("gpt2 decode names an out-of-range id", "[tokenizer]") {
 
 TEST_CASE("gpt2 vocab errors name the file", "[tokenizer]") {
   const std::string missing = (fs::temp_directory_path() / "hetu_no_such_vocab_dir").string();
-  CHECK_THAT(usage_error_message([&] { Gpt2Tokenizer tok(missing); }),
+  CHECK_THAT(hetu::test::usage_error_message([&] { Gpt2Tokenizer tok(missing); }),
              Catch::Contains("vocab directory " + missing + " does not exist"));
-  CHECK_THAT(usage_error_message([] { (void)hetu::tokenize::make_tokenizer(hetu::tokenize::TokenizerKind::gpt2, ""); }),
+  CHECK_THAT(hetu::test::usage_error_message([] { (void)hetu::tokenize::make_tokenizer(hetu::tokenize::TokenizerKind::gpt2, ""); }),
              Catch::Contains("gpt2 tokenizer needs a vocab directory"));
 
   TempDir dir("errors");
-  CHECK_THAT(usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
+  CHECK_THAT(hetu::test::usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
              Catch::Contains("cannot read " + (dir.path / "encoder.json").string()));
 
   copy_real_vocab(dir);
   dir.write("encoder.json", "{\"a\": 0, ");
-  CHECK_THAT(usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
+  CHECK_THAT(hetu::test::usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
              Catch::Contains((dir.path / "encoder.json").string() + ": not valid JSON"));
   dir.write("encoder.json", "[1, 2, 3]");
-  CHECK_THAT(usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
+  CHECK_THAT(hetu::test::usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
              Catch::Contains("encoder.json: expected a JSON object mapping token strings to ids, got array"));
   dir.write("encoder.json", "{\"a\": \"zero\"}");
-  CHECK_THAT(usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
+  CHECK_THAT(hetu::test::usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
              Catch::Contains("encoder.json: token \"a\": expected an integer id"));
   dir.write("encoder.json", "{\"a\": 0, \"b\": 0}");
-  CHECK_THAT(usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }), Catch::Contains("is duplicated"));
+  CHECK_THAT(hetu::test::usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }), Catch::Contains("is duplicated"));
   dir.write("encoder.json", "{\"<|endoftext|>\": 0}");
-  CHECK_THAT(usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
+  CHECK_THAT(hetu::test::usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
              Catch::Contains("encoder.json: no token for byte 0x00 (U+0100)"));
 
   fs::remove(dir.path / "encoder.json");
   fs::copy_file(fs::path(kVocabDir) / "encoder.json", dir.path / "encoder.json");
   fs::remove(dir.path / "vocab.bpe");
-  CHECK_THAT(usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
+  CHECK_THAT(hetu::test::usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
              Catch::Contains("cannot read " + (dir.path / "vocab.bpe").string()));
   dir.write("vocab.bpe", "#version: 0.2\n\xc4\xa0 t\nxqzxqzxqz t\n");
-  CHECK_THAT(usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
+  CHECK_THAT(hetu::test::usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
              Catch::Contains("vocab.bpe:3: unknown symbol \"xqzxqzxqz\" (not in encoder.json)"));
   dir.write("vocab.bpe", "#version: 0.2\nt  h\n");
-  CHECK_THAT(usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
+  CHECK_THAT(hetu::test::usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
              Catch::Contains("vocab.bpe:2: expected two symbols separated by one space"));
   dir.write("vocab.bpe", "#version: 0.2\n\xc4\xa0the \xc4\xa0the\n");
-  CHECK_THAT(usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
+  CHECK_THAT(hetu::test::usage_error_message([&] { Gpt2Tokenizer tok(dir.path.string()); }),
              Catch::Contains("vocab.bpe:2: the merge of \"\xc4\xa0the \xc4\xa0the\" is not a token of encoder.json"));
 }
 
