@@ -24,8 +24,12 @@ std::vector<ReplicaSection> expand_shorthand(const ParallelShorthand& shorthand,
 std::vector<std::string> validate_job_config(const JobConfig& config, const DeviceCatalog& catalog,
                                              const SourceMap& sources);
 
-// Reads a device catalogue file ([[device]] tables) into `catalog`.
+// Reads a device catalogue file ([[device]] tables) into `catalog`; the same from text, `where`
+// naming it in errors (the builtin table: builtin_devices_toml()).
 void read_device_catalog_file(const std::string& path, DeviceCatalog& catalog);
+void read_device_catalog_text(std::string_view text, const std::string& where, DeviceCatalog& catalog);
+// lib/config/builtin_devices.toml's text (generated from builtin_devices.cpp.in).
+std::string_view builtin_devices_toml();
 
 // Parses TOML text; syntax errors become UsageError "<source>:<line>:<col>: TOML syntax error: ...".
 toml::table parse_toml_text(std::string_view text, const std::string& source_name);

@@ -1,25 +1,21 @@
-// Builtin device types (vendor datasheet peaks, dense, no sparsity) and catalogue lookup.
+// The builtin device types (lib/config/builtin_devices.toml: vendor datasheet peaks, dense, no
+// sparsity, sources cited there) and catalogue lookup.
 #include "lib/config/device_catalog.h"
 
 #include <algorithm>
+
+#include "lib/config/config_internal.h"
 
 namespace hetu::config {
 
 std::string_view to_string(DeviceKind kind) { return kind == DeviceKind::cpu ? "cpu" : "gpu"; }
 
 DeviceCatalog DeviceCatalog::builtin() {
-  DeviceCatalog catalog;
-  //           name          kind              bf16    fp32   memory GiB  bandwidth GB/s
-  catalog.add({"cpu",        DeviceKind::cpu,   0.0,    0.2,   0,          20});
-  catalog.add({"T4",         DeviceKind::gpu,   0.0,    8.1,   16,         320});
-  catalog.add({"A10",        DeviceKind::gpu,   125.0,  31.2,  24,         600});
-  catalog.add({"RTX-4090",   DeviceKind::gpu,   165.2,  82.6,  24,         1008});
-  catalog.add({"L40S",       DeviceKind::gpu,   362.0,  91.6,  48,         864});
-  catalog.add({"A100-40G",   DeviceKind::gpu,   312.0,  19.5,  40,         1555});
-  catalog.add({"A100-80G",   DeviceKind::gpu,   312.0,  19.5,  80,         2039});
-  catalog.add({"H100-PCIe",  DeviceKind::gpu,   756.0,  51.2,  80,         2000});
-  catalog.add({"H100-80G",   DeviceKind::gpu,   989.0,  67.0,  80,         3350});
-  catalog.add({"H200-141G",  DeviceKind::gpu,   989.0,  67.0,  141,        4800});
+  static const DeviceCatalog catalog = [] {
+    DeviceCatalog c;
+    read_device_catalog_text(builtin_devices_toml(), "lib/config/builtin_devices.toml", c);
+    return c;
+  }();
   return catalog;
 }
 

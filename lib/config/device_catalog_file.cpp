@@ -23,7 +23,11 @@ void read_device_catalog_file(const std::string& path, DeviceCatalog& catalog) {
   HT_USAGE_CHECK(in.good() && !std::filesystem::is_directory(path), "cannot read device catalogue file {}", path);
   std::ostringstream text;
   text << in.rdbuf();
-  toml::table root = parse_toml_text(text.str(), path);
+  read_device_catalog_text(text.str(), path, catalog);
+}
+
+void read_device_catalog_text(std::string_view text, const std::string& path, DeviceCatalog& catalog) {
+  toml::table root = parse_toml_text(text, path);
   SourceMap sources(path);
   TableReader reader(root, "", sources);
   std::vector<TableReader> devices = reader.get_table_array("device");

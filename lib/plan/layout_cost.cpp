@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -10,6 +11,7 @@
 #include "lib/config/device_spec.h"
 #include "lib/hspmd/emulated_comm.h"
 #include "lib/plan/model_facts.h"
+#include "lib/plan/profiled_link.h"
 #include "lib/plan/stage_estimate.h"
 #include "lib/util/error.h"
 
@@ -38,14 +40,6 @@ plan::Link declared_link(const config::NodeSection& node, bool gpu) {
   return link;
 }
 
-// The measured curve of `type`'s links of `scope`, if the profile has one.
-const profile::LinkProfile* profiled_link(const profile::Profile& profile, const std::string& type, const char* scope) {
-  for (const profile::LinkProfile& l : profile.links) {
-    if (l.hosts.empty() && l.device_type == type && l.scope == scope) return &l;
-  }
-  return nullptr;
-}
-
 // The p2p link the profile measured between nodes a and b (a == b: within the node), if any.
 const profile::LinkProfile* measured_p2p(const profile::Profile& profile, const std::string& a, const std::string& b) {
   for (const profile::LinkProfile& l : profile.links) {
@@ -61,12 +55,13 @@ const profile::LinkProfile* measured_p2p(const profile::Profile& profile, const 
 
 // The link between devices of nodes a and b: the emulated one when either node emulates
 // (the slower side, as the emulation does: slower_link), else the profile's curve for the
-// nodes' device type (the slower of the two types), else the slower side of the declared
-// networks (link_gbps, link_latency_us), else the assumption. Between nodes, a
-// non-emulated link is shared by the `flows` transfers a node makes at once (Note [Link
-// sharing]); the emulation delays every message on its own.
+// nodes' device types and the GPUs of each taking part (`flows` on a, `peer_flows` on b;
+// lib/plan/profiled_link.h), else the slower side of the declared networks (link_gbps,
+// link_latency_us), else the assumption. Between nodes, a non-emulated link is shared by the
+// `flows` transfers a node makes at once (Note [Link sharing]); the emulation delays every
+// message on its own.
 plan::Link link_between(const config::JobConfig& c, const profile::Profile& profile, const std::string& a,
-                        const std::string& b, bool gpu, int64_t flows) {
+                        const std::string& b, bool gpu, int64_t flows, int64_t peer_flows) {
   if (const profile::LinkProfile* measured = measured_p2p(profile, a, b)) {
     return {measured->gbps > 0 ? measured->gbps * 1e9 / 8 : 0.0, measured->latency_us * 1e-6};
   }
@@ -79,32 +74,22 @@ plan::Link link_between(const config::JobConfig& c, const profile::Profile& prof
                                           {nb.emulate_link_gbps, nb.emulate_link_latency_us});
     return {link.gbps * 1e9 / 8, link.latency_us * 1e-6};
   }
-  const char* scope = a == b ? "within" : "between";
   plan::Link best = assumed_link(gpu, true);
   if (a != b) {
     const plan::Link la = declared_link(na, gpu), lb = declared_link(nb, gpu);
     best = {std::min(la.bytes_per_s, lb.bytes_per_s), std::max(la.latency_s, lb.latency_s)};
   }
-  bool found = false;
-  for (const std::string* type : {&na.device_type, &nb.device_type}) {
-    if (const profile::LinkProfile* l = profiled_link(profile, *type, scope)) {
-      const plan::Link measured = l->bandwidth_gbs_poly.empty()
-                                      ? plan::Link{l->gbps > 0 ? l->gbps * 1e9 / 8 : 0.0, l->latency_us * 1e-6}
-                                      : plan::Link{0, l->latency_us * 1e-6, {l->bandwidth_gbs_poly, l->max_bytes_per_s}};
-      if (!found || measured.transfer_s(1e6) > best.transfer_s(1e6)) best = measured;
-      found = true;
-    }
+  if (const profile::LinkProfile* l = profiled_curve(profile, a == b ? "within" : "between",
+                                                     {na.device_type, flows}, {nb.device_type, peer_flows})) {
+    best = curve_link(*l);
   }
   if (a != b) best.shared_by = flows;
   return best;
 }
 
-// The most devices of `devices` on one host: the transfers that share a node's link at once.
-int64_t devices_per_host(const std::vector<config::DeviceId>& devices) {
-  std::map<std::string, int64_t> count;
-  int64_t most = 0;
-  for (const config::DeviceId& d : devices) most = std::max(most, ++count[d.host]);
-  return most;
+// The devices of `devices` on `host`.
+int64_t devices_on(const std::vector<config::DeviceId>& devices, const std::string& host) {
+  return std::count_if(devices.begin(), devices.end(), [&](const config::DeviceId& d) { return d.host == host; });
 }
 
 // The slowest of a list of links (compared at a megabyte; the first of equals).
@@ -123,13 +108,16 @@ std::vector<std::string> hosts_of(const std::vector<config::DeviceId>& devices) 
   return hosts;
 }
 
-// The slowest link between any device of `from` and any of `to`.
+// The slowest link between any device of `from` and any of `to`, each priced with the devices
+// of `from` and `to` on its two nodes taking part at once (at most `most_flows` of a node).
 plan::Link slowest_link(const config::JobConfig& c, const profile::Profile& profile,
-                        const std::vector<config::DeviceId>& from, const std::vector<config::DeviceId>& to, bool gpu) {
-  const int64_t flows = devices_per_host(from);
+                        const std::vector<config::DeviceId>& from, const std::vector<config::DeviceId>& to, bool gpu,
+                        int64_t most_flows = std::numeric_limits<int64_t>::max()) {
   std::vector<plan::Link> found;
   for (const std::string& a : hosts_of(from))
-    for (const std::string& b : hosts_of(to)) found.push_back(link_between(c, profile, a, b, gpu, flows));
+    for (const std::string& b : hosts_of(to))
+      found.push_back(link_between(c, profile, a, b, gpu, std::min(devices_on(from, a), most_flows),
+                                   std::min(devices_on(to, b), most_flows)));
   return slowest_of(found);
 }
 
@@ -292,8 +280,13 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const profile
       rates.memory_bytes_per_s = type.memory_bandwidth_gbs * 1e9;
       rates.tp = slowest_link(c, profile, stage.devices, stage.devices, gpu);
       rates.tp.shared_by = 1;  // a tp ring crosses a node boundary once each way
-      if (s + 1 < replica.stages.size())
-        rates.next_stage = slowest_link(c, profile, stage.devices, replica.stages[s + 1].devices, gpu);
+      if (s + 1 < replica.stages.size()) {
+        const config::StageSection& next = replica.stages[s + 1];
+        rates.next_stage_tp = next.tp();
+        rates.next_stage = slowest_link(c, profile, stage.devices, next.devices, gpu, std::min(stage.tp(), next.tp()));
+        rates.next_stage_gather = slowest_link(c, profile, next.devices, next.devices, gpu);
+        rates.next_stage_gather.shared_by = 1;  // a ring crosses a node boundary once each way
+      }
       // The gradient sync spans every replica's devices (a split collective between unlike replicas).
       std::vector<config::DeviceId> everyone;
       for (const config::ReplicaSection& other : c.parallel.replicas)
@@ -353,7 +346,7 @@ plan::SearchCluster search_cluster(const config::LoadedConfig& loaded, const pro
   for (size_t a = 0; a < c.cluster.nodes.size(); ++a) {
     cluster.links.emplace_back();
     for (const config::NodeSection& other : c.cluster.nodes)
-      cluster.links.back().push_back(link_between(c, profile, c.cluster.nodes[a].host, other.host, gpu[a], 1));
+      cluster.links.back().push_back(link_between(c, profile, c.cluster.nodes[a].host, other.host, gpu[a], 1, 1));
   }
   return cluster;
 }

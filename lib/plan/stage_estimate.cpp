@@ -35,6 +35,25 @@ double ring_all_reduce_s(double bytes, int64_t members, const Link& link) {
   return 2 * (p - 1) * link.transfer_s(bytes / p);
 }
 
+// Note [Stage edges]: the activation leaving a stage is whole on each of its tp ranks, and the
+// next stage needs it whole on each of its own. Priced as sent once, not once per rank (what
+// Megatron's scatter-gather does, and what the measured GPU jobs show: Sailor's tp-8 RTX jobs
+// take ~1/8 of the per-rank-copy price, scripts/bench/plan_real.sh): the next stage's
+// k = next_stage_tp ranks each receive a 1/k slice from one of min(tp, k) senders, then
+// all-gather the slices among themselves; the gradient goes back mirrored (a reduce-scatter
+// among the k ranks, then the slices), so one send_s stands for both ways. The senders on a
+// node share its link (Link::shared_by, set by the caller to the senders taking part at once).
+// With k = 1 it is one send. hetu's own executor still sends a copy per rank (the HSPMD
+// point_to_point transition); until it sends slices, CPU-rank predictions of tp > 1 edges
+// are that much low.
+double stage_edge_s(double hidden_bytes, int64_t tp, const DeviceRates& rates) {
+  const int64_t k = std::max<int64_t>(1, rates.next_stage_tp);
+  const double senders = static_cast<double>(std::min(tp, k));
+  const double slice = hidden_bytes / static_cast<double>(k);
+  const double gather = static_cast<double>(k - 1) * rates.next_stage_gather.transfer_s(slice);
+  return rates.next_stage.transfer_s(hidden_bytes / senders) + gather;
+}
+
 StageCost estimate_stage(const ModelFacts& facts, const StageShape& shape, const DeviceRates& rates) {
   HT_USAGE_CHECK(shape.first_layer >= 0 && shape.last_layer >= shape.first_layer && shape.last_layer < facts.layers,
                  "stage estimate: layers {}-{} of a {}-layer model", shape.first_layer, shape.last_layer, facts.layers);
@@ -78,7 +97,7 @@ StageCost estimate_stage(const ModelFacts& facts, const StageShape& shape, const
     c.attention_forward_s = layers * facts.layer_attention_flops_per_token * tokens / tp / rates.flops_per_s;
     c.attention_backward_s = 2 * c.attention_forward_s;
   }
-  c.times.send_s = shape.last ? 0 : rates.next_stage.transfer_s(hidden_bytes);
+  c.times.send_s = shape.last ? 0 : stage_edge_s(hidden_bytes, shape.tp, rates);
   c.param_bytes = 4 * params / tp;
   // Activations: a profile's bytes per device where it measured them, the family's count
   // (split over tp where the tensor is) where not. A measured LM head's bytes stay held at the

@@ -72,7 +72,11 @@ struct DeviceRates {
   double flops_per_s = 0;          // sustained: peak x efficiency (/ emulate_slowdown)
   double memory_bytes_per_s = 0;   // for the optimizer step
   Link tp;                         // between the stage's tp ranks
-  Link next_stage;                 // to the next stage's devices
+  Link next_stage;                 // to the next stage's devices (shared by the stage's senders on a node)
+  // A stage edge under tp (Note [Stage edges]): the next stage's tp, its slices' count, and the
+  // link among its devices that all-gathers them.
+  int64_t next_stage_tp = 1;
+  Link next_stage_gather;
   Link replicas;                   // to the other replicas holding the same parameters
   std::optional<MeasuredTimes> measured;  // when set, replaces the FLOP-based compute (split over tp)
   std::optional<MeasuredMemory> measured_memory;  // when set, replaces the estimated activations
@@ -99,5 +103,8 @@ StageCost estimate_stage(const ModelFacts& facts, const StageShape& shape, const
 
 // A ring all_reduce of `bytes` over `members` on `link`: 2(p-1) steps of bytes/p.
 double ring_all_reduce_s(double bytes, int64_t members, const Link& link);
+
+// The activation of `hidden_bytes` from a stage of `tp` ranks to the next one (Note [Stage edges]).
+double stage_edge_s(double hidden_bytes, int64_t tp, const DeviceRates& rates);
 
 }  // namespace hetu::plan

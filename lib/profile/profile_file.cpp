@@ -93,9 +93,12 @@ LinkProfile read_link(const toml::table& t, const std::string& where_table) {
         HT_USAGE_CHECK(h.is_string(), "{}: expected a list of host names", where);
         l.hosts.push_back(*h.value<std::string>());
       }
-    } else if (key == "device_type") {
+    } else if (key == "device_type" || key == "peer_type") {
       HT_USAGE_CHECK(value.is_string(), "{}: expected a string", where);
-      l.device_type = *value.value<std::string>();
+      (key == "device_type" ? l.device_type : l.peer_type) = *value.value<std::string>();
+    } else if (key == "gpus" || key == "peer_gpus") {
+      HT_USAGE_CHECK(value.is_integer() && *value.value<int64_t>() >= 1, "{}: expected an integer >= 1", where);
+      (key == "gpus" ? l.gpus : l.peer_gpus) = *value.value<int64_t>();
     } else if (key == "bandwidth_gbs_poly") {
       const toml::array* poly = value.as_array();
       HT_USAGE_CHECK(poly != nullptr && !poly->empty(), "{}: expected a list of coefficients", where);
@@ -120,6 +123,10 @@ LinkProfile read_link(const toml::table& t, const std::string& where_table) {
                  "curve for that type's links)", where_table);
   HT_USAGE_CHECK(l.hosts.empty() || l.bandwidth_gbs_poly.empty(), "{}: bandwidth_gbs_poly is for a device_type's "
                  "links, not a measured one between hosts", where_table);
+  HT_USAGE_CHECK(l.hosts.empty() || (l.gpus == 0 && l.peer_type.empty() && l.peer_gpus == 0), "{}: gpus, peer_type "
+                 "and peer_gpus are for a device_type's curves, not a measured link between hosts", where_table);
+  HT_USAGE_CHECK(l.scope == "between" || (l.peer_type.empty() && l.peer_gpus == 0), "{}: peer_type and peer_gpus "
+                 "are for links between nodes (scope = \"between\")", where_table);
   return l;
 }
 
@@ -142,6 +149,9 @@ std::string to_toml(const Profile& profile, const std::string& header) {
     out += fmt::format("\n[[link]]\nkind = \"{}\"\nscope = \"{}\"\n", l.kind, l.scope);
     if (!l.hosts.empty()) out += fmt::format("hosts = [{}]\n", hosts);
     if (!l.device_type.empty()) out += fmt::format("device_type = \"{}\"\n", l.device_type);
+    if (l.gpus > 0) out += fmt::format("gpus = {}\n", l.gpus);
+    if (!l.peer_type.empty()) out += fmt::format("peer_type = \"{}\"\n", l.peer_type);
+    if (l.peer_gpus > 0) out += fmt::format("peer_gpus = {}\n", l.peer_gpus);
     out += fmt::format("ranks = {}\ngbps = {:.6g}\nlatency_us = {:.6g}\n", l.ranks, l.gbps, l.latency_us);
     if (!l.bandwidth_gbs_poly.empty()) {
       std::string poly;

@@ -16,6 +16,8 @@
 //   kind = "p2p"   scope = "between"   hosts = ["fast", "slow"]   ranks = 2   gbps = 0.98   latency_us = 212
 //   [[link]]
 //   scope = "between"   device_type = "GH-96"   bandwidth_gbs_poly = [-0.166, 2.79, 11.7]   max_bytes_per_s = 2.29e10
+//   [[link]]   (per pair of types and GPUs taking part on each node)
+//   scope = "between"   device_type = "RTX-2080"   gpus = 8   peer_type = "Titan-RTX"   peer_gpus = 8   bandwidth_gbs_poly = [...]
 #pragma once
 
 #include <string>
@@ -55,6 +57,12 @@ struct LinkProfile {
   std::string scope = "between";     // within (one node's ranks) | between (nodes)
   std::vector<std::string> hosts;    // p2p: the two nodes (one for within); all_reduce: the nodes taking part
   std::string device_type;           // a curve for every link of this type's nodes (hosts empty)
+  // A curve's scope in a mixed cluster (0 / empty: any): how many GPUs of the node take part at
+  // once (the curve is their link's whole bandwidth, shared by them), and between nodes the
+  // other node's type and its GPUs taking part (Sailor's fits: per type pair and GPU count).
+  int64_t gpus = 0;
+  std::string peer_type;
+  int64_t peer_gpus = 0;
   int64_t ranks = 2;
   double gbps = 0;                   // per message / ring step; 0: too fast to tell (or a curve)
   double latency_us = 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Prints hetu's predictions of Sailor's measured GH200 jobs against the measurements (used
-by scripts/bench/plan_real.sh and the ctest plan_real_gh200): per plan the predicted and
+"""Prints hetu's predictions of a measured set's jobs against the measurements (used by
+scripts/bench/plan_real.sh and the plan_real_* ctests): per plan its GPU mix, the predicted and
 measured seconds per iteration and peak bytes on the busiest GPU, their errors, and the
 mean / median / max errors. With --check, exits 1 unless the listed plans are within the
 given bounds (mean and max |time error|, max |memory error|).
@@ -51,9 +51,10 @@ def main():
         te, me = error_pct(p["predicted_step_s"], m["real_s"]), error_pct(peak, m["max_mem_bytes"])
         time_errors.append(te)
         mem_errors.append(me)
-        rows.append(f"{name:<14} {p['predicted_step_s']:>9.3f} {m['real_s']:>9.3f} {te:>+7.1f}%"
+        mix = "+".join(m.get("gpus", []))
+        rows.append(f"{name:<14} {mix:<28} {p['predicted_step_s']:>9.3f} {m['real_s']:>9.3f} {te:>+7.1f}%"
                     f" {peak / 1e9:>9.2f} {m['max_mem_bytes'] / 1e9:>9.2f} {me:>+7.1f}%")
-    print(f"{'plan':<14} {'pred s':>9} {'real s':>9} {'error':>8} {'pred GB':>9} {'max_mem':>9} {'error':>8}")
+    print(f"{'plan':<14} {'GPUs':<28} {'pred s':>9} {'real s':>9} {'error':>8} {'pred GB':>9} {'max_mem':>9} {'error':>8}")
     print("\n".join(rows))
     print(summary("time", time_errors))
     print(summary("memory", mem_errors))

@@ -325,7 +325,7 @@ std::vector<BadCase> bad_cases() {
        "parallel: the groups mix GPUs and CPUs (gpu-a:0 is a \"A100-80G\", gpu-b:0 a \"cpu\"): a job trains on one "
        "kind of device"},
       {"unknown device type", edit(B, 37, "devices = { type = \"V100\", count = 2 }"), {},
-       "job.toml:37: cluster.node[0].devices.type: unknown device type \"V100\" (known: cpu, T4,"},
+       "job.toml:37: cluster.node[0].devices.type: unknown device type \"V100\" (known: cpu, V100-16G, V100-32G, T4,"},
       {"device count 0", edit(H, 28, "devices = { type = \"H100-80G\", count = 0 }"), {},
        "job.toml:28: cluster.node[1].devices.count: must be >= 1, got 0"},
       {"duplicate host", edit(H, 27, "host = \"gpu-a\""), {},

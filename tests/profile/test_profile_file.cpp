@@ -73,6 +73,23 @@ TEST_CASE("profile file: a tp group's measurements survive a write and a read", 
   CHECK(read_profile_file(dir.file("p.toml")).links.empty());
 }
 
+TEST_CASE("profile file: a curve per pair of types and GPUs taking part survives a write and a read", "[profile_file]") {
+  hetu::test::TempDir dir("profile_pair_links");
+  dir.write("l.toml", "[[profile]]\ndevice_type = \"RTX-2080\"\n[[link]]\nscope = \"between\"\ndevice_type = \"RTX-2080\"\n"
+                      "gpus = 4\npeer_type = \"Titan-RTX\"\npeer_gpus = 8\nbandwidth_gbs_poly = [2.8]\n"
+                      "[[link]]\nscope = \"within\"\ndevice_type = \"RTX-2080\"\ngpus = 8\nbandwidth_gbs_poly = [17]\n");
+  dir.write("l2.toml", to_toml(read_profile_file(dir.file("l.toml")), "# again\n"));
+  const std::vector<LinkProfile> links = read_profile_file(dir.file("l2.toml")).links;
+  REQUIRE(links.size() == 2);
+  CHECK(links[0].gpus == 4);
+  CHECK(links[0].peer_type == "Titan-RTX");
+  CHECK(links[0].peer_gpus == 8);
+  CHECK(links[1].scope == "within");
+  CHECK(links[1].gpus == 8);
+  CHECK(links[1].peer_type.empty());
+  CHECK(links[1].peer_gpus == 0);
+}
+
 TEST_CASE("profile file: link curves, and bad ones named", "[profile_file]") {
   hetu::test::TempDir dir("profile_links");
   const std::string entry = "[[profile]]\ndevice_type = \"GH-96\"\n";
@@ -109,6 +126,12 @@ TEST_CASE("profile file: link curves, and bad ones named", "[profile_file]") {
              Catch::Matchers::Contains("link[0].max_bytes_per_s: expected a number >= 0"));
   CHECK_THAT(error_of("scope = \"between\"\ndevice_type = \"x\"\nbandwidth_gbs_poly = [1]\nspeed = 3\n"),
              Catch::Matchers::Contains("link[0].speed: unknown key"));
+  CHECK_THAT(error_of("scope = \"between\"\nhosts = [\"a\", \"b\"]\ngbps = 1\ngpus = 4\n"),
+             Catch::Matchers::Contains("link[0]: gpus, peer_type and peer_gpus are for a device_type's curves"));
+  CHECK_THAT(error_of("scope = \"within\"\ndevice_type = \"x\"\nbandwidth_gbs_poly = [1]\npeer_type = \"y\"\n"),
+             Catch::Matchers::Contains("link[0]: peer_type and peer_gpus are for links between nodes"));
+  CHECK_THAT(error_of("scope = \"between\"\ndevice_type = \"x\"\nbandwidth_gbs_poly = [1]\ngpus = 0\n"),
+             Catch::Matchers::Contains("link[0].gpus: expected an integer >= 1"));
   dir.write("neg.toml", entry + "reserved_bytes = -5\n");
   CHECK_THROWS_WITH(read_profile_file(dir.file("neg.toml")), Catch::Matchers::Contains("profile[0].reserved_bytes: expected a number >= 0"));
 }
