@@ -20,6 +20,8 @@
 #      reduced over the ranks; a rank that stepped alone would leave the collectives out of
 #      step), step 2's checkpoint equals step 1's, and the losses track one device's run with
 #      the same overflow to 1e-4 (only the gradient sum's order differs).
+#   5. LLaMA tp2 x pp2 in fp16 (f16 over pipeline edges and tp all-reduces) tracks one device
+#      in fp16 within 2e-3.
 # usage: fp16_loss_scale.sh HETU SOURCE_DIR
 set -euo pipefail
 hetu=$1; src=$2
@@ -107,4 +109,13 @@ HETU_TEST_FP16_OVERFLOW_STEP=2 run dp2-single 1 "$work/dp2-single.toml" "${dp_ov
 HETU_TEST_FP16_OVERFLOW_STEP=2 run dp2 2 "$dp2" "${dp_overflow[@]}"
 same_tensors "$(ckpt dp2 2)" "$(ckpt dp2 1)" || fail "dp2: step 2 was not skipped"
 compare_runs dp2-single dp2 1e-4 --steps 3 --fields loss,loss_scale
+
+# 5. f16 activations across pipeline edges, tensor-parallel reductions (summed in f16 over MPI,
+#    each partial sum rounded as a GPU's f16 reduction) and the vocab-parallel loss: llama
+#    tp2 x pp2 in fp16 tracks one device in fp16 within 2e-3 (4u, as 1.).
+single_device_job "$src/configs/layouts/llama-tp2-pp2.toml" "$work/llama-single.toml"
+run llama-fp16-single 1 "$work/llama-single.toml" --set training.steps=4 --set checkpoint.every=0 --set training.precision=fp16
+run llama-fp16-tp2-pp2 4 "$src/configs/layouts/llama-tp2-pp2.toml" --set training.steps=4 --set checkpoint.every=0 \
+  --set training.precision=fp16
+compare_runs llama-fp16-single llama-fp16-tp2-pp2 2e-3 --steps 4 --fields loss,loss_scale
 echo "PASS fp16 loss scale"

@@ -14,16 +14,16 @@ TEST_CASE("the loss scale halves on overflow, doubles after a window of clean st
   LossScaler s({.init = 8, .window = 3, .min = 2});
   CHECK(s.scale() == 8);
   // A sequence of steps (true: overflow) and the scale each step leaves, worked out by hand.
-  const bool steps[] = {false, false, false, false, true, true, true, false, false, false};
-  const double after[] = {8, 8, 16, 16, 8, 4, 2, 2, 2, 4};
-  const int64_t clean[] = {1, 2, 0, 1, 0, 0, 0, 1, 2, 0};
+  const bool steps[] = {false, false, false, false, true, true, true, true, false, false, false};
+  const double after[] = {8, 8, 16, 16, 8, 4, 2, 2, 2, 2, 4};  // the fourth overflow in a row: at min already
+  const int64_t clean[] = {1, 2, 0, 1, 0, 0, 0, 0, 1, 2, 0};
   for (size_t i = 0; i < std::size(steps); ++i) {
     CAPTURE(i);
     s.update(steps[i]);
     CHECK(s.scale() == after[i]);
     CHECK(s.clean_steps() == clean[i]);
   }
-  CHECK(s.skipped_steps() == 3);
+  CHECK(s.skipped_steps() == 4);
   // An overflow resets the window: two clean, an overflow, two clean do not double.
   LossScaler t({.init = 4, .window = 3});
   for (bool o : {false, false, true, false, false}) t.update(o);
