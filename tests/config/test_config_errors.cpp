@@ -639,7 +639,7 @@ TEST_CASE("a device catalogue file may emulate slower CPUs, and its keys are che
              Catch::Matchers::Contains("memory_gib: must be >= 0, got -1"));
 }
 
-TEST_CASE("precision = \"fp16\" runs on CPUs and on GPU types with an fp16 peak, and is refused by name elsewhere",
+TEST_CASE("precision fp16 runs on CPUs and on GPU types with an fp16 peak, and is refused by name elsewhere",
           "[config_errors]") {
   hetu::test::TempDir dir("catalog_fp16");
   auto job_with = [&](const std::string& device) {

@@ -22,6 +22,8 @@
 #      the same overflow to 1e-4 (only the gradient sum's order differs).
 #   5. LLaMA tp2 x pp2 in fp16 (f16 over pipeline edges and tp all-reduces) tracks one device
 #      in fp16 within 2e-3.
+#   6. Strategy switches in fp16 with an overflow, the last strategy leaving the reporting rank
+#      idle: the same scales and losses within 2e-3 of one device.
 # usage: fp16_loss_scale.sh HETU SOURCE_DIR
 set -euo pipefail
 hetu=$1; src=$2
@@ -118,4 +120,16 @@ run llama-fp16-single 1 "$work/llama-single.toml" --set training.steps=4 --set c
 run llama-fp16-tp2-pp2 4 "$src/configs/layouts/llama-tp2-pp2.toml" --set training.steps=4 --set checkpoint.every=0 \
   --set training.precision=fp16
 compare_runs llama-fp16-single llama-fp16-tp2-pp2 2e-3 --steps 4 --fields loss,loss_scale
+
+# 6. Strategy switches (configs/gpt2-switch-cpu.toml: dp4 -> pp2 x dp2 -> hetero -> tp2 on
+#    devices 2-3, ranks 0-1 idle and rank 0 reporting) in fp16, the overflow at step 5: the
+#    scale and its counters carry across the switches, an idle rank's loss is unscaled like
+#    the others', and the run tracks one device's with the same overflow (losses within 2e-3,
+#    the same scale every step).
+switch="$src/configs/gpt2-switch-cpu.toml"
+single_device_job "$switch" "$work/switch-single.toml"
+switch_run=(--set training.precision=fp16 --set training.loss_scale_window=3 --set checkpoint.every=0)
+HETU_TEST_FP16_OVERFLOW_STEP=5 run switch-single 1 "$work/switch-single.toml" "${switch_run[@]}"
+HETU_TEST_FP16_OVERFLOW_STEP=5 run switch-fp16 4 "$switch" "${switch_run[@]}"
+compare_runs switch-single switch-fp16 2e-3 --steps 12 --fields loss,loss_scale
 echo "PASS fp16 loss scale"

@@ -112,7 +112,7 @@ TEST_CASE("f16 norms keep f32 statistics and round their outputs once", "[f16]")
   check_rounded(rg.dweight, rg_ref.dweight);
 }
 
-TEST_CASE("f16 attention, rotary and embeddings are the f32 ops rounded once; lse stays f32", "[f16]") {
+TEST_CASE("f16 attention, rotary and embeddings are the f32 ops rounded once with an f32 lse", "[f16]") {
   const Tensor q = f16_values({2, 4, 8, 16}, 30), k = f16_values({2, 2, 8, 16}, 31), v = f16_values({2, 2, 8, 16}, 32);
   const double scale = 0.25;
   const ops::AttentionResult at = ops::attention(q, k, v, scale);
