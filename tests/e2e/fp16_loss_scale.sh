@@ -75,6 +75,7 @@ HETU_TEST_FP16_OVERFLOW_STEP=3 run overflow 1 "$work/gpt2.toml" "${overflow[@]}"
   --set checkpoint.keep=10
 grep -q "step 3: inf/nan in the fp16 gradients at loss scale 131072; step skipped" "$work/overflow.log" \
   || fail "the skipped step is not logged"
+grep -q "done: 6 steps (1 skipped for inf/nan fp16 gradients: 3)" "$work/overflow.log" || fail "the summary misses the skip"
 /usr/bin/python3 - "$work/overflow/metrics.jsonl" "$(ckpt overflow 3)/checkpoint.h5" <<'PY' || fail "overflow step"
 import json, sys, h5py
 lines = [json.loads(l) for l in open(sys.argv[1])]
