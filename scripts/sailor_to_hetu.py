@@ -15,7 +15,8 @@ Sailor's layers 0..L+1 are hetu's embedding, blocks 0..L-1 and head (final norm,
 Each piece's times are smoothed over micro-batch sizes (Note [Sailor's small micro-batches]).
 Nothing is assumed that the files do not state, except what is written here: the per-GPU
 memory the measured framework holds outside the model's tensors (RESERVED_BYTES) and the job's
-precision (the best hetu runs on every GPU of the plan: bf16, else fp32).
+precision (the best hetu runs on every GPU of the plan: bf16, else fp16, else fp32; the catalogue
+says which a type has).
 Errors name the file and the field and exit 2.
 """
 import glob
@@ -323,10 +324,18 @@ def plan_layout(s, path, plan):
     return nodes, replicas
 
 
+def best_precision(entries):
+    """bf16 when every catalogue entry has a bf16 path, else fp16 when every one has an fp16 path, else fp32."""
+    for precision in ("bf16", "fp16"):
+        if all(e.get(f"peak_tflops_{precision}", 0) > 0 for e in entries):
+            return precision
+    return "fp32"
+
+
 def job_file(s, name, path, plan):
     nodes, replicas = plan_layout(s, path, plan)
     types = {gpu for gpu, _ in nodes}
-    precision = "bf16" if all(s.catalog_entry(g, path).get("peak_tflops_bf16", 0) > 0 for g in types) else "fp32"
+    precision = best_precision([s.catalog_entry(g, path) for g in types])
     lines = [
         f"# Sailor's measured job {name} ({os.path.relpath(path, s.data)} of {s.data}), converted by",
         "# scripts/sailor_to_hetu.py: each stage replica's tp group on nodes of its own, in plan order.",
@@ -373,7 +382,7 @@ def main():
     for gpu in gpus:
         s.catalog_entry(gpu, s.profile_paths[gpu])
         # The precision the set's jobs on this type run in (a type no plan uses: its best).
-        best = "bf16" if s.catalog_entry(gpu, s.profile_paths[gpu]).get("peak_tflops_bf16", 0) > 0 else "fp32"
+        best = best_precision([s.catalog_entry(gpu, s.profile_paths[gpu])])
         entries += profile_entries(s, gpu, sorted(precisions.get(gpu, {best}))[0])
     text = header + "".join(table("profile", e) for e in smooth_over_micro_batches(entries)) + link_tables(s, gpus)
     write_atomic(os.path.join(out, "profile.toml"), text)

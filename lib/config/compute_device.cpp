@@ -39,11 +39,20 @@ std::string cuda_device_problem(Device device) {
   return "";
 }
 
+double peak_tflops(const DeviceProfile& type, config::Precision precision) {
+  switch (precision) {
+    case config::Precision::bf16: return type.peak_tflops_bf16;
+    case config::Precision::fp16: return type.peak_tflops_fp16;
+    default: return type.peak_tflops_fp32;
+  }
+}
+
 DType compute_dtype(config::Precision precision) {
   switch (precision) {
     case config::Precision::fp32: return DType::f32;
     case config::Precision::bf16: return DType::bf16;
     case config::Precision::fp64: return DType::f64;
+    case config::Precision::fp16: return DType::f16;
   }
   return DType::f32;
 }

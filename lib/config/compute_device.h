@@ -24,7 +24,10 @@ bool is_gpu_device(const config::LoadedConfig& loaded, const config::DeviceId& d
 
 Device compute_device(const config::LoadedConfig& loaded, const config::DeviceId& device);
 
-// Activation dtype of a precision (fp32 -> f32, bf16 -> bf16, fp64 -> f64); also the dtype of
+// A device type's dense peak in `precision`: bf16's, fp16's, or fp32's (for fp32 and fp64).
+double peak_tflops(const DeviceProfile& type, config::Precision precision);
+
+// Activation dtype of a precision (fp32 -> f32, bf16 -> bf16, fp16 -> f16, fp64 -> f64); also the dtype of
 // the gradient sync for training.grad_reduce_dtype.
 DType compute_dtype(config::Precision precision);
 

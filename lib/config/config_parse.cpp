@@ -166,9 +166,11 @@ void read_training(TableReader& t, TrainingSection& training) {
   training.global_batch = t.require_int("global_batch");
   training.seq_len = t.require_int("seq_len");
   if (auto v = t.get_int("micro_batch")) training.micro_batch = *v;
-  if (auto v = t.get_choice("precision", {"fp32", "bf16", "fp64"})) training.precision = static_cast<Precision>(*v);
+  if (auto v = t.get_choice("precision", {"fp32", "bf16", "fp64", "fp16"})) training.precision = static_cast<Precision>(*v);
   if (auto v = t.get_choice("grad_reduce_dtype", {"fp32", "bf16"})) training.grad_reduce_dtype = static_cast<Precision>(*v);
   if (auto v = t.get_number("grad_clip")) training.grad_clip = *v;
+  if (auto v = t.get_number("loss_scale_init")) training.loss_scale_init = *v;
+  if (auto v = t.get_int("loss_scale_window")) training.loss_scale_window = *v;
   if (auto v = t.get_int("eval_every")) training.eval_every = *v;
   if (auto v = t.get_int("eval_steps")) training.eval_steps = *v;
   if (auto v = t.get_int("log_every")) training.log_every = *v;

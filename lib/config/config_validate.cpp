@@ -167,6 +167,11 @@ class Rules {
       fail("training.comm_timeout_s", "must be >= 0 seconds (0: no deadline), got " + fmt::format("{}", t.comm_timeout_s));
     }
     if (t.grad_clip < 0) fail("training.grad_clip", "must be >= 0 (0 disables clipping), got " + fmt::format("{}", t.grad_clip));
+    if (!(t.loss_scale_init >= 1) || !std::isfinite(t.loss_scale_init)) {
+      fail("training.loss_scale_init", "must be a finite number >= 1 (the first fp16 loss scale), got " +
+                                           fmt::format("{}", t.loss_scale_init));
+    }
+    at_least("training.loss_scale_window", t.loss_scale_window, 1);
     if (t.seq_len > c_.model.max_seq_len) {
       fail("training.seq_len", "seq_len = " + to_string(t.seq_len) + " exceeds model.max_seq_len = " +
                                    to_string(c_.model.max_seq_len));
@@ -522,11 +527,15 @@ class Rules {
           const bool gpu = type->kind == DeviceKind::gpu;
           if (c_.training.precision == Precision::bf16 && (!gpu || type->peak_tflops_bf16 <= 0)) {
             fail("training.precision", "\"bf16\" needs GPUs with bf16 support, but " + id.str() + " is a \"" + type->name +
-                                           "\" (use precision = \"fp32\")");
+                                           "\" (use precision = \"fp16\" where it has an fp16 path, or \"fp32\")");
+          }
+          if (c_.training.precision == Precision::fp16 && gpu && type->peak_tflops_fp16 <= 0) {
+            fail("training.precision", "\"fp16\" needs GPUs with an fp16 path (peak_tflops_fp16 > 0 in the device "
+                                       "catalogue), but " + id.str() + " is a \"" + type->name + "\" (use precision = \"fp32\")");
           }
           if (c_.training.precision == Precision::fp64 && gpu) {
             fail("training.precision", "\"fp64\" (the CPU numerics reference) runs on CPUs only, but " + id.str() +
-                                           " is a \"" + type->name + "\" GPU (use \"bf16\" or \"fp32\")");
+                                           " is a \"" + type->name + "\" GPU (use \"bf16\", \"fp16\" or \"fp32\")");
           }
         }
       }

@@ -145,6 +145,8 @@ std::string to_toml(const JobConfig& c) {
   line("precision", str(to_string(t.precision)));
   line("grad_reduce_dtype", str(to_string(t.grad_reduce_dtype)));
   line("grad_clip", toml_float(t.grad_clip));
+  line("loss_scale_init", toml_float(t.loss_scale_init));
+  line("loss_scale_window", std::to_string(t.loss_scale_window));
   line("eval_every", num(t.eval_every));
   line("eval_steps", num(t.eval_steps));
   line("log_every", num(t.log_every));

@@ -24,6 +24,7 @@ struct DeviceProfile {
   double peak_tflops_fp32 = 0;   // dense fp32 (non-TF32) peak
   double memory_gib = 0;         // device memory; 0 for host CPUs (bounded by the node); enforced on CPUs
   double memory_bandwidth_gbs = 0;  // device memory bandwidth, GB/s (the cost model's optimizer step)
+  double peak_tflops_fp16 = 0;   // dense tensor-core fp16 peak (fp32 accumulate); 0 when the type has no fp16 path
   // CPU kinds only, >= 1: a rank driving this type sleeps (F - 1) x each piece of its compute,
   // so one machine can rehearse a slower device (see Note [Emulated devices], emulated_comm.h).
   double emulate_slowdown = 1;

@@ -2,6 +2,7 @@
 //   [[device]]
 //   name = "MI250X"        kind = "gpu"      memory_gib = 64
 //   peak_tflops_bf16 = 383  peak_tflops_fp32 = 47.9  memory_bandwidth_gbs = 3277
+//   peak_tflops_fp16 = 383 (dense fp16 peak; 0 or absent: no fp16 path, precision = "fp16" refused)
 //   emulate_slowdown = 2.0 (CPU kinds only: rehearse a device F times slower on this machine)
 //   emulate_slowdown_schedule = [[20, 3.0], [40, 1.0]] (CPU kinds only: F from step 20 on, then from 40 on)
 // Entries add to the builtin catalogue or replace a builtin entry of the same name.
@@ -38,6 +39,8 @@ void read_device_catalog_text(std::string_view text, const std::string& path, De
     if (auto kind = d.get_choice("kind", {"cpu", "gpu"})) type.kind = static_cast<DeviceKind>(*kind);
     if (auto v = d.get_number("peak_tflops_bf16")) type.peak_tflops_bf16 = *v;
     if (auto v = d.get_number("peak_tflops_fp32")) type.peak_tflops_fp32 = *v;
+    if (auto v = d.get_number("peak_tflops_fp16")) type.peak_tflops_fp16 = *v;
+    if (!(type.peak_tflops_fp16 >= 0)) d.fail("peak_tflops_fp16", fmt::format("must be >= 0 (0: no fp16 path), got {}", type.peak_tflops_fp16));
     if (auto v = d.get_number("memory_gib")) type.memory_gib = *v;
     if (!(type.memory_gib >= 0)) d.fail("memory_gib", fmt::format("must be >= 0, got {}", type.memory_gib));
     if (auto v = d.get_number("memory_bandwidth_gbs")) type.memory_bandwidth_gbs = *v;

@@ -84,6 +84,7 @@ std::string_view to_string(Precision value) {
     case Precision::fp32: return "fp32";
     case Precision::bf16: return "bf16";
     case Precision::fp64: return "fp64";
+    case Precision::fp16: return "fp16";
   }
   return "fp32";
 }

@@ -17,8 +17,9 @@ namespace hetu::config {
 // none: shards were tokenized outside hetu (e.g. LLaMA's SentencePiece); ids < vocab.
 enum class Tokenizer { byte, gpt2, none };
 // Compute precision. fp64 (CPU only) is the numerics reference for the mixed-precision path:
-// f64 activations over the same f32 master weights.
-enum class Precision { fp32, bf16, fp64 };
+// f64 activations over the same f32 master weights. fp16: f16 activations over f32 master
+// weights with a dynamic loss scale (lib/optim/loss_scaler.h), for GPUs without bf16.
+enum class Precision { fp32, bf16, fp64, fp16 };
 enum class LrDecay { constant, linear, cosine };
 enum class PipelineSchedule { gpipe, one_f_one_b };
 
@@ -73,6 +74,8 @@ struct TrainingSection {
   Precision precision = Precision::fp32;
   Precision grad_reduce_dtype = Precision::fp32;  // fp32 | bf16: gradients summed across ranks in it
   double grad_clip = 1.0;             // global-norm clipping; 0 disables
+  double loss_scale_init = 65536;     // fp16 only: the first loss scale (2^16), >= 1
+  int64_t loss_scale_window = 1000;   // fp16 only: clean steps after which the scale doubles, >= 1
   int64_t eval_every = 0;             // 0: never
   int64_t eval_steps = 20;            // validation batches per evaluation
   int64_t log_every = 10;

@@ -6,8 +6,8 @@
 // (Note [Group creation]). Uneven pieces use the v-variants
 // (MPI_Iallgatherv, MPI_Ireduce_scatter, MPI_Ialltoallv). Every operation is posted
 // non-blocking and waited for by mpi_wait_all(), under the deadline of comm_deadline.h.
-// bf16 travels as 16-bit words; its sums use a user-defined MPI_Op that adds in f32 and
-// rounds each partial sum to bf16 (what a bf16 reduction on a GPU does).
+// bf16 and f16 travel as 16-bit words; their sums use user-defined MPI_Ops that add in f32
+// and round each partial sum to the 16-bit type (what a bf16/f16 reduction on a GPU does).
 #include <mpi.h>
 
 #include <algorithm>
@@ -48,7 +48,7 @@ MPI_Datatype mpi_type(const char* op, const Tensor& t) {
   if (t.device().is_cpu()) {
     if (t.dtype() == DType::f32) return MPI_FLOAT;
     if (t.dtype() == DType::f64) return MPI_DOUBLE;
-    if (t.dtype() == DType::bf16) return MPI_UINT16_T;
+    if (t.dtype() == DType::bf16 || t.dtype() == DType::f16) return MPI_UINT16_T;
   }
   HT_THROW("op {} not implemented for device {} / dtype {}", op, t.device().str(), to_string(t.dtype()));
 }
@@ -60,15 +60,30 @@ void bf16_sum(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
   for (int i = 0; i < *len; ++i) b[i] = float_to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i]));
 }
 
-// The sum for the tensor's dtype (bf16's op is created once, freed by MPI_Finalize).
+// MPI_Op body: inout[i] = f16(f32(in[i]) + f32(inout[i])).
+void f16_sum(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = float_to_f16(f16_to_float(a[i]) + f16_to_float(b[i]));
+}
+
+MPI_Op make_sum_op(MPI_User_function* body) {
+  MPI_Op made = MPI_OP_NULL;
+  MPI_Op_create(body, /*commute=*/1, &made);
+  return made;
+}
+
+// The sum for the tensor's dtype (the 16-bit types' ops are created once, freed by MPI_Finalize).
 MPI_Op sum_op(const Tensor& t) {
-  if (t.dtype() != DType::bf16) return MPI_SUM;
-  static MPI_Op op = [] {
-    MPI_Op made = MPI_OP_NULL;
-    MPI_Op_create(&bf16_sum, /*commute=*/1, &made);
-    return made;
-  }();
-  return op;
+  if (t.dtype() == DType::bf16) {
+    static MPI_Op op = make_sum_op(&bf16_sum);
+    return op;
+  }
+  if (t.dtype() == DType::f16) {
+    static MPI_Op op = make_sum_op(&f16_sum);
+    return op;
+  }
+  return MPI_SUM;
 }
 
 // The MPI datatype of a contiguous tensor the op may read or write.

@@ -4,7 +4,7 @@
 // per-member list (counts, blocks), and the sub-communicator behind a group is created on
 // its first use, collectively over its members only, and cached. Every member must call a
 // collective on the same group in the same order; non-members never call it.
-// Tensors are contiguous; the CPU/MPI implementation (comm_mpi.cpp) moves f32, f64 and bf16 and
+// Tensors are contiguous; the CPU/MPI implementation (comm_mpi.cpp) moves f32, f64, bf16 and f16 and
 // fails with "op X not implemented for device Y / dtype Z" otherwise. Sums are in dtype.
 //
 // Worked example, 2 ranks, group {0,1}, rank r holds x = [r + 1] (f32, shape {1}):

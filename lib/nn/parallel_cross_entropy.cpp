@@ -113,7 +113,8 @@ Tensor parallel_cross_entropy(const Tensor& logits, const Tensor& targets, int64
   const Tensor &max = global.max, &sum_exp = global.sum_exp, &target_logit = global.target_logit;
   // log S - (T - M), never M + log S, which rounds log S away for huge logits.
   const Tensor per_token = ops::mul(ops::sub(ops::log(sum_exp), ops::sub(target_logit, max)), local.kept);
-  const double scale = 1.0 / std::max(normalizer != 0 ? normalizer : static_cast<double>(count), 1.0);
+  // A normalizer below 1 is fp16's loss scale folded in (Note [Loss scale], parallel_engine.cpp).
+  const double scale = 1.0 / (normalizer > 0 ? normalizer : static_cast<double>(std::max<int64_t>(count, 1)));
   Tensor loss = ops::mul_scalar(ops::sum(per_token), scale);
   if (!record) return loss;
   autograd::SavedContext ctx;

@@ -5,6 +5,7 @@
 #include "lib/ops/cuda/activation.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
+#include "lib/ops/f16_storage.h"
 
 namespace hetu::ops {
 namespace {
@@ -12,6 +13,7 @@ namespace {
 // cuda_kernel(dtype, out, x, n): the CUDA launcher (lib/ops/cuda/activation.h).
 template <typename Kernel, typename CudaKernel>
 Tensor unary(const char* op, const Tensor& x_in, Kernel kernel, CudaKernel cuda_kernel) {
+  if (stores_f16({&x_in})) return narrowed(unary(op, widened(x_in), kernel, cuda_kernel));
   check_inputs(op, {&x_in}, Backends::cpu_and_cuda);
   check_float_dtype(op, {&x_in});
   const Tensor x = x_in.contiguous();
@@ -29,6 +31,7 @@ Tensor unary(const char* op, const Tensor& x_in, Kernel kernel, CudaKernel cuda_
 
 template <typename Kernel, typename CudaKernel>
 Tensor backward(const char* op, const Tensor& grad_in, const Tensor& x_in, Kernel kernel, CudaKernel cuda_kernel) {
+  if (stores_f16({&grad_in, &x_in})) return narrowed(backward(op, widened(grad_in), widened(x_in), kernel, cuda_kernel));
   check_inputs(op, {&grad_in, &x_in}, Backends::cpu_and_cuda);
   check_float_dtype(op, {&grad_in, &x_in});
   HT_CHECK(grad_in.shape() == x_in.shape(), "{}: grad shape {} differs from x shape {}", op,

@@ -18,6 +18,7 @@
 
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
+#include "lib/ops/f16_storage.h"
 
 namespace hetu::ops {
 namespace {
@@ -154,6 +155,10 @@ void upload_documents(cuda::AttentionShape& s, Tensor& bounds, std::span<const i
 
 AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
                           std::span<const int64_t> cu_seqlens) {
+  if (stores_f16({&q, &k, &v})) {  // lse stays f32 (stat_dtype)
+    AttentionResult r = attention(widened(q), widened(k), widened(v), scale, cu_seqlens);
+    return {narrowed(r.out), r.lse};
+  }
   check_inputs("attention", {&q, &k, &v}, Backends::cpu_and_cuda);
   check_float_dtype("attention", {&q, &k, &v});
   const cpu::AttentionDims dims = check_qkv("attention", q, k, v, scale, /*longer_keys=*/true);
@@ -184,6 +189,11 @@ AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, dou
 AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& out, const Tensor& lse, double scale,
                                   std::span<const int64_t> cu_seqlens) {
+  if (stores_f16({&grad_out, &q, &k, &v, &out})) {
+    const AttentionGrads g = attention_backward(widened(grad_out), widened(q), widened(k), widened(v), widened(out), lse,
+                                                scale, cu_seqlens);
+    return {narrowed(g.dq), narrowed(g.dk), narrowed(g.dv)};
+  }
   check_inputs("attention_backward", {&grad_out, &q, &k, &v, &out, &lse}, Backends::cpu_and_cuda);
   check_float_dtype("attention_backward", {&grad_out, &q, &k, &v, &out});
   HT_CHECK(lse.dtype() == stat_dtype(q), "attention_backward: dtypes differ: lse must be {} for q of {} on {}, got {}",

@@ -13,6 +13,7 @@
 #include "lib/ops/cuda/cross_entropy.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
+#include "lib/ops/f16_storage.h"
 
 namespace hetu::ops {
 
@@ -40,6 +41,7 @@ int64_t check_cuda_targets(std::string_view op, const Tensor& targets, int64_t N
 }  // namespace
 
 Tensor cross_entropy_sum(const Tensor& logits, const Tensor& targets, int64_t ignore_index, int64_t* count) {
+  if (stores_f16({&logits})) return cross_entropy_sum(widened(logits), targets, ignore_index, count);  // an f32 loss
   constexpr std::string_view op = "cross_entropy_sum";
   check_args(op, logits, targets);
   const Tensor lc = logits.contiguous(), tc = targets.contiguous();
@@ -69,6 +71,7 @@ Tensor cross_entropy_sum(const Tensor& logits, const Tensor& targets, int64_t ig
 }
 
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, double scale, int64_t ignore_index) {
+  if (stores_f16({&logits})) return narrowed(cross_entropy_backward(widened(logits), targets, scale, ignore_index));
   constexpr std::string_view op = "cross_entropy_backward";
   check_args(op, logits, targets);
   const Tensor lc = logits.contiguous(), tc = targets.contiguous();
@@ -137,6 +140,9 @@ int64_t check_class_targets(std::string_view op, const Tensor& tc, int64_t N, in
 
 CrossEntropyShardStats cross_entropy_shard_stats(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
                                                  int64_t vocab, int64_t ignore_index, int64_t* count) {
+  if (stores_f16({&logits})) {  // f32 statistics (stat_dtype)
+    return cross_entropy_shard_stats(widened(logits), targets, vocab_offset, vocab, ignore_index, count);
+  }
   constexpr std::string_view op = "cross_entropy_shard_stats";
   const ShardArgs a = check_shard_args(op, logits, targets, vocab_offset, vocab);
   const Tensor lc = logits.contiguous(), tc = targets.contiguous();
@@ -170,6 +176,10 @@ CrossEntropyShardStats cross_entropy_shard_stats(const Tensor& logits, const Ten
 
 Tensor cross_entropy_shard_backward(const Tensor& grad, const Tensor& logits, const Tensor& targets, const Tensor& max,
                                     const Tensor& sum_exp, int64_t vocab_offset, int64_t vocab, int64_t ignore_index) {
+  if (stores_f16({&logits})) {
+    return narrowed(cross_entropy_shard_backward(grad, widened(logits), targets, max, sum_exp, vocab_offset, vocab,
+                                                 ignore_index));
+  }
   constexpr std::string_view op = "cross_entropy_shard_backward";
   const ShardArgs a = check_shard_args(op, logits, targets, vocab_offset, vocab);
   check_row_stat(op, "grad", grad, logits);

@@ -4,11 +4,13 @@
 #include "lib/ops/cuda/elementwise.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
+#include "lib/ops/f16_storage.h"
 
 namespace hetu::ops {
 namespace {
 
 Tensor binary_op(std::string_view name, cpu::BinaryOp op, const Tensor& a, const Tensor& b) {
+  if (stores_f16({&a, &b})) return narrowed(binary_op(name, op, widened(a), widened(b)));
   check_inputs(name, {&a, &b}, Backends::cpu_and_cuda);
   check_float_dtype(name, {&a, &b});
   const Shape shape = broadcast_shapes(a.shape(), b.shape());
@@ -28,6 +30,7 @@ Tensor binary_op(std::string_view name, cpu::BinaryOp op, const Tensor& a, const
 }
 
 Tensor unary_op(std::string_view name, cpu::UnaryOp op, const Tensor& x, double scalar = 0) {
+  if (stores_f16({&x})) return narrowed(unary_op(name, op, widened(x), scalar));
   check_inputs(name, {&x}, Backends::cpu_and_cuda);
   check_float_dtype(name, {&x});
   Tensor out = empty(x.shape(), x.dtype(), x.device());
@@ -61,6 +64,10 @@ Tensor tanh(const Tensor& x) { return unary_op("tanh", cpu::UnaryOp::tanh, x); }
 Tensor relu(const Tensor& x) { return unary_op("relu", cpu::UnaryOp::relu, x); }
 
 void add_(const Tensor& dst, const Tensor& src) {
+  if (stores_f16({&dst, &src}) && dst.dtype() == src.dtype()) {  // the sum in f32, rounded into dst
+    dst.copy_from(binary_op("add_", cpu::BinaryOp::add, dst, src.shape() == dst.shape() ? src : src.expand(dst.shape())));
+    return;
+  }
   check_inputs("add_", {&dst, &src}, Backends::cpu_and_cuda);
   check_float_dtype("add_", {&dst, &src});
   HT_CHECK(broadcast_shapes(dst.shape(), src.shape()) == dst.shape(), "add_: {} does not broadcast to {}",
@@ -79,6 +86,7 @@ void add_(const Tensor& dst, const Tensor& src) {
 }
 
 Tensor relu_backward(const Tensor& grad, const Tensor& x) {
+  if (stores_f16({&grad, &x})) return narrowed(relu_backward(widened(grad), widened(x)));
   check_inputs("relu_backward", {&grad, &x}, Backends::cpu_and_cuda);
   check_float_dtype("relu_backward", {&grad, &x});
   HT_CHECK(grad.shape() == x.shape(), "relu_backward: grad {} and input {} differ", shape_str(grad.shape()),

@@ -8,6 +8,7 @@
 #include "lib/ops/cuda/indexing.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
+#include "lib/ops/f16_storage.h"
 
 namespace hetu::ops {
 namespace {
@@ -90,6 +91,7 @@ void run_scatter_add(const char* op, Tensor& out, const Tensor& grad, const Tens
 }  // namespace
 
 Tensor embedding(const Tensor& weight_in, const Tensor& ids_in) {
+  if (stores_f16({&weight_in})) return narrowed(embedding(widened(weight_in), ids_in));
   check_inputs("embedding", {&weight_in, &ids_in}, Backends::cpu_and_cuda);
   check_float_dtype("embedding", {&weight_in});
   check_index_dtype("embedding", ids_in);
@@ -106,6 +108,7 @@ Tensor embedding(const Tensor& weight_in, const Tensor& ids_in) {
 }
 
 Tensor embedding_backward(const Tensor& grad_in, const Tensor& ids_in, int64_t num_rows) {
+  if (stores_f16({&grad_in})) return narrowed(embedding_backward(widened(grad_in), ids_in, num_rows));
   check_inputs("embedding_backward", {&grad_in, &ids_in}, Backends::cpu_and_cuda);
   check_float_dtype("embedding_backward", {&grad_in});
   check_index_dtype("embedding_backward", ids_in);
@@ -124,6 +127,12 @@ Tensor embedding_backward(const Tensor& grad_in, const Tensor& ids_in, int64_t n
 }
 
 void embedding_backward_add_(const Tensor& into, const Tensor& grad_in, const Tensor& ids_in) {
+  if (stores_f16({&into, &grad_in}) && into.dtype() == grad_in.dtype()) {  // the sums in f32, rounded into `into`
+    const Tensor wide = widened(into);
+    embedding_backward_add_(wide, widened(grad_in), ids_in);
+    into.copy_from(wide);
+    return;
+  }
   check_inputs("embedding_backward_add_", {&into, &grad_in, &ids_in}, Backends::cpu_and_cuda);
   check_float_dtype("embedding_backward_add_", {&into, &grad_in});
   check_index_dtype("embedding_backward_add_", ids_in);
@@ -150,6 +159,7 @@ void embedding_backward_add_(const Tensor& into, const Tensor& grad_in, const Te
 }
 
 Tensor index_select(const Tensor& x_in, int64_t dim, const Tensor& index_in) {
+  if (stores_f16({&x_in})) return narrowed(index_select(widened(x_in), dim, index_in));
   check_inputs("index_select", {&x_in, &index_in}, Backends::cpu_and_cuda);
   check_float_dtype("index_select", {&x_in});
   check_index_dtype("index_select", index_in);
@@ -167,6 +177,7 @@ Tensor index_select(const Tensor& x_in, int64_t dim, const Tensor& index_in) {
 }
 
 Tensor index_select_backward(const Tensor& grad_in, int64_t dim, const Tensor& index_in, const Shape& input_shape) {
+  if (stores_f16({&grad_in})) return narrowed(index_select_backward(widened(grad_in), dim, index_in, input_shape));
   check_inputs("index_select_backward", {&grad_in, &index_in}, Backends::cpu_and_cuda);
   check_float_dtype("index_select_backward", {&grad_in});
   check_index_dtype("index_select_backward", index_in);

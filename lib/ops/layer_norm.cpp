@@ -11,6 +11,7 @@
 #include "lib/ops/cuda/layer_norm.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
+#include "lib/ops/f16_storage.h"
 
 namespace hetu::ops {
 
@@ -37,6 +38,10 @@ void check_stat(std::string_view op, std::string_view name, const Tensor& s, con
 }  // namespace
 
 LayerNormResult layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  if (stores_f16({&x, &weight, &bias})) {  // mean and rstd stay f32 (stat_dtype)
+    LayerNormResult r = layer_norm(widened(x), widened(weight), widened(bias), eps);
+    return {narrowed(r.out), r.mean, r.rstd};
+  }
   constexpr std::string_view op = "layer_norm";
   check_inputs(op, {&x, &weight, &bias}, Backends::cpu_and_cuda);
   check_float_dtype(op, {&x, &weight, &bias});
@@ -65,6 +70,10 @@ LayerNormResult layer_norm(const Tensor& x, const Tensor& weight, const Tensor& 
 
 LayerNormGrads layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
                                    const Tensor& rstd) {
+  if (stores_f16({&grad, &x, &weight})) {
+    const LayerNormGrads g = layer_norm_backward(widened(grad), widened(x), widened(weight), mean, rstd);
+    return {narrowed(g.dx), narrowed(g.dweight), narrowed(g.dbias)};
+  }
   constexpr std::string_view op = "layer_norm_backward";
   check_inputs(op, {&grad, &x, &weight, &mean, &rstd}, Backends::cpu_and_cuda);
   check_float_dtype(op, {&grad, &x, &weight});

@@ -6,10 +6,15 @@
 #include "lib/ops/cpu/linear_backward.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
+#include "lib/ops/f16_storage.h"
 
 namespace hetu::ops {
 
 LinearGrads linear_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, bool has_bias) {
+  if (stores_f16({&grad, &x, &weight})) {
+    const LinearGrads g = linear_backward(widened(grad), widened(x), widened(weight), has_bias);
+    return {narrowed(g.dx), narrowed(g.dweight), narrowed(g.dbias)};
+  }
   check_inputs("linear_backward", {&grad, &x, &weight}, Backends::cpu_and_cuda);
   check_float_dtype("linear_backward", {&grad, &x, &weight});
   HT_CHECK(grad.dim() == 2 && x.dim() == 2 && weight.dim() == 2 && grad.size(0) == x.size(0) &&

@@ -27,6 +27,7 @@
 #include "lib/ops/cuda/matmul.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
+#include "lib/ops/f16_storage.h"
 
 namespace hetu::ops {
 namespace {
@@ -195,6 +196,12 @@ int64_t linear_cross_entropy_vocab_block(int64_t rows, int64_t local_vocab, DTyp
 
 LinearCrossEntropyResult linear_cross_entropy(const Tensor& hidden, const Tensor& weight, const Tensor& targets,
                                               const LinearCrossEntropyOptions& o) {
+  if (stores_f16({&hidden, &weight})) {  // an f32 loss (stat_dtype); the gradients rounded to f16
+    LinearCrossEntropyResult r = linear_cross_entropy(widened(hidden), widened(weight), targets, o);
+    r.dhidden = narrowed(r.dhidden);
+    r.dweight = narrowed(r.dweight);
+    return r;
+  }
   check_inputs(kOp, {&hidden, &weight, &targets}, Backends::cpu_and_cuda);
   check_float_dtype(kOp, {&hidden, &weight});
   check_index_dtype(kOp, targets);
@@ -211,7 +218,8 @@ LinearCrossEntropyResult linear_cross_entropy(const Tensor& hidden, const Tensor
   const Tensor h = hidden.contiguous(), w = weight.contiguous(), t = targets.contiguous();
   LinearCrossEntropyResult r;
   r.count = check_class_targets(kOp, t, N, vocab, o.ignore_index);
-  const double scale = 1.0 / std::max(o.normalizer != 0 ? o.normalizer : static_cast<double>(r.count), 1.0);
+  // A normalizer below 1 is fp16's loss scale folded in (Note [Loss scale], parallel_engine.cpp).
+  const double scale = 1.0 / (o.normalizer > 0 ? o.normalizer : static_cast<double>(std::max<int64_t>(r.count, 1)));
   const TileShape shape{V, std::clamp<int64_t>(vocab - o.vocab_offset, 0, V), o.vocab_offset, o.ignore_index};
   const DType sd = stat_dtype(hidden);
   // CUDA bf16: dweight accumulates in f32 over the chunks and is cast once at the end.

@@ -7,6 +7,7 @@
 #include "lib/ops/cpu/activation.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
+#include "lib/ops/f16_storage.h"
 
 namespace hetu::ops {
 
@@ -18,6 +19,10 @@ LinearGeluResult linear_gelu(const Tensor& x, const Tensor& weight, const Tensor
 
 LinearGrads linear_gelu_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& pre,
                                  bool has_bias) {
+  if (stores_f16({&grad, &x, &weight, &pre})) {
+    const LinearGrads g = linear_gelu_backward(widened(grad), widened(x), widened(weight), widened(pre), has_bias);
+    return {narrowed(g.dx), narrowed(g.dweight), narrowed(g.dbias)};
+  }
   check_inputs("linear_gelu_backward", {&grad, &x, &weight, &pre}, Backends::cpu_and_cuda);
   check_float_dtype("linear_gelu_backward", {&grad, &x, &weight, &pre});
   HT_CHECK(grad.shape() == pre.shape() && weight.dim() == 2 && pre.dim() >= 1 && pre.size(-1) == weight.size(0) &&

@@ -3,6 +3,7 @@
 #include "lib/ops/cuda/matmul.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
+#include "lib/ops/f16_storage.h"
 
 namespace hetu::ops {
 namespace {
@@ -13,6 +14,7 @@ Tensor blas_ready(const Tensor& t) { return cpu::blas_layout(t) ? t : t.contiguo
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  if (stores_f16({&a, &b})) return narrowed(matmul(widened(a), widened(b), trans_a, trans_b));
   check_inputs("matmul", {&a, &b}, Backends::cpu_and_cuda);
   check_float_dtype("matmul", {&a, &b});
   HT_CHECK(a.dim() >= 2 && b.dim() >= 2, "matmul: operands need at least 2 dims, got {} and {}", shape_str(a.shape()),
@@ -53,6 +55,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
+  if (stores_f16({&x, &weight, &bias, &residual})) {
+    return narrowed(linear(widened(x), widened(weight), widened(bias), widened(residual)));
+  }
   check_inputs("linear", {&x, &weight}, Backends::cpu_and_cuda);
   check_float_dtype("linear", {&x, &weight});
   HT_CHECK(x.dim() >= 1 && weight.dim() == 2 && x.size(-1) == weight.size(1),

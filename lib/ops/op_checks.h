@@ -2,7 +2,9 @@
 // Devices: an op accepts CUDA tensors only when it passes Backends::cpu_and_cuda (it then
 // routes them to lib/ops/cuda) and hetu was built with the CUDA backend; otherwise they fail
 // with "op X not implemented for device cuda:N / dtype Z". Compute dtypes: f32/f64 on the
-// CPU, f32/bf16 on CUDA (bf16 computed in f32; saved statistics are f32: stat_dtype).
+// CPU, f32/bf16/f16 on CUDA (bf16 and f16 computed in f32; saved statistics are f32:
+// stat_dtype). CPU f16 tensors never reach these checks: the ops widen them first
+// (f16_storage.h).
 #pragma once
 
 #include <initializer_list>
@@ -31,7 +33,8 @@ inline void check_inputs(std::string_view op, std::initializer_list<const Tensor
 }
 
 inline bool is_compute_dtype(Device device, DType dtype) {
-  return device.is_cuda() ? dtype == DType::f32 || dtype == DType::bf16 : dtype == DType::f32 || dtype == DType::f64;
+  return device.is_cuda() ? dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16
+                          : dtype == DType::f32 || dtype == DType::f64;
 }
 
 // A compute dtype of the tensors' device, and the same dtype for all.
@@ -45,8 +48,11 @@ inline void check_float_dtype(std::string_view op, std::initializer_list<const T
 }
 
 // The dtype of saved statistics (norm mean/rstd, attention lse) and of CUDA losses: f32 for
-// CUDA tensors (bf16 rounding would spoil the backward), the input's dtype on the CPU.
-inline DType stat_dtype(const Tensor& x) { return x.device().is_cuda() ? DType::f32 : x.dtype(); }
+// CUDA tensors and CPU f16 ones (16-bit rounding would spoil the backward), the input's
+// dtype on the CPU otherwise.
+inline DType stat_dtype(const Tensor& x) {
+  return x.device().is_cuda() || x.dtype() == DType::f16 ? DType::f32 : x.dtype();
+}
 
 inline void check_index_dtype(std::string_view op, const Tensor& index) {
   if (index.dtype() != DType::i32 && index.dtype() != DType::i64) op_not_implemented(op, index.device(), index.dtype());

@@ -51,7 +51,8 @@
   X(fill, false)                 \
   X(add_, false)                 \
   X(adamw_update, false)         \
-  X(global_norm, false)
+  X(global_norm, false)          \
+  X(unscale_and_check_, false)
 
 namespace hetu::ops {
 

@@ -1,10 +1,11 @@
 // The public ops of hetu's tensor library (no autograd: lib/autograd wraps these). Each
 // function checks its arguments (shape, dtype, device; errors say "<op>: ...") and infers the
 // output shape, then runs the kernel for the tensors' device. Inputs may be non-contiguous
-// views. Compute dtypes: f32 and f64 on the CPU; f32 and bf16 on CUDA (lib/ops/cuda, computed
-// in f32; saved statistics — norm mean/rstd, attention lse — and the cross-entropy loss are
-// f32 there); other combinations fail with "op X not implemented for device Y / dtype Z". The
-// catalogue is lib/ops/op_list.h.
+// views. Compute dtypes: f32 and f64 on the CPU; f32, bf16 and f16 on CUDA (lib/ops/cuda,
+// computed in f32; saved statistics — norm mean/rstd, attention lse — and the cross-entropy
+// loss are f32 there); f16 on the CPU is stored f16 and computed in f32 (f16_storage.h), with
+// f32 statistics and losses as on CUDA; other combinations fail with "op X not implemented for
+// device Y / dtype Z". The catalogue is lib/ops/op_list.h.
 //
 //   Tensor y = ops::gelu(ops::matmul(x, w, /*trans_a=*/false, /*trans_b=*/true));  // x Wᵀ
 #pragma once
@@ -266,6 +267,10 @@ struct AdamWStep {
 void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamWStep& step);
 // √(Σ over tensors of Σ x²), accumulated in double.
 double global_norm(const std::vector<Tensor>& tensors);
+// fp16's unscale (lib/optim/loss_scaler.h): multiplies every element of every tensor by
+// inv_scale in place and returns true when any result is inf or nan, the check fused into the
+// same pass. Tensors contiguous f32/f64 (CPU) or f32/bf16/f16 (CUDA: one read of a device flag).
+bool unscale_and_check_(const std::vector<Tensor>& tensors, double inv_scale);
 
 // ---- threading (lib/ops/threading.cpp) ----
 // One thread count for our OpenMP loops and OpenBLAS, so they never oversubscribe.

@@ -76,4 +76,33 @@ double global_norm(const std::vector<Tensor>& tensors) {
   return std::sqrt(total);
 }
 
+bool unscale_and_check_(const std::vector<Tensor>& tensors, double inv_scale) {
+  HT_CHECK(std::isfinite(inv_scale) && inv_scale > 0, "unscale_and_check_: inv_scale must be finite and > 0, got {}",
+           inv_scale);
+  bool found = false;
+  if constexpr (hetu::cuda::kBuilt) {
+    if (!tensors.empty() && tensors.front().defined() && tensors.front().device().is_cuda()) {
+      const Device device = tensors.front().device();
+      hetu::cuda::DeviceGuard guard(device);
+      Tensor flag = zeros({1}, DType::i32, device);  // set by any kernel that meets inf/nan; read once
+      for (const Tensor& t : tensors) {
+        check_inputs("unscale_and_check_", {&tensors.front(), &t}, Backends::cpu_and_cuda);
+        HT_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::bf16 || t.dtype() == DType::f16,
+                 "unscale_and_check_: CUDA tensors must be f32, bf16 or f16, got {}", to_string(t.dtype()));
+        HT_CHECK(t.is_contiguous(), "unscale_and_check_: tensors must be contiguous (they are scaled in place)");
+        cuda::unscale_and_check(t.dtype(), t.raw_data(), t.numel(), static_cast<float>(inv_scale), flag.data<int32_t>());
+      }
+      return flag.item() != 0;
+    }
+  }
+  for (const Tensor& t : tensors) {
+    check_inputs("unscale_and_check_", {&tensors.front(), &t});
+    check_float_dtype("unscale_and_check_", {&t});
+    HT_CHECK(t.is_contiguous(), "unscale_and_check_: tensors must be contiguous (they are scaled in place)");
+    found |= HT_DISPATCH_FLOAT(t.dtype(), "unscale_and_check_", t.device(),
+                               [&] { return cpu::unscale_and_check(t.data<scalar_t>(), t.numel(), inv_scale); });
+  }
+  return found;
+}
+
 }  // namespace hetu::ops

@@ -8,6 +8,7 @@
 #include "lib/ops/cuda/reduce.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
+#include "lib/ops/f16_storage.h"
 
 namespace hetu::ops {
 namespace {
@@ -80,6 +81,7 @@ void sum_rows(const Plan& plan, double scale, const Tensor& out) {
 }  // namespace
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  if (stores_f16({&x})) return narrowed(sum(widened(x), dims, keepdim));
   check_inputs("sum", {&x}, Backends::cpu_and_cuda);
   check_float_dtype("sum", {&x});
   Plan plan = plan_reduction("sum", x, dims, keepdim, /*allow_columns=*/true);
@@ -89,6 +91,7 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 }
 
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  if (stores_f16({&x})) return narrowed(mean(widened(x), dims, keepdim));
   check_inputs("mean", {&x}, Backends::cpu_and_cuda);
   check_float_dtype("mean", {&x});
   Plan plan = plan_reduction("mean", x, dims, keepdim, /*allow_columns=*/true);
@@ -99,6 +102,7 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 }
 
 Tensor max(const Tensor& x, int64_t dim, bool keepdim, Tensor* argmax) {
+  if (stores_f16({&x})) return narrowed(max(widened(x), dim, keepdim, argmax));
   check_inputs("max", {&x}, Backends::cpu_and_cuda);
   check_float_dtype("max", {&x});
   HT_CHECK(x.dim() > 0 && x.size(dim) > 0, "max: dim {} of {} is empty", dim, shape_str(x.shape()));
@@ -121,6 +125,7 @@ Tensor max(const Tensor& x, int64_t dim, bool keepdim, Tensor* argmax) {
 }
 
 Tensor max_backward(const Tensor& grad, const Tensor& argmax, int64_t dim, const Shape& shape) {
+  if (stores_f16({&grad})) return narrowed(max_backward(widened(grad), argmax, dim, shape));
   check_inputs("max_backward", {&grad, &argmax}, Backends::cpu_and_cuda);
   check_float_dtype("max_backward", {&grad});
   const int64_t nd = static_cast<int64_t>(shape.size());

@@ -10,6 +10,7 @@
 #include "lib/ops/cuda/rms_norm.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
+#include "lib/ops/f16_storage.h"
 
 namespace hetu::ops {
 
@@ -29,6 +30,10 @@ void check_x_and_weight(std::string_view op, const Tensor& x, const Tensor& weig
 }  // namespace
 
 RmsNormResult rms_norm(const Tensor& x, const Tensor& weight, double eps) {
+  if (stores_f16({&x, &weight})) {  // rstd stays f32 (stat_dtype)
+    RmsNormResult r = rms_norm(widened(x), widened(weight), eps);
+    return {narrowed(r.out), r.rstd};
+  }
   constexpr std::string_view op = "rms_norm";
   check_inputs(op, {&x, &weight}, Backends::cpu_and_cuda);
   check_float_dtype(op, {&x, &weight});
@@ -53,6 +58,10 @@ RmsNormResult rms_norm(const Tensor& x, const Tensor& weight, double eps) {
 }
 
 RmsNormGrads rms_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& rstd) {
+  if (stores_f16({&grad, &x, &weight})) {
+    const RmsNormGrads g = rms_norm_backward(widened(grad), widened(x), widened(weight), rstd);
+    return {narrowed(g.dx), narrowed(g.dweight)};
+  }
   constexpr std::string_view op = "rms_norm_backward";
   check_inputs(op, {&grad, &x, &weight, &rstd}, Backends::cpu_and_cuda);
   check_float_dtype(op, {&grad, &x, &weight});

@@ -9,6 +9,7 @@
 
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
+#include "lib/ops/f16_storage.h"
 
 namespace hetu::ops {
 
@@ -27,6 +28,7 @@ namespace {
 // Both forms: positions empty (row t at position_offset + t) or one position per (b, t) row.
 Tensor rotary_at(const Tensor& x, int64_t position_offset, std::span<const int64_t> positions,
                  std::span<const double> inv_freq, bool inverse) {
+  if (stores_f16({&x})) return narrowed(rotary_at(widened(x), position_offset, positions, inv_freq, inverse));
   check_inputs("rotary", {&x}, Backends::cpu_and_cuda);
   check_float_dtype("rotary", {&x});
   HT_CHECK(x.dim() == 4, "rotary: x must be (B, T, H, D), got shape {}", shape_str(x.shape()));

@@ -8,6 +8,7 @@
 #include "lib/ops/cuda/softmax.h"
 #include "lib/ops/op_checks.h"
 #include "lib/ops/ops.h"
+#include "lib/ops/f16_storage.h"
 
 namespace hetu::ops {
 
@@ -21,6 +22,7 @@ int64_t num_rows(const Tensor& x) {
 
 // Forward: out = softmax(x) or, with kLog, log_softmax(x), row by row.
 template <bool kLog> Tensor rowwise_forward(std::string_view op, const Tensor& x) {
+  if (stores_f16({&x})) return narrowed(rowwise_forward<kLog>(op, widened(x)));
   check_inputs(op, {&x}, Backends::cpu_and_cuda);
   check_float_dtype(op, {&x});
   HT_CHECK(x.dim() >= 1, "{}: expected a tensor with at least 1 dim, got a 0-d tensor", op);
@@ -46,6 +48,7 @@ template <bool kLog> Tensor rowwise_forward(std::string_view op, const Tensor& x
 
 // Backward from the forward's output y (softmax or, with kLog, log_softmax): dx has y's shape.
 template <bool kLog> Tensor rowwise_backward(std::string_view op, const Tensor& grad, const Tensor& y) {
+  if (stores_f16({&grad, &y})) return narrowed(rowwise_backward<kLog>(op, widened(grad), widened(y)));
   check_inputs(op, {&grad, &y}, Backends::cpu_and_cuda);
   check_float_dtype(op, {&grad, &y});
   HT_CHECK(y.dim() >= 1, "{}: expected a tensor with at least 1 dim, got a 0-d tensor", op);

@@ -1,6 +1,8 @@
 // The job's layout priced from the catalogue. See Note [Catalogue estimates] in lib/plan.
 #include "lib/plan/layout_cost.h"
 
+#include "lib/config/compute_device.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -122,8 +124,7 @@ plan::Link slowest_link(const config::JobConfig& c, const profile::Profile& prof
 }
 
 double peak_flops(const config::DeviceProfile& type, config::Precision precision) {
-  const double tflops = precision == config::Precision::bf16 ? type.peak_tflops_bf16 : type.peak_tflops_fp32;
-  return 1e12 * tflops;
+  return 1e12 * config::peak_tflops(type, precision);
 }
 
 // The entry of `type` measured at `tp` nearest to micro-batches of `tokens` (the same size
@@ -215,7 +216,7 @@ double zero_state_share(const config::JobConfig& c, const config::StageSection& 
 }
 
 plan::ModelFacts job_model_facts(const config::JobConfig& c) {
-  const double activation_bytes = c.training.precision == config::Precision::bf16   ? 2.0
+  const double activation_bytes = c.training.precision == config::Precision::bf16 || c.training.precision == config::Precision::fp16 ? 2.0
                                   : c.training.precision == config::Precision::fp64 ? 8.0
                                                                                     : 4.0;
   return model_facts(c.model, c.training.seq_len, activation_bytes);

@@ -223,7 +223,8 @@ double BucketedEngine::run_lane(Lane& lane, const std::vector<int64_t>& buckets,
         Batch b = source.micro_batch(bucket, round, replica, i);
         micro.push_back({b.inputs, b.targets, std::move(b.cu_seqlens)});
       }
-      partial += lane.engine->accumulate(micro, static_cast<double>(step.global_targets));
+      // The loss scale as in ParallelEngine (Note [Loss scale]); forward_backward divides it out.
+      partial += lane.engine->accumulate(micro, static_cast<double>(step.global_targets) / loss_scale_);
     }
   }
   lane.engine->sync_grads();
@@ -268,7 +269,7 @@ double BucketedEngine::forward_backward(BatchSource& train) {
                 "gradients out {:.2f} ms; lanes {}",
                 fmt::join(step.rounds, ","), fmt::join(step.row_factor, ","), 1e3 * reshard_in_s_, 1e3 * reshard_out_s_,
                 fmt::join(lane_times, ", "));
-  return sum_over_world(*optimize_.comm, partial);
+  return sum_over_world(*optimize_.comm, partial) / loss_scale_;
 }
 
 }  // namespace hetu::runtime

@@ -11,7 +11,7 @@ namespace hetu::runtime {
 double IdleEngine::forward_backward(BatchSource& train) {
   train.next();  // keeps the data position with the other ranks'
   timing::Scope scope(timing::Phase::grad_sync, "grad_sync");
-  return sum_over_world(comm_, 0.0);
+  return sum_over_world(comm_, 0.0) / loss_scale_;  // the others' losses are scaled (Note [Loss scale])
 }
 
 double IdleEngine::grad_norm() { return std::sqrt(sum_over_world(comm_, 0.0)); }

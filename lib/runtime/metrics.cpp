@@ -68,6 +68,8 @@ std::string progress_line(const StepMetrics& m) {
   if (m.val_loss) line += fmt::format(" | val {:.4f}", *m.val_loss);
   line += fmt::format(" | lr {:.2e} | norm {:.3f} | {} tok/s | MFU {:.1f}%", m.lr, m.grad_norm,
                       human_rate(m.tokens_per_s), 100.0 * m.mfu);
+  if (m.loss_scale) line += fmt::format(" | scale {}", *m.loss_scale);
+  if (m.skipped) line += " | skipped (inf/nan gradients)";
   if (m.peak_memory_gib) line += fmt::format(" | mem {:.1f} GiB", *m.peak_memory_gib);
   line += fmt::format(" | ETA {}", format_duration(m.eta_seconds));
   return line;
@@ -78,6 +80,8 @@ std::string metrics_json(const StepMetrics& m) {
                                  m.step, json_number(m.loss), json_number(m.lr), json_number(m.grad_norm),
                                  json_number(m.tokens_per_s), json_number(m.mfu), json_number(m.step_seconds));
   if (m.val_loss) json += fmt::format(R"(,"val_loss":{})", json_number(*m.val_loss));
+  if (m.loss_scale) json += fmt::format(R"(,"loss_scale":{})", json_number(*m.loss_scale));
+  if (m.skipped) json += R"(,"skipped":true)";
   if (m.peak_memory_gib) json += fmt::format(R"(,"peak_mem_gib":{})", json_number(*m.peak_memory_gib));
   if (m.switch_seconds) json += fmt::format(R"(,"switch_s":{})", json_number(*m.switch_seconds));
   if (m.switch_reshard_seconds) json += fmt::format(R"(,"switch_reshard_s":{})", json_number(*m.switch_reshard_seconds));

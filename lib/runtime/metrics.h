@@ -23,6 +23,8 @@ struct StepMetrics {
   std::string time_json;                  // per-rank timings (step_telemetry.h), a JSON object; "" if none
   std::optional<double> switch_seconds;   // strategy switches since the previous line: their wall time
   std::optional<double> switch_reshard_seconds;  // the part of it spent resharding the state
+  std::optional<double> loss_scale;       // fp16: the loss scale the step ran at
+  bool skipped = false;                   // fp16: the step overflowed and made no update
 };
 
 // "step   40/200 | loss 2.4512 | lr 1.00e-03 | norm 0.812 | 10.2k tok/s | MFU 31.2% | ETA 1m05s"

@@ -196,9 +196,13 @@ double ParallelEngine::forward_backward(BatchSource& train) {
     micro.push_back({b.inputs, b.targets, std::move(b.cu_seqlens)});
   }
   const double normalizer = global_targets > 0 ? static_cast<double>(global_targets) : tokens_per_step();
-  const double partial = accumulate(micro, normalizer);
+  // Note [Loss scale]: fp16's scaled loss is the loss over normalizer / scale (a normalizer
+  // below 1 is legal for that), so the backward's seed stays 1 and the scale is in every
+  // gradient from the first one the loss makes, the fused LM head's included (it computes its
+  // gradients in the forward, before any seed); the sum comes back divided by the scale.
+  const double partial = accumulate(micro, normalizer / loss_scale_);
   sync_grads();
-  return sum_over_world(partial);
+  return sum_over_world(partial) / loss_scale_;
 }
 
 double ParallelEngine::accumulate(const std::vector<pipeline::MicroBatch>& micro, double normalizer) {

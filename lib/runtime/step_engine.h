@@ -43,6 +43,13 @@ class StepEngine {
   virtual bool any_rank(bool flag) { return flag; }
   // Tokens of one optimizer step, all ranks together.
   virtual double tokens_per_step() const = 0;
+  // fp16's loss scale (lib/optim/loss_scaler.h): forward_backward multiplies the loss by it
+  // before backward, so the gradients it leaves are `scale` times the true ones; the loss it
+  // returns is the true one. 1 unless set.
+  void set_loss_scale(double scale) { loss_scale_ = scale; }
+
+ protected:
+  double loss_scale_ = 1;
 };
 
 }  // namespace hetu::runtime

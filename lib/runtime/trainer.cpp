@@ -46,6 +46,7 @@ Trainer::Trainer(StepEngine& engine, TrainerOptions options)
       params_(engine_->parameters()),
       optimizer_(engine_->optimizer_parameters(), options_.adamw) {
   HT_CHECK(options_.steps >= 1, "trainer: steps must be >= 1");
+  if (options_.loss_scale) scaler_.emplace(*options_.loss_scale);
   HT_CHECK(options_.switches.empty() && options_.straggler == nullptr,
            "trainer: strategy switches need the trainer built from a StrategyRun");
   log_optimizer_state();
@@ -59,6 +60,7 @@ Trainer::Trainer(StrategyRun initial, TrainerOptions options)
       optimizer_(engine_->optimizer_parameters(), options_.adamw) {
   HT_CHECK(options_.steps >= 1, "trainer: steps must be >= 1");
   HT_CHECK(current_.strategy != nullptr && current_.comm != nullptr, "trainer: a StrategyRun needs its strategy and comm");
+  if (options_.loss_scale) scaler_.emplace(*options_.loss_scale);
   for (size_t i = 1; i < options_.switches.size(); ++i) {
     HT_CHECK(options_.switches[i - 1].after_step < options_.switches[i].after_step,
              "trainer: strategy switches must come in increasing step order");
@@ -185,6 +187,7 @@ Snapshot Trainer::snapshot(int64_t step, const BatchSource& train) const {
   s.metadata[kDataPositionKey] = train.save_position();
   s.metadata[kOptimizerStepKey] = std::to_string(optimizer_.steps_taken());
   if (current_.strategy != nullptr) s.metadata[kStrategyKey] = current_.strategy->name;
+  if (scaler_) scaler_->save(s.metadata);
   return s;
 }
 
@@ -204,6 +207,21 @@ void Trainer::restore(const Snapshot& s, BatchSource& train) {
   train.restore_position(position->second);
   auto steps = s.metadata.find(kOptimizerStepKey);
   optimizer_.set_steps_taken(steps != s.metadata.end() ? std::stoll(steps->second) : s.step);
+  if (scaler_) scaler_->restore(s.metadata);
+}
+
+bool Trainer::unscale_overflowed(int64_t step) {
+  static const int64_t overflow_step = optim::test_overflow_step();
+  if (step == overflow_step && (current_.comm == nullptr || current_.comm->rank() == 0)) {
+    for (const nn::NamedParameter& p : engine_->optimizer_parameters()) {  // the test hook (loss_scaler.h)
+      if (!p.tensor.grad().defined() || p.tensor.grad().numel() == 0) continue;
+      p.tensor.grad().view({-1}).narrow(0, 0, 1).copy_from(full({1}, INFINITY, p.tensor.grad().dtype(), Device::cpu()));
+      break;
+    }
+  }
+  const bool overflow = engine_->any_rank(scaler_->unscale(engine_->optimizer_parameters()));
+  scaler_->update(overflow);
+  return overflow;
 }
 
 double Trainer::evaluate(BatchSource& val) {
@@ -305,17 +323,27 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
     if (options_.straggler != nullptr) options_.straggler->step_begins();
     const StepTelemetry::Step in_step = telemetry.step(step + 1, last);
     const double lr = options_.schedule.at(step);
+    const double step_scale = scaler_ ? scaler_->scale() : 1.0;  // the loss scale this step runs at
+    engine_->set_loss_scale(step_scale);
     const double loss_sum = engine_->forward_backward(*train_source);  // See Note [Loss normalisation]
     timing::Scope optimizer_scope(timing::Phase::optimizer, "optimizer");
-    const double norm = engine_->grad_norm();
+    const bool skipped = scaler_ && unscale_overflowed(step + 1);
+    const double norm = skipped ? std::nan("") : engine_->grad_norm();
     // Clipping is folded into the update (AdamW::step's grad_scale): no pass of its own.
     const double clip = optim::clip_factor(norm, options_.grad_clip);
-    if (!std::isfinite(loss_sum) || !std::isfinite(norm)) {
+    if (!std::isfinite(loss_sum) || (!skipped && !std::isfinite(norm))) {
       HT_THROW("step {}: the loss is {} and the gradient norm {}; stopping before the optimizer step (the last good "
                "checkpoint is untouched; lower training.lr or check the data)", step + 1, loss_sum, norm);
     }
-    optimizer_.step(lr, clip);
-    engine_->refresh_parameters();
+    if (skipped) {
+      spdlog::warn("step {}: inf/nan in the fp16 gradients at loss scale {}; step skipped (no optimizer update), the "
+                   "scale is now {} ({} skipped so far)", step + 1, step_scale, scaler_->scale(),
+                   scaler_->skipped_steps());
+      result.skipped_steps.push_back(step + 1);
+    } else {
+      optimizer_.step(lr, clip);
+      engine_->refresh_parameters();
+    }
     optimizer_scope.end();
     if (options_.straggler != nullptr) options_.straggler->step_computed();
     ++step;
@@ -324,7 +352,7 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
     if (options_.progress_bar) draw_bar(step, options_.steps, loss_sum);
 
     const bool evaluate_now = val != nullptr && options_.eval_every > 0 && step % options_.eval_every == 0;
-    const bool log_now = step % options_.log_every == 0 || step == last || evaluate_now;
+    const bool log_now = step % options_.log_every == 0 || step == last || evaluate_now || skipped;
     StepMetrics m;
     if (evaluate_now) {
       m.val_loss = evaluate(*val);
@@ -338,6 +366,8 @@ TrainResult Trainer::run(BatchSource& first_train, BatchSource* val, CheckpointS
       m.loss = loss_sum;
       m.lr = lr;
       m.grad_norm = norm;
+      if (scaler_) m.loss_scale = step_scale;
+      m.skipped = skipped;
       m.step_seconds = window_s / static_cast<double>(window_steps);
       m.tokens_per_s = step_tokens / m.step_seconds;
       m.mfu = shown_mfu(options_.peak_flops > 0 ? m.tokens_per_s * options_.flops_per_token / options_.peak_flops : 0);

@@ -18,16 +18,22 @@
 // a StragglerWatch the Trainer asks it at every step boundary whether to switch to a
 // re-planned layout (straggler.h). A store that keeps step snapshots (hetu launch;
 // lib/checkpoint/recovery_store.h) gets every completed step's state right after the step is logged.
+// fp16 (options.loss_scale): each step's loss is scaled, the gradients unscaled with an
+// inf/nan check, and a step that overflowed on any rank is skipped on every rank: no AdamW
+// update (AdamW's step count stays), the step still counts (its data is consumed, the LR
+// schedule moves on) and its line is logged with `skipped`; the scale halves (loss_scaler.h).
 #pragma once
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "lib/nn/module.h"
 #include "lib/optim/adamw.h"
+#include "lib/optim/loss_scaler.h"
 #include "lib/optim/lr_schedule.h"
 #include "lib/runtime/step_engine.h"
 #include "lib/runtime/step_telemetry.h"
@@ -50,6 +56,8 @@ struct TrainerOptions {
   optim::LrSchedule schedule;
   optim::AdamWConfig adamw;
   double grad_clip = 1.0;         // 0: no clipping
+  // fp16: the dynamic loss scale (lib/optim/loss_scaler.h); none for the other precisions.
+  std::optional<optim::LossScaleConfig> loss_scale;
   int64_t log_every = 10;
   int64_t eval_every = 0;         // 0: never
   int64_t eval_steps = 20;
@@ -74,6 +82,7 @@ struct TrainerOptions {
 struct TrainResult {
   int64_t first_step = 0;             // 0, or where a resumed run started
   std::vector<double> losses;         // training loss of each step this run made
+  std::vector<int64_t> skipped_steps;  // fp16: the steps of this run skipped for inf/nan gradients
   std::vector<double> val_losses;     // each evaluation, in order
   std::string last_checkpoint;
   int stop_signal = 0;                // the signal that ended the run early, or 0
@@ -99,6 +108,9 @@ class Trainer {
 
  private:
   double evaluate(BatchSource& val);
+  // fp16: unscales this rank's gradients, reduces the overflow flag over every rank and
+  // updates the scale; true when step `step` (1-based) must be skipped.
+  bool unscale_overflowed(int64_t step);
   // Drops the gradients of this rank's parameters (and ZeRO-1 shards): after the last step
   // under a strategy, before a switch.
   void release_gradients() const;
@@ -112,6 +124,7 @@ class Trainer {
   StrategyRun current_;  // strategy and comm unset for the StepEngine constructor
   std::vector<nn::NamedParameter> params_;
   optim::AdamW optimizer_;
+  std::optional<optim::LossScaler> scaler_;  // fp16 only
 };
 
 }  // namespace hetu::runtime

@@ -20,7 +20,7 @@ double device_peak_flops(const config::LoadedConfig& loaded, const config::Devic
   const config::JobConfig& c = loaded.config;
   const config::DeviceProfile* profile = config::device_profile(loaded, device);
   if (profile != nullptr && profile->kind == config::DeviceKind::gpu) {
-    return 1e12 * (c.training.precision == config::Precision::bf16 ? profile->peak_tflops_bf16 : profile->peak_tflops_fp32);
+    return 1e12 * config::peak_tflops(*profile, c.training.precision);
   }
   const config::DeviceProfile* builtin = profile != nullptr ? config::DeviceCatalog::builtin().find(profile->name) : nullptr;
   if (profile != nullptr && profile->peak_tflops_fp32 > 0 &&

@@ -2,6 +2,7 @@
 #include "lib/train/train_job.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -36,7 +37,11 @@ namespace hetu::train {
 namespace {
 
 void report(const runtime::TrainResult& result) {
-  spdlog::info("done: {} steps, final loss {:.4f}{}; checkpoint {}", result.losses.size(),
+  spdlog::info("done: {} steps{}, final loss {:.4f}{}; checkpoint {}", result.losses.size(),
+               result.skipped_steps.empty()
+                   ? ""
+                   : fmt::format(" ({} skipped for inf/nan fp16 gradients: {})", result.skipped_steps.size(),
+                                 fmt::join(result.skipped_steps, ", ")),
                result.losses.empty() ? 0.0 : result.losses.back(),
                result.val_losses.empty() ? "" : fmt::format(", val loss {:.4f}", result.val_losses.back()),
                result.last_checkpoint);

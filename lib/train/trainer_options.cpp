@@ -32,6 +32,9 @@ runtime::TrainerOptions trainer_options(const config::JobConfig& c, int64_t stop
                 c.lr_schedule.min_lr_ratio};
   o.adamw = {c.optimizer.beta1, c.optimizer.beta2, c.optimizer.eps, c.optimizer.weight_decay};
   o.grad_clip = c.training.grad_clip;
+  if (c.training.precision == config::Precision::fp16) {
+    o.loss_scale = optim::LossScaleConfig{c.training.loss_scale_init, c.training.loss_scale_window};
+  }
   o.log_every = c.training.log_every;
   o.eval_every = c.training.eval_every;
   o.eval_steps = c.training.eval_steps;

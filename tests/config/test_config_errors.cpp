@@ -218,8 +218,8 @@ std::vector<BadCase> bad_cases() {
        "job.toml:7: model.flavor: unknown gpt2 flavor \"huge\" (known: tiny, 124m, 350m, 774m)"},
       {"unknown arch", edit(B, 6, "arch = \"bert\""), {},
        "job.toml:6: model.arch: unknown value \"bert\" (expected one of: gpt2, llama)"},
-      {"bad precision", edit(B, 18, "precision = \"fp16\""), {},
-       "job.toml:18: training.precision: unknown value \"fp16\" (expected one of: fp32, bf16, fp64)"},
+      {"bad precision", edit(B, 18, "precision = \"fp8\""), {},
+       "job.toml:18: training.precision: unknown value \"fp8\" (expected one of: fp32, bf16, fp64, fp16)"},
       {"bad decay", edit(B, 28, "decay = \"step\""), {},
        "job.toml:28: lr_schedule.decay: unknown value \"step\" (expected one of: constant, linear, cosine)"},
       {"bad schedule", edit(H, 32, "micro_batch = 2\nschedule = \"zb\""), {},
@@ -290,6 +290,14 @@ std::vector<BadCase> bad_cases() {
        "job.toml:16: training.seq_len: seq_len = 128 exceeds model.max_seq_len = 64"},
       {"negative grad_clip", edit(B, 19, "grad_clip = -1.0"), {},
        "job.toml:19: training.grad_clip: must be >= 0 (0 disables clipping), got -1"},
+      {"loss_scale_init below 1", edit(B, 19, "grad_clip = 1.0\nloss_scale_init = 0.5"), {},
+       "job.toml:20: training.loss_scale_init: must be a finite number >= 1 (the first fp16 loss scale), got 0.5"},
+      {"loss_scale_init not a number", edit(B, 19, "grad_clip = 1.0\nloss_scale_init = \"big\""), {},
+       "job.toml:20: training.loss_scale_init: expected a number"},
+      {"loss_scale_window 0", edit(B, 19, "grad_clip = 1.0\nloss_scale_window = 0"), {},
+       "job.toml:20: training.loss_scale_window: must be >= 1, got 0"},
+      {"loss_scale_window not an integer", edit(B, 19, "grad_clip = 1.0\nloss_scale_window = 2.5"), {},
+       "job.toml:20: training.loss_scale_window: expected an integer"},
       {"eval_every without data.val", edit(B, 19, "eval_every = 5"), {},
        "job.toml:19: training.eval_every: evaluation needs data.val"},
       {"job.name with a slash", edit(B, 2, "name = \"exp/1\""), {},
@@ -316,6 +324,8 @@ std::vector<BadCase> bad_cases() {
       // ---- cluster ----------------------------------------------------------------------------
       {"bf16 on cpu", edit(B, 18, "precision = \"bf16\""), {},
        "job.toml:18: training.precision: \"bf16\" needs GPUs with bf16 support, but localhost:0 is a \"cpu\""},
+      {"bf16 on a Turing GPU", edit(H, {{19, "micro_batch = 2\nprecision = \"bf16\""}, {24, "devices = { type = \"T4\", count = 4 }"}}), {},
+       "training.precision: \"bf16\" needs GPUs with bf16 support, but gpu-a:0 is a \"T4\" (use precision = \"fp16\""},
       {"fp64 on a GPU", edit(H, 19, "micro_batch = 2\nprecision = \"fp64\""), {},
        "job.toml:20: training.precision: \"fp64\" (the CPU numerics reference) runs on CPUs only, but gpu-a:0 is a "
        "\"A100-80G\" GPU"},
@@ -627,4 +637,40 @@ TEST_CASE("a device catalogue file may emulate slower CPUs, and its keys are che
                                        "is a gpu)"));
   CHECK_THAT(load_error(job_with("kind = \"cpu\"\nmemory_gib = -1\n"), {}),
              Catch::Matchers::Contains("memory_gib: must be >= 0, got -1"));
+}
+
+TEST_CASE("precision fp16 runs on CPUs and on GPU types with an fp16 peak, and is refused by name elsewhere",
+          "[config_errors]") {
+  hetu::test::TempDir dir("catalog_fp16");
+  auto job_with = [&](const std::string& device) {
+    dir.write("catalog.toml", "[[device]]\nname = \"turing\"\nkind = \"gpu\"\n" + device + "peak_tflops_fp32 = 10\n");
+    return edit(kBase, {{18, "precision = \"fp16\""},
+                        {34, "[cluster]\ndevice_catalog = \"" + dir.file("catalog.toml") + "\""},
+                        {37, "devices = { type = \"turing\", count = 2 }"}});
+  };
+  const auto cpu = load_job_config_text(edit(kBase, 18, "precision = \"fp16\""), "job.toml", {});
+  CHECK(cpu.config.training.precision == hetu::config::Precision::fp16);
+  CHECK(cpu.config.training.loss_scale_init == 65536);
+  CHECK(cpu.config.training.loss_scale_window == 1000);
+  const auto gpu = load_job_config_text(job_with("peak_tflops_fp16 = 40\n"), "job.toml", {});
+  CHECK(gpu.catalog.find("turing")->peak_tflops_fp16 == 40);
+  CHECK_THAT(load_error(job_with(""), {}),
+             Catch::Matchers::Contains("job.toml:18: training.precision: \"fp16\" needs GPUs with an fp16 path "
+                                       "(peak_tflops_fp16 > 0 in the device catalogue), but localhost:0 is a \"turing\""));
+  CHECK_THAT(load_error(job_with("peak_tflops_fp16 = -1\n"), {}),
+             Catch::Matchers::Contains("catalog.toml:4: device[0].peak_tflops_fp16: must be >= 0 (0: no fp16 path), got -1"));
+  // Every builtin GPU has an fp16 path; where it has bf16 the dense figures are the same.
+  const hetu::config::DeviceCatalog builtin = hetu::config::DeviceCatalog::builtin();
+  for (const hetu::config::DeviceProfile& type : builtin.types()) {
+    CAPTURE(type.name);
+    if (type.kind == hetu::config::DeviceKind::gpu) CHECK(type.peak_tflops_fp16 > 0);
+    if (type.peak_tflops_bf16 > 0) CHECK(type.peak_tflops_fp16 == type.peak_tflops_bf16);
+  }
+  // The resolved job keeps the keys (written, read back equal).
+  const auto set = load_job_config_text(edit(kBase, 18, "precision = \"fp16\"\nloss_scale_init = 1024\nloss_scale_window = 7"),
+                                        "job.toml", {});
+  const auto again = load_job_config_text(hetu::config::to_toml(set.config), "resolved.toml", {});
+  CHECK(again.config.training.precision == hetu::config::Precision::fp16);
+  CHECK(again.config.training.loss_scale_init == 1024);
+  CHECK(again.config.training.loss_scale_window == 7);
 }

@@ -6,6 +6,8 @@
 //   f32:  atol 2e-5, rtol 1e-4 (f32 sums in another order; cuBLAS without TF32)
 //   bf16: atol 1e-2, rtol 2e-2 (one bf16 rounding of the output: 2^-9 relative, plus bf16
 //         intermediates in attention (P, dS) and in the matmul operands of backward passes)
+//   f16:  bf16's bounds (f16 rounds 8x finer, 2^-12 relative, with the same intermediates;
+//         the test values stay far inside f16's range)
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -34,12 +36,12 @@ inline bool skip_without_gpu() {
   } while (0)
 
 inline const Device kGpu = Device::cuda(0);
-inline const std::vector<DType> kGpuDtypes = {DType::f32, DType::bf16};
+inline const std::vector<DType> kGpuDtypes = {DType::f32, DType::bf16, DType::f16};
 
 struct Tolerance {
   double atol, rtol;
 };
-inline Tolerance tolerance(DType dtype) { return dtype == DType::bf16 ? Tolerance{1e-2, 2e-2} : Tolerance{2e-5, 1e-4}; }
+inline Tolerance tolerance(DType dtype) { return dtype != DType::f32 ? Tolerance{1e-2, 2e-2} : Tolerance{2e-5, 1e-4}; }
 
 // Uniform in [low, high) on the CPU, f32.
 inline Tensor random_cpu(const Shape& shape, uint64_t seed, double low = -1.0, double high = 1.0) {

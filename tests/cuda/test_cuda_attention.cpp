@@ -25,7 +25,7 @@ namespace {
 
 std::string dname(DType d) { return std::string(to_string(d)); }
 
-Tolerance attention_tolerance(DType dtype) { return dtype == DType::bf16 ? Tolerance{2e-2, 3e-2} : tolerance(dtype); }
+Tolerance attention_tolerance(DType dtype) { return dtype != DType::f32 ? Tolerance{2e-2, 3e-2} : tolerance(dtype); }
 
 // The CUDA attention implementation for one scope; the previous one comes back after.
 class KernelScope {

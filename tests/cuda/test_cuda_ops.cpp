@@ -1,4 +1,4 @@
-// CUDA kernels against the CPU kernels on random data, forward and backward, f32 and bf16:
+// CUDA kernels against the CPU kernels on random data, forward and backward, f32, bf16 and f16:
 // elementwise, activations, reductions, softmax, layer_norm, rms_norm, matmul. Tolerances:
 // see Note [CUDA parity tolerances] in cuda_test_utils.h.
 #include "lib/ops/ops.h"

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "lib/ops/cpu/isa.h"
@@ -59,7 +61,41 @@ struct SumSquaresBlock {
   }
 };
 
+// x *= inv over n elements; *bad = 1 when a result is inf or nan. The test reads the exponent
+// bits (all ones: inf or nan) so that it vectorises with the multiply and holds under any
+// floating-point flags.
+struct UnscaleRange {
+  template <typename scalar_t> static void run(scalar_t* x, int64_t n, double inv_scale, int* bad) {
+    using Bits = std::conditional_t<sizeof(scalar_t) == 4, uint32_t, uint64_t>;
+    constexpr Bits kExponent = static_cast<Bits>(sizeof(scalar_t) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
+    const scalar_t inv = static_cast<scalar_t>(inv_scale);
+    int found = 0;
+#pragma omp simd reduction(|:found)
+    for (int64_t i = 0; i < n; ++i) {
+      const scalar_t v = x[i] * inv;
+      x[i] = v;
+      Bits bits;
+      std::memcpy(&bits, &v, sizeof(bits));
+      found |= (bits & kExponent) == kExponent ? 1 : 0;
+    }
+    *bad = found;
+  }
+};
+
 }  // namespace
+
+template <typename scalar_t> bool unscale_and_check(scalar_t* x, int64_t n, double inv_scale) {
+  const int64_t blocks = (n + kParallelGrain - 1) / kParallelGrain;
+  int found = 0;
+#pragma omp parallel for schedule(static) reduction(|:found) if (blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t i = b * kParallelGrain;
+    int bad = 0;
+    run_isa<UnscaleRange>(x + i, std::min(kParallelGrain, n - i), inv_scale, &bad);
+    found |= bad;
+  }
+  return found != 0;
+}
 
 template <typename scalar_t>
 void adamw_update(scalar_t* param, const scalar_t* grad, scalar_t* m, scalar_t* v, int64_t n, const AdamWScalars& s) {
@@ -88,6 +124,8 @@ template <typename scalar_t> double sum_squares(const scalar_t* x, int64_t n) {
 template void adamw_update<float>(float*, const float*, float*, float*, int64_t, const AdamWScalars&);
 template void adamw_update<double>(double*, const double*, double*, double*, int64_t, const AdamWScalars&);
 template double sum_squares<float>(const float*, int64_t);
+template bool unscale_and_check<float>(float*, int64_t, double);
+template bool unscale_and_check<double>(double*, int64_t, double);
 template double sum_squares<double>(const double*, int64_t);
 
 }  // namespace hetu::ops::cpu

@@ -15,6 +15,10 @@ struct AdamWScalars {
 template <typename scalar_t>
 void adamw_update(scalar_t* param, const scalar_t* grad, scalar_t* m, scalar_t* v, int64_t n, const AdamWScalars& s);
 
+// x *= inv_scale in place; true when any result is inf or nan (its exponent bits all ones),
+// found in the same pass (fp16's unscale).
+template <typename scalar_t> bool unscale_and_check(scalar_t* x, int64_t n, double inv_scale);
+
 // Σ x² in double. Deterministic: fixed blocks, partials added in block order.
 template <typename scalar_t> double sum_squares(const scalar_t* x, int64_t n);
 

@@ -1,10 +1,11 @@
-// Shared device helpers of the CUDA kernels (lib/ops/cuda/*.cu): bf16 <-> f32 conversion,
+// Shared device helpers of the CUDA kernels (lib/ops/cuda/*.cu): bf16/f16 <-> f32 conversion,
 // warp and block reductions, vectorised elementwise maps, dtype dispatch, launch sizing and
 // scratch memory from the caching allocator. Every kernel computes in f32 whatever the
-// storage dtype (f32 or bf16). No fmt/spdlog here (nvcc limits, docs/TOOLCHAIN.md).
+// storage dtype (f32, bf16 or f16). No fmt/spdlog here (nvcc limits, docs/TOOLCHAIN.md).
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -17,13 +18,16 @@
 namespace hetu::ops::cuda {
 
 using bf16 = __nv_bfloat16;
+using f16 = __half;
 using hetu::cuda::stream;
 using hetu::cuda::throw_cuda_error;
 
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(f16 x) { return __half2float(x); }
 template <typename T> __device__ __forceinline__ T from_float(float x) {
   if constexpr (std::is_same_v<T, bf16>) return __float2bfloat16_rn(x);
+  else if constexpr (std::is_same_v<T, f16>) return __float2half_rn(x);
   else return x;
 }
 
@@ -78,7 +82,7 @@ __device__ __forceinline__ MaxSum block_max_sum(MaxSum v, float* shared) {
   return r;
 }
 
-// 16-byte packs for vectorised loads: 4 floats or 8 bf16.
+// 16-byte packs for vectorised loads: 4 floats or 8 bf16/f16.
 template <typename T> struct alignas(16) Pack {
   static constexpr int kN = 16 / sizeof(T);
   T v[kN];
@@ -149,11 +153,12 @@ template <typename T, typename F> void launch_map2(T* out, const T* a, const T* 
   HT_CUDA_CHECK_LAUNCH();
 }
 
-// Runs fn(T{}) with T = float for f32 and bf16 for bf16; other dtypes are an error.
+// Runs fn(T{}) with T = float for f32, bf16 for bf16 and f16 for f16; other dtypes are an error.
 template <typename Fn> void dispatch_float(DType dtype, const char* op, Fn&& fn) {
   if (dtype == DType::f32) return fn(float{});
   if (dtype == DType::bf16) return fn(bf16{});
-  throw_cuda_error(__FILE__, __LINE__, op, "dtype not supported by the CUDA kernel (f32, bf16)");
+  if (dtype == DType::f16) return fn(f16{});
+  throw_cuda_error(__FILE__, __LINE__, op, "dtype not supported by the CUDA kernel (f32, bf16, f16)");
 }
 template <typename Fn> void dispatch_index(DType dtype, const char* op, Fn&& fn) {
   if (dtype == DType::i32) return fn(int32_t{});

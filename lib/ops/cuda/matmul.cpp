@@ -1,7 +1,7 @@
 // CUDA matmul through cuBLAS (cublasGemmStridedBatchedEx). cuBLAS is column-major: the
 // row-major product C = op(A) op(B) is computed as Cᵀ = op(B)ᵀ op(A)ᵀ, which reads the same
 // memory with no copies. f32 uses CUBLAS_COMPUTE_32F (IEEE f32, like the CPU; set
-// HETU_CUDA_TF32=1 for TF32 tensor cores); bf16 inputs use CUBLAS_COMPUTE_32F on tensor
+// HETU_CUDA_TF32=1 for TF32 tensor cores); bf16 and f16 inputs use CUBLAS_COMPUTE_32F on tensor
 // cores. One cuBLAS handle per device, with a 32 MiB workspace from the caching allocator.
 // Batch dims that cannot be walked with one stride (broadcast mixed with real dims) are
 // materialised first.
@@ -44,6 +44,7 @@ cudaDataType_t cuda_type(DType dtype) {
   switch (dtype) {
     case DType::f32: return CUDA_R_32F;
     case DType::bf16: return CUDA_R_16BF;
+    case DType::f16: return CUDA_R_16F;
     default: op_not_implemented("matmul", Device::cuda(hetu::cuda::current_device()), dtype);
   }
 }

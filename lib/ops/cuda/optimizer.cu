@@ -52,7 +52,27 @@ __global__ void add_partials_kernel(double* acc, const float* partial, int block
   if (threadIdx.x == 0) *acc += shared[0];
 }
 
+template <typename T> __global__ void unscale_kernel(T* x, int64_t n, float inv_scale, int32_t* found) {
+  bool bad = false;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float v = to_float(x[i]) * inv_scale;
+    x[i] = from_float<T>(v);
+    bad |= !isfinite(v);
+  }
+  if (bad) atomicOr(found, 1);
+}
+
 }  // namespace
+
+void unscale_and_check(DType dtype, void* x, int64_t n, float inv_scale, int32_t* found) {
+  if (n == 0) return;
+  dispatch_float(dtype, "unscale_and_check_", [&](auto tag) {
+    using T = decltype(tag);
+    unscale_kernel<<<grid_for(n), kThreads, 0, stream()>>>(static_cast<T*>(x), n, inv_scale, found);
+    HT_CUDA_CHECK_LAUNCH();
+  });
+}
 
 void adamw_update(DType dtype, void* param, const void* grad, void* m, void* v, int64_t n,
                   const cpu::AdamWScalars& s) {

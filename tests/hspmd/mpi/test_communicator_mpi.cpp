@@ -1,7 +1,8 @@
 // The MPI Communicator on the launched ranks: every collective on the world and on
 // sub-groups (reversed order, uneven counts, empty pieces), point-to-point and batched
 // exchanges in a ring, and the error for an unsupported dtype. Values are small integers,
-// so sums are exact in f32, f64 and bf16 (integers up to 256 are exact in bf16).
+// so sums are exact in f32, f64, bf16 and f16 (integers up to 256 are exact in bf16, up to
+// 2048 in f16).
 #include <catch2/catch.hpp>
 
 #include <numeric>
@@ -25,7 +26,7 @@ bool equals(const Tensor& t, const std::vector<double>& expected) { return to_ve
 TEST_CASE("mpi communicator: all_reduce, broadcast and barrier on the world and a reversed group", "[mpi]") {
   Communicator& comm = world();
   const int64_t n = comm.world_size(), r = comm.rank();
-  for (DType dtype : {DType::f32, DType::f64, DType::bf16}) {
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16, DType::f16}) {
     Tensor x = ramp(r, 3, dtype);
     comm.all_reduce(x, comm.world());
     std::vector<double> sum(3);
@@ -61,6 +62,9 @@ TEST_CASE("mpi communicator: uneven all_gather, reduce_scatter and all_to_all", 
   Tensor mine_bf16 = empty({r}, DType::bf16);  // the user-defined bf16 sum
   comm.reduce_scatter(ramp(r, total, DType::bf16), mine_bf16, comm.world(), counts);
   CHECK(agree(to_vector(mine_bf16) == to_vector(mine)));
+  Tensor mine_f16 = empty({r}, DType::f16);  // the user-defined f16 sum
+  comm.reduce_scatter(ramp(r, total, DType::f16), mine_f16, comm.world(), counts);
+  CHECK(agree(to_vector(mine_f16) == to_vector(mine)));
   const int64_t start = r * (r - 1) / 2;
   std::vector<double> sums;
   for (int64_t j = 0; j < r; ++j) sums.push_back(static_cast<double>(10 * n * (n - 1) / 2 + n * (start + j)));
