@@ -305,7 +305,7 @@ def plan_layout(s, path, plan):
                         fail(f"{ws}[{r}]: zone {zone!r}; the set's cluster_config.json is zone {s.zone!r}")
                     if gpu not in s.timing:
                         fail(f"{ws}[{r}]: GPU type {gpu!r} is not in the profiles "
-                             f"({', '.join(sorted(s.profile_paths.values()))}: {', '.join(sorted(s.timing))})")
+                             f"({', '.join(sorted(set(s.profile_paths.values())))}: {', '.join(sorted(s.timing))})")
                     s.catalog_entry(gpu, f"{ws}[{r}]")
                     if count > s.gpus_per_node(gpu, f"{ws}[{r}]"):
                         fail(f"{ws}[{r}]: {count} {gpu} GPUs on a node; cluster_config.json says "

@@ -7,13 +7,14 @@
 # and prints per plan its GPU mix, the predicted and measured seconds per iteration and peak
 # memory of the busiest GPU with their errors, then the mean, median and max errors. No GPU
 # needed: the measurements are files.
-# usage: scripts/bench/plan_real.sh SET_DIR [OUT_DIR [plan_real_table.py options]]
+# usage: scripts/bench/plan_real.sh SET_DIR [OUT_DIR|- [plan_real_table.py options]]
 #        (after scripts/build.sh --target hetu)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 hetu=${HETU:-build/bin/hetu}
 set_dir=${1:?usage: plan_real.sh SET_DIR [OUT_DIR [--plans A,B] [--check MEAN MAX MEM]]}
-out=${2:-$(mktemp -d)}
+out=${2:--}
+[[ $out == - ]] && { out=$(mktemp -d); trap 'rm -rf "$out"' EXIT; }
 /usr/bin/python3 scripts/sailor_to_hetu.py "$set_dir" "$out" > /dev/null
 mkdir -p "$out/predicted"
 for job in "$out"/jobs/*.toml; do
