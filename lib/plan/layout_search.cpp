@@ -353,7 +353,7 @@ SearchedLayout price_layout(const SearchCluster& cluster, const SearchJob& job, 
     for (size_t s = 0; s < places.size(); ++s) {
       const Link next = s + 1 < places.size() ? index.between(places[s], places[s + 1]) : Link{};
       const SearchedStage& stage = replica.stages[s];
-      cost.stages.push_back(stage_cost(index, job, places[s], next, stage.first_layer,
+      cost.stages.push_back(stage_cost(index, job, places[s], next, s + 1 < places.size() ? &places[s + 1] : nullptr, stage.first_layer,
                                        stage.last_layer - stage.first_layer + 1, s == 0, s + 1 == places.size(), n));
     }
     out.costs.push_back(std::move(cost));

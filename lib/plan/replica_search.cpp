@@ -67,7 +67,8 @@ double ClusterIndex::memory_bytes(const StagePlace& place) const {
 }
 
 StageCost stage_cost(const ClusterIndex& index, const SearchJob& job, const StagePlace& place, const Link& next,
-                     int64_t first_layer, int64_t layers, bool first, bool last, int64_t replicas) {
+                     const StagePlace* next_place, int64_t first_layer, int64_t layers, bool first, bool last,
+                     int64_t replicas) {
   const StageShape shape{first_layer, first_layer + layers - 1, first, last, place.devices, job.micro_batch,
                          job.seq_len, replicas};
   auto cost_as = [&](int64_t type_index) {
@@ -77,6 +78,11 @@ StageCost stage_cost(const ClusterIndex& index, const SearchJob& job, const Stag
       if (at.tp == place.devices) rates.measured = at.times;
     rates.tp = place.tp;
     rates.next_stage = last ? Link{} : next;
+    if (!last && next_place != nullptr) {
+      rates.next_stage_tp = next_place->devices;
+      rates.next_stage_gather = next_place->tp;
+      rates.next_stage_gather.shared_by = 1;
+    }
     rates.replicas = place.everyone;
     return estimate_stage(job.facts, shape, rates);
   };
@@ -108,7 +114,7 @@ ReplicaCandidate make_replica(const ClusterIndex& index, const SearchJob& job, p
   int64_t layer = 0;
   for (size_t s = 0; s < n; ++s) {
     r.next.push_back(s + 1 < n ? index.between(places[s], places[s + 1]) : Link{});
-    r.costs.push_back(stage_cost(index, job, places[s], r.next[s], layer, layers[s], s == 0, s + 1 == n, 1));
+    r.costs.push_back(stage_cost(index, job, places[s], r.next[s], s + 1 < n ? &places[s + 1] : nullptr, layer, layers[s], s == 0, s + 1 == n, 1));
     r.memory_bytes.push_back(index.memory_bytes(places[s]));
     layer += layers[s];
     r.bottleneck_s = std::max(r.bottleneck_s, r.costs[s].times.forward_s + r.costs[s].times.backward_s);
@@ -153,7 +159,8 @@ double ReplicaCandidate::sync_s(const ClusterIndex& index, const SearchJob& job,
   double most = 0;
   int64_t layer = 0;
   for (size_t s = 0; s < places.size(); ++s) {
-    const StageCost c = stage_cost(index, job, places[s], next[s], layer, layers[s], s == 0, s + 1 == places.size(),
+    const StageCost c = stage_cost(index, job, places[s], next[s], s + 1 < places.size() ? &places[s + 1] : nullptr, layer,
+                                   layers[s], s == 0, s + 1 == places.size(),
                                    replicas);
     most = std::max(most, c.grad_sync_s);
     layer += layers[s];
@@ -204,7 +211,8 @@ std::optional<ReplicaCandidate> best_layer_split(const ClusterIndex& index, cons
     cost[si].resize(static_cast<size_t>(layers + 1));
     fits[si].assign(static_cast<size_t>(layers + 1), false);
     for (int64_t k = 1; k <= layers - stages + 1; ++k) {
-      cost[si][static_cast<size_t>(k)] = stage_cost(index, job, places[si], next[si], 0, k, s == 0, s + 1 == stages, 1);
+      cost[si][static_cast<size_t>(k)] = stage_cost(index, job, places[si], next[si],
+                                                     s + 1 < stages ? &places[si + 1] : nullptr, 0, k, s == 0, s + 1 == stages, 1);
       fits[si][static_cast<size_t>(k)] =
           memory <= 0 || peak_bytes(cost[si][static_cast<size_t>(k)], in_flight[si], micro_batches) <= memory;
     }

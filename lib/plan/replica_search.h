@@ -53,9 +53,11 @@ Link slower(const Link& a, const Link& b);
 
 // One stage's cost: `layers` layers from `first_layer`, `replicas` replicas syncing gradients,
 // at the pace of the slowest device type among the place's nodes (a tp group waits for its
-// slowest member at every collective).
+// slowest member at every collective). `next_place`: the next stage's place (its tp ranks
+// receive the activation in slices and all-gather them, Note [Stage edges]), nullptr on the last.
 StageCost stage_cost(const ClusterIndex& index, const SearchJob& job, const StagePlace& place, const Link& next,
-                     int64_t first_layer, int64_t layers, bool first, bool last, int64_t replicas);
+                     const StagePlace* next_place, int64_t first_layer, int64_t layers, bool first, bool last,
+                     int64_t replicas);
 
 // True when tp is a valid degree for a stage (first or last: also the end rule).
 bool tp_allowed(const SearchJob& job, int64_t tp, bool holds_an_end);

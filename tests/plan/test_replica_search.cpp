@@ -54,7 +54,7 @@ double timed(const ClusterIndex& index, const SearchJob& j, ScheduleKind kind, c
   std::vector<StageCost> costs;
   for (size_t s = 0, layer = 0; s < places.size(); layer += static_cast<size_t>(split[s]), ++s) {
     const Link next = s + 1 < places.size() ? index.between(places[s], places[s + 1]) : Link{};
-    costs.push_back(stage_cost(index, j, places[s], next, static_cast<int64_t>(layer), split[s], s == 0,
+    costs.push_back(stage_cost(index, j, places[s], next, s + 1 < places.size() ? &places[s + 1] : nullptr, static_cast<int64_t>(layer), split[s], s == 0,
                                s + 1 == places.size(), 1));
   }
   const LayoutPrediction p = predict_layout({{kind, m, costs}});
@@ -182,7 +182,7 @@ TEST_CASE("stage_cost: a tp group across unlike nodes runs at its slowest type",
     slow.tp = c.links[0][1];
     slow.replicas = place.everyone;
     const StageCost want = estimate_stage(j.facts, {0, 2, true, true, 2, j.micro_batch, j.seq_len, 1}, slow);
-    const StageCost got = stage_cost(index, j, place, Link{}, 0, 3, true, true, 1);
+    const StageCost got = stage_cost(index, j, place, Link{}, nullptr, 0, 3, true, true, 1);
     INFO("devices " << first << "-" << first + 1);
     CHECK(got.times.forward_s == Approx(want.times.forward_s).epsilon(1e-12));
     CHECK(got.times.backward_s == Approx(want.times.backward_s).epsilon(1e-12));
@@ -200,10 +200,10 @@ TEST_CASE("stage_cost: times measured at a tp are used as they are for that tp",
   c.types[0].measured_at_tp.push_back({2, at_two});
   const ClusterIndex index(c);
   const SearchJob j = job();
-  const StageCost two = stage_cost(index, j, index.place(0, 2), Link{}, 1, 2, false, false, 1);
+  const StageCost two = stage_cost(index, j, index.place(0, 2), Link{}, nullptr, 1, 2, false, false, 1);
   CHECK(two.times.forward_s == Approx(2 * 13.0));
   CHECK(two.times.backward_s == Approx(2 * 17.0));
-  const StageCost one = stage_cost(index, j, index.place(0, 1), Link{}, 1, 2, false, false, 1);
+  const StageCost one = stage_cost(index, j, index.place(0, 1), Link{}, nullptr, 1, 2, false, false, 1);
   CHECK(one.times.forward_s == Approx(2 * 3.0));
   CHECK(one.times.backward_s == Approx(2 * 5.0));
 }
