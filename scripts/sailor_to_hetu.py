@@ -333,6 +333,7 @@ def best_precision(entries):
 
 
 def job_file(s, name, path, plan):
+    """The plan's job file, its precision and its GPU types."""
     nodes, replicas = plan_layout(s, path, plan)
     types = {gpu for gpu, _ in nodes}
     precision = best_precision([s.catalog_entry(g, path) for g in types])
@@ -355,7 +356,7 @@ def job_file(s, name, path, plan):
         for group, layers, tp in replica:
             devices = "; ".join(f"n{n}:0-{nodes[n][1] - 1}" for n in group)
             lines += ["  [[parallel.replica.stage]]", f'  devices = "{devices}"', f'  layers = "{layers}"']
-    return "\n".join(lines) + "\n", precision
+    return "\n".join(lines) + "\n", precision, sorted(types)
 
 
 def main():
@@ -369,18 +370,17 @@ def main():
     for path in s.plans:
         name = os.path.basename(path)[:-len(".json")].split("_plan_config_")[-1]
         plan = load(path)
-        jobs[name], precision = job_file(s, name, path, plan)
-        for gpu, _ in plan_layout(s, path, plan)[0]:
+        jobs[name], precision, types = job_file(s, name, path, plan)
+        for gpu in types:
             precisions.setdefault(gpu, set()).add(precision)
         measured[name] = {"real_s": field(plan, "real", path), "max_mem_bytes": field(plan, "max_mem", path),
-                          "nodes": plan["N"], "gpus": sorted({g for g, _ in plan_layout(s, path, plan)[0]})}
+                          "nodes": plan["N"], "gpus": types}
 
     gpus = sorted(s.timing)
     header = (f"# hetu profile converted by scripts/sailor_to_hetu.py from Sailor's measurements of {s.model}\n"
               f"# ({data}). Times per micro-batch on one GPU of a tp group.\n")
     entries = []
     for gpu in gpus:
-        s.catalog_entry(gpu, s.profile_paths[gpu])
         # The precision the set's jobs on this type run in (a type no plan uses: its best).
         best = best_precision([s.catalog_entry(gpu, s.profile_paths[gpu])])
         entries += profile_entries(s, gpu, sorted(precisions.get(gpu, {best}))[0])

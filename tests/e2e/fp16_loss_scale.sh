@@ -35,15 +35,6 @@ common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val
         --set lr_schedule.warmup_steps=2 --set training.eval_every=0 --set training.log_every=1
         --set training.threads=1 --set data.sampling=sequential --set optimizer.eps=1e-6)
 
-# run NAME RANKS CONFIG ARGS...: trains into $work/NAME.
-run() {
-  local name=$1 ranks=$2 config=$3
-  shift 3
-  local launch=()
-  [ "$ranks" -gt 1 ] && launch=(mpirun -np "$ranks")
-  "${launch[@]}" "$hetu" train "$config" "${common[@]}" --set job.out_dir="$work/$name" "$@" > "$work/$name.log" 2>&1 \
-    || { cat "$work/$name.log"; fail "run $name"; }
-}
 ckpt() { echo "$work/$1/checkpoints/step-$(printf %07d "$2")"; }
 same_tensors() {  # same_tensors A B: every tensor bit for bit
   /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 0 --atol 0 "$1" "$2" > /dev/null
@@ -53,8 +44,8 @@ same_tensors() {  # same_tensors A B: every tensor bit for bit
 for arch in gpt2 llama; do
   layout=$([ $arch = gpt2 ] && echo gpt2-tp2-pp2 || echo llama-tp2-pp2)
   single_device_job "$src/configs/layouts/$layout.toml" "$work/$arch.toml"
-  run $arch-fp32 1 "$work/$arch.toml" --set training.steps=8 --set checkpoint.every=0
-  run $arch-fp16 1 "$work/$arch.toml" --set training.steps=8 --set checkpoint.every=0 --set training.precision=fp16
+  train_run $arch-fp32 1 "$work/$arch.toml" --set training.steps=8 --set checkpoint.every=0
+  train_run $arch-fp16 1 "$work/$arch.toml" --set training.steps=8 --set checkpoint.every=0 --set training.precision=fp16
   grep -q "computing in fp16" "$work/$arch-fp16.log" || fail "$arch: the fp16 run does not say it computes in fp16"
   compare_runs $arch-fp32 $arch-fp16 2e-3 --steps 8
   /usr/bin/python3 - "$work/$arch-fp32/metrics.jsonl" "$work/$arch-fp16/metrics.jsonl" <<'PY' || fail "$arch: fp16 metrics"
@@ -71,7 +62,7 @@ done
 
 # 2. A forced overflow at step 3.
 overflow=(--set training.steps=6 --set training.precision=fp16 --set training.loss_scale_window=2)
-HETU_TEST_FP16_OVERFLOW_STEP=3 run overflow 1 "$work/gpt2.toml" "${overflow[@]}" --set checkpoint.every=1 \
+HETU_TEST_FP16_OVERFLOW_STEP=3 train_run overflow 1 "$work/gpt2.toml" "${overflow[@]}" --set checkpoint.every=1 \
   --set checkpoint.keep=10
 grep -q "step 3: inf/nan in the fp16 gradients at loss scale 131072; step skipped" "$work/overflow.log" \
   || fail "the skipped step is not logged"
@@ -91,8 +82,8 @@ same_tensors "$(ckpt overflow 3)" "$(ckpt overflow 2)" || fail "the skipped step
 same_tensors "$(ckpt overflow 4)" "$(ckpt overflow 3)" && fail "step 4 after the skipped step changed nothing"
 
 # 3. Split by a checkpoint at step 4, resumed: the unsplit run of 2.
-HETU_TEST_FP16_OVERFLOW_STEP=3 run split 1 "$work/gpt2.toml" "${overflow[@]}" --set checkpoint.every=2 --stop-at-step 4
-HETU_TEST_FP16_OVERFLOW_STEP=3 run split 1 "$work/gpt2.toml" "${overflow[@]}" --set checkpoint.every=2
+HETU_TEST_FP16_OVERFLOW_STEP=3 train_run split 1 "$work/gpt2.toml" "${overflow[@]}" --set checkpoint.every=2 --stop-at-step 4
+HETU_TEST_FP16_OVERFLOW_STEP=3 train_run split 1 "$work/gpt2.toml" "${overflow[@]}" --set checkpoint.every=2
 grep -q "resumed from step 4" "$work/split.log" || fail "the second half did not resume"
 /usr/bin/python3 - "$work/overflow/metrics.jsonl" "$work/split/metrics.jsonl" <<'PY' || fail "the resumed run differs"
 import json, sys
@@ -108,8 +99,8 @@ dp2="$src/configs/layouts/gpt2-dp2.toml"
 single_device_job "$dp2" "$work/dp2-single.toml"
 dp_overflow=(--set training.steps=3 --set training.precision=fp16 --set checkpoint.every=1 --set checkpoint.keep=10
              --set training.comm_timeout_s=60)
-HETU_TEST_FP16_OVERFLOW_STEP=2 run dp2-single 1 "$work/dp2-single.toml" "${dp_overflow[@]}"
-HETU_TEST_FP16_OVERFLOW_STEP=2 run dp2 2 "$dp2" "${dp_overflow[@]}"
+HETU_TEST_FP16_OVERFLOW_STEP=2 train_run dp2-single 1 "$work/dp2-single.toml" "${dp_overflow[@]}"
+HETU_TEST_FP16_OVERFLOW_STEP=2 train_run dp2 2 "$dp2" "${dp_overflow[@]}"
 same_tensors "$(ckpt dp2 2)" "$(ckpt dp2 1)" || fail "dp2: step 2 was not skipped"
 compare_runs dp2-single dp2 1e-4 --steps 3 --fields loss,loss_scale
 
@@ -117,8 +108,8 @@ compare_runs dp2-single dp2 1e-4 --steps 3 --fields loss,loss_scale
 #    each partial sum rounded as a GPU's f16 reduction) and the vocab-parallel loss: llama
 #    tp2 x pp2 in fp16 tracks one device in fp16 within 2e-3 (4u, as 1.).
 single_device_job "$src/configs/layouts/llama-tp2-pp2.toml" "$work/llama-single.toml"
-run llama-fp16-single 1 "$work/llama-single.toml" --set training.steps=4 --set checkpoint.every=0 --set training.precision=fp16
-run llama-fp16-tp2-pp2 4 "$src/configs/layouts/llama-tp2-pp2.toml" --set training.steps=4 --set checkpoint.every=0 \
+train_run llama-fp16-single 1 "$work/llama-single.toml" --set training.steps=4 --set checkpoint.every=0 --set training.precision=fp16
+train_run llama-fp16-tp2-pp2 4 "$src/configs/layouts/llama-tp2-pp2.toml" --set training.steps=4 --set checkpoint.every=0 \
   --set training.precision=fp16
 compare_runs llama-fp16-single llama-fp16-tp2-pp2 2e-3 --steps 4 --fields loss,loss_scale
 
@@ -130,7 +121,7 @@ compare_runs llama-fp16-single llama-fp16-tp2-pp2 2e-3 --steps 4 --fields loss,l
 switch="$src/configs/gpt2-switch-cpu.toml"
 single_device_job "$switch" "$work/switch-single.toml"
 switch_run=(--set training.precision=fp16 --set training.loss_scale_window=3 --set checkpoint.every=0)
-HETU_TEST_FP16_OVERFLOW_STEP=5 run switch-single 1 "$work/switch-single.toml" "${switch_run[@]}"
-HETU_TEST_FP16_OVERFLOW_STEP=5 run switch-fp16 4 "$switch" "${switch_run[@]}"
+HETU_TEST_FP16_OVERFLOW_STEP=5 train_run switch-single 1 "$work/switch-single.toml" "${switch_run[@]}"
+HETU_TEST_FP16_OVERFLOW_STEP=5 train_run switch-fp16 4 "$switch" "${switch_run[@]}"
 compare_runs switch-single switch-fp16 2e-3 --steps 12 --fields loss,loss_scale
 echo "PASS fp16 loss scale"

@@ -46,6 +46,16 @@ run_logged() {
   "$@" > "$work/$name.log" 2>&1 || { cat "$work/$name.log"; fail "$what"; }
 }
 
+# train_run NAME RANKS CONFIG ARGS...: hetu train CONFIG with the caller's "${common[@]}" and ARGS into
+# $work/NAME (output in $work/NAME.log), under mpirun when RANKS > 1; on failure prints the log and fails.
+train_run() {
+  local name=$1 ranks=$2 config=$3
+  shift 3
+  local launch=()
+  [ "$ranks" -gt 1 ] && launch=(mpirun -np "$ranks")
+  run_logged "$name" "run $name" "${launch[@]}" "$hetu" train "$config" "${common[@]}" --set job.out_dir="$work/$name" "$@"
+}
+
 # run_failing NAME WHAT PATTERN COMMAND...: runs COMMAND with its output in $work/NAME.log and
 # fails with WHAT unless it fails and its output has PATTERN (fixed string).
 run_failing() {

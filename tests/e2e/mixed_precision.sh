@@ -25,15 +25,6 @@ common=(--set "data.train=$work/data/train_*.bin" --set "data.val=$work/data/val
         --set lr_schedule.warmup_steps=2 --set training.eval_every=0 --set training.log_every=1
         --set training.threads=1 --set data.sampling=sequential --set checkpoint.every=0 --set optimizer.eps=1e-6)
 
-# run NAME RANKS CONFIG ARGS...: trains into $work/NAME.
-run() {
-  local name=$1 ranks=$2 config=$3
-  shift 3
-  local launch=()
-  [ "$ranks" -gt 1 ] && launch=(mpirun -np "$ranks")
-  "${launch[@]}" "$hetu" train "$config" "${common[@]}" --set job.out_dir="$work/$name" "$@" > "$work/$name.log" 2>&1 \
-    || { cat "$work/$name.log"; fail "run $name"; }
-}
 
 
 final() { echo "$work/$1/checkpoints/step-0000005"; }
@@ -41,8 +32,8 @@ final() { echo "$work/$1/checkpoints/step-0000005"; }
 # 1. fp64 compute over f32 master weights, one device.
 layout="$src/configs/layouts/gpt2-tp2-pp2.toml"
 single_device_job "$layout" "$work/gpt2-single.toml"
-run gpt2-fp32 1 "$work/gpt2-single.toml"
-run gpt2-fp64 1 "$work/gpt2-single.toml" --set training.precision=fp64
+train_run gpt2-fp32 1 "$work/gpt2-single.toml"
+train_run gpt2-fp64 1 "$work/gpt2-single.toml" --set training.precision=fp64
 grep -q "computing in fp64" "$work/gpt2-fp64.log" || fail "the fp64 run does not say it computes in fp64"
 compare_runs gpt2-fp32 gpt2-fp64 1e-4 --steps 5
 /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-4 --atol 1e-6 "$(final gpt2-fp64)" "$(final gpt2-fp32)" \
@@ -61,8 +52,8 @@ for name in ${LAYOUTS:-gpt2-pp2-tp2-tp1 llama-tp2-pp2}; do
   config="$src/configs/layouts/$name.toml"
   ranks=$(sed -n 's/.*count = \([0-9]*\).*/\1/p' "$config" | head -1)
   single_device_job "$config" "$work/$name-single.toml"
-  run "$name-single" 1 "$work/$name-single.toml" --set training.precision=fp64
-  run "$name-parallel" "$ranks" "$config" --set training.precision=fp64
+  train_run "$name-single" 1 "$work/$name-single.toml" --set training.precision=fp64
+  train_run "$name-parallel" "$ranks" "$config" --set training.precision=fp64
   compare_runs "$name-single" "$name-parallel" 1e-5 --steps 5 --fields loss,grad_norm
   /usr/bin/python3 "$src/tests/e2e/compare_checkpoints.py" --rtol 1e-5 --atol 1e-6 \
     "$(final "$name-parallel")" "$(final "$name-single")" || fail "$name with fp64 compute differs from one device"
@@ -71,8 +62,8 @@ done
 # 3. Gradients summed in bf16 between two replicas.
 dp2="$src/configs/layouts/gpt2-dp2.toml"
 single_device_job "$dp2" "$work/dp2-single.toml"
-run dp2-single 1 "$work/dp2-single.toml"
-run dp2-bf16-reduce 2 "$dp2" --set training.grad_reduce_dtype=bf16
+train_run dp2-single 1 "$work/dp2-single.toml"
+train_run dp2-bf16-reduce 2 "$dp2" --set training.grad_reduce_dtype=bf16
 # Plain data parallelism sums every gradient in one bucket (Note [Gradient buckets]).
 grep -q "gradient sync: 52 of 52 summed parameters in 1 bucket(s), 0 by their own plans" "$work/dp2-bf16-reduce.log" \
   || fail "dp2 did not sum its gradients in one bucket: $(grep 'gradient sync' "$work/dp2-bf16-reduce.log")"
