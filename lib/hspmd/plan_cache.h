@@ -23,6 +23,10 @@ class PlanCache {
   // The plan from `src` to `dst` for a tensor of `shape` (plan_comm); the reference stays
   // valid for the cache's lifetime.
   const CommPlan& get(const Union& src, const Union& dst, const Shape& shape);
+  // The generic repartition from `src` to `dst` (plan_repartition): one batched send/recv
+  // step, which is what a pipeline edge's paired exchange can post (p2p_exchange.h) where
+  // plan_comm would compose steps.
+  const CommPlan& get_exchange(const Union& src, const Union& dst, const Shape& shape);
   // Plans computed so far (distinct keys).
   size_t size() const { return size_; }
 
@@ -33,7 +37,11 @@ class PlanCache {
     Shape shape;
     std::unique_ptr<CommPlan> plan;
   };
-  std::map<std::string, std::vector<Entry>> entries_;  // by printed key; exact match checked
+  template <typename Planner>
+  const CommPlan& lookup(const std::string& kind, const Union& src, const Union& dst, const Shape& shape,
+                         Planner&& plan);
+
+  std::map<std::string, std::vector<Entry>> entries_;  // by kind and printed key; exact match checked
   size_t size_ = 0;
 };
 

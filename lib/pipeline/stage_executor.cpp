@@ -4,6 +4,7 @@
 #include "lib/autograd/engine.h"
 #include "lib/autograd/grad_mode.h"
 #include "lib/hspmd/p2p_exchange.h"
+#include "lib/hspmd/plan_executor.h"
 #include "lib/hspmd/redistribute.h"
 #include "lib/util/error.h"
 #include "lib/util/step_timer.h"
@@ -16,7 +17,44 @@ Union stage_annotation(const StageLayout& stage) {
   return Union::single(stage.devices, DistState::duplicate(stage.tp()));
 }
 
+// Note [Sliced stage edges]: a stage's activation is duplicated over its tp ranks, so sending
+// each receiving rank a whole copy moves tp copies across the (often slowest) link between
+// the stages. Instead the activation (mb, T, C) crosses once, as one slice per receiving rank
+// (split along the first dim at least as long as the receiving tp: rows, else positions, else
+// channels), sent by the sending ranks in turn (the repartition spreads the slices over the
+// duplicates), and the receiving stage all-gathers the slices. The gradient goes back the dual
+// way: the receiving stage's partial gradients are reduce-scattered into slices of their sum,
+// and each slice crosses once, arriving as a zero-padded partial on the sending stage. The
+// crossing plans are single send/recv steps (PlanCache::get_exchange), so they join the paired
+// batches (Note [Exchange pairing]); the all_gather runs once the batch that received the
+// slice has completed, the reduce_scatter before the batch that sends the gradient. A
+// receiving stage of one device, or an activation too small to cut, takes whole copies.
+// The cost model prices the same (Note [Stage edges] in lib/plan/stage_estimate.cpp).
+std::optional<Union> edge_slices(const Union& dst, const Shape& shape) {
+  const DistState& state = dst.members().at(0).state;
+  const int64_t k = state.device_count();
+  if (k < 2) return std::nullopt;
+  for (int64_t dim = 0; dim < static_cast<int64_t>(shape.size()); ++dim) {
+    if (shape[static_cast<size_t>(dim)] >= k) return Union::single(dst.members().at(0).group, DistState::split(dim, k));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+StageExecutor::Edge StageExecutor::plan_edge(const Union& src, const Union& dst, const Shape& shape) {
+  Edge e{src, dst, edge_slices(dst, shape)};
+  if (e.slices) {
+    e.forward = &plans_.get_exchange(src, *e.slices, shape);
+    e.gather = &plans_.get(*e.slices, dst, shape);
+    e.scatter = &plans_.get(dual_annotation(dst), dual_annotation(*e.slices), shape);
+    e.backward = &plans_.get_exchange(dual_annotation(*e.slices), dual_annotation(src), shape);
+  } else {
+    e.forward = &plans_.get(src, dst, shape);
+    e.backward = &plans_.get(dual_annotation(dst), dual_annotation(src), shape);
+  }
+  return e;
+}
 
 StageExecutor::StageExecutor(const ParallelLayout& layout, Position position, Communicator* comm, PlanCache& plans,
                              Shape hidden_shape, DType dtype)
@@ -30,10 +68,8 @@ StageExecutor::StageExecutor(const ParallelLayout& layout, Position position, Co
   HT_CHECK(num_stages_ == 1 || comm_ != nullptr, "stage executor: a pipeline of {} stages needs a communicator",
            num_stages_);
   auto edge = [&](int64_t from, int64_t to) {
-    const Union src = stage_annotation(replica_.stages[static_cast<size_t>(from)]);
-    const Union dst = stage_annotation(replica_.stages[static_cast<size_t>(to)]);
-    return Edge{src, dst, &plans.get(src, dst, hidden_shape_),
-                &plans.get(dual_annotation(dst), dual_annotation(src), hidden_shape_)};
+    return plan_edge(stage_annotation(replica_.stages[static_cast<size_t>(from)]),
+                     stage_annotation(replica_.stages[static_cast<size_t>(to)]), hidden_shape_);
   };
   const int64_t s = position_.stage;
   if (s > 0) from_prev_ = edge(s - 1, s);
@@ -47,8 +83,7 @@ void StageExecutor::shape_edges(const Shape& inputs) {
   for (std::optional<Edge>* edge : {&from_prev_, &to_next_}) {
     if (!edge->has_value()) continue;
     Edge& e = **edge;
-    e.forward = &plans_.get(e.src, e.dst, shape);
-    e.backward = &plans_.get(dual_annotation(e.dst), dual_annotation(e.src), shape);
+    e = plan_edge(e.src, e.dst, shape);
   }
 }
 
@@ -79,18 +114,30 @@ double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& 
   }
   std::vector<Tensor> inputs(static_cast<size_t>(m)), outputs(static_cast<size_t>(m)), output_grads(static_cast<size_t>(m));
   P2PExchange exchange(*comm_);
+  int64_t sliced_input = -1;  // the micro-batch whose input the posted batch receives in slices
   auto post_receive = [&](const PipeAction& a) {
     const size_t i = static_cast<size_t>(a.micro_batch);
-    if (a.op == PipeOp::forward && !first_stage()) inputs[i] = exchange.recv(*from_prev_->forward, dtype_);
+    if (a.op == PipeOp::forward && !first_stage()) {
+      inputs[i] = exchange.recv(*from_prev_->forward, dtype_);
+      if (from_prev_->gather != nullptr) sliced_input = a.micro_batch;
+    }
     if (a.op == PipeOp::backward && !last_stage()) output_grads[i] = exchange.recv(*to_next_->backward, dtype_);
+  };
+  auto run_exchange = [&] {
+    exchange.run();
+    if (sliced_input < 0) return;
+    Tensor& input = inputs[static_cast<size_t>(sliced_input)];
+    input = execute(*from_prev_->gather, *from_prev_->slices, input, *comm_, dtype_);
+    sliced_input = -1;
   };
 
   double loss_sum = 0;
   if (comm_ != nullptr && !actions.empty()) {
     timing::Scope wait(timing::Phase::pipe_wait);
     post_receive(actions[0]);
-    exchange.run();
+    run_exchange();
   }
+  Tensor input_grad;  // the backward's gradient for the previous stage, sent after the action
   for (size_t k = 0; k < actions.size(); ++k) {
     const PipeAction& a = actions[k];
     const size_t i = static_cast<size_t>(a.micro_batch);
@@ -117,16 +164,21 @@ double StageExecutor::run(StageCompute& compute, const std::vector<MicroBatch>& 
         autograd::backward(outputs[i], output_grads[i]);
       }
       if (!first_stage()) {
-        Tensor grad = inputs[i].grad();
-        if (!grad.defined()) grad = zeros(inputs[i].shape(), inputs[i].dtype(), inputs[i].device());
-        exchange.send(*from_prev_->backward, dual_annotation(from_prev_->dst), grad);
+        input_grad = inputs[i].grad();
+        if (!input_grad.defined()) input_grad = zeros(inputs[i].shape(), inputs[i].dtype(), inputs[i].device());
       }
       inputs[i] = outputs[i] = output_grads[i] = Tensor();  // free the micro-batch's graph
     }
     if (comm_ != nullptr) {
       timing::Scope wait(timing::Phase::pipe_wait);
+      if (input_grad.defined()) {
+        const Edge& e = *from_prev_;
+        if (e.scatter != nullptr) input_grad = execute(*e.scatter, dual_annotation(e.dst), input_grad, *comm_, dtype_);
+        exchange.send(*e.backward, dual_annotation(e.crossing()), input_grad);
+        input_grad = Tensor();
+      }
       if (k + 1 < actions.size()) post_receive(actions[k + 1]);
-      exchange.run();
+      run_exchange();
     }
   }
   return loss_sum;

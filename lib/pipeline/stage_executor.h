@@ -11,7 +11,8 @@
 //
 // Activations are duplicated over a stage's tp group; their gradients are partial (the sum
 // convention of redistribute.h), and so is the loss gradient: the loss is seeded with 1 on
-// tp index 0 of the last stage and 0 on the other tp ranks.
+// tp index 0 of the last stage and 0 on the other tp ranks. Under tp the activation crosses
+// an edge once, in slices, and the receiving stage all-gathers it (Note [Sliced stage edges]).
 //
 //   StageExecutor exec(layout, my_position, comm, *strategy.plans, {micro_batch, seq_len, hidden});
 //   double partial = exec.train(compute, micro_batches, global_tokens);  // grads accumulated
@@ -72,11 +73,17 @@ class StageExecutor {
   bool seeds_loss() const { return last_stage() && position_.tp_index == 0; }
 
  private:
+  // A pipeline edge's plans, from the plan cache (Note [Sliced stage edges]).
   struct Edge {
-    Union src, dst;  // activation: this side -> the other
-    const CommPlan* forward = nullptr;   // activation plan (from the plan cache)
-    const CommPlan* backward = nullptr;  // gradient plan: dual annotations, reversed
+    Union src, dst;                 // the activation on the sending and the receiving stage (duplicated)
+    std::optional<Union> slices;    // its slices on the receiving stage; none: each rank gets a whole copy
+    const CommPlan* forward = nullptr;   // src -> crossing(): one send/recv step
+    const CommPlan* gather = nullptr;    // slices -> dst, on the receiving stage (all_gather)
+    const CommPlan* scatter = nullptr;   // dual(dst) -> dual(slices), on the receiving stage (reduce_scatter)
+    const CommPlan* backward = nullptr;  // dual(crossing()) -> dual(src): one send/recv step
+    const Union& crossing() const { return slices ? *slices : dst; }
   };
+  Edge plan_edge(const Union& src, const Union& dst, const Shape& shape);
   double run(StageCompute& compute, const std::vector<MicroBatch>& micro_batches, double normalizer, bool training);
   void shape_edges(const Shape& inputs);
 
