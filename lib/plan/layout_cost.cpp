@@ -201,17 +201,46 @@ std::optional<plan::MeasuredMemory> measured_memory(const std::optional<profile:
   return m;
 }
 
+// The devices of each replica's stage that holds `stage`'s parameters (the stage's first
+// layer stands for them), `stage` itself among them.
+std::vector<std::vector<config::DeviceId>> holders_of(const config::JobConfig& c, const config::StageSection& stage) {
+  std::vector<std::vector<config::DeviceId>> holders;
+  for (const config::ReplicaSection& replica : c.parallel.replicas)
+    for (const config::StageSection& other : replica.stages)
+      if (other.layers.first <= stage.layers.first && stage.layers.first <= other.layers.last) holders.push_back(other.devices);
+  return holders;
+}
+
 // ZeRO-1's share of a stage device: its tp over the devices of every replica that hold the
-// stage's first layer (the stage's layers stand for it), or 0 when no other replica holds
-// them (nothing is duplicated across replicas; duplicated norms inside a tp group are left out).
+// stage's parameters, or 0 when no other replica holds them (nothing is duplicated across
+// replicas; duplicated norms inside a tp group are left out).
 double zero_state_share(const config::JobConfig& c, const config::StageSection& stage) {
   int64_t holders = 0;
-  for (const config::ReplicaSection& replica : c.parallel.replicas) {
-    for (const config::StageSection& other : replica.stages) {
-      if (other.layers.first <= stage.layers.first && stage.layers.first <= other.layers.last) holders += other.tp();
-    }
-  }
+  for (const std::vector<config::DeviceId>& devices : holders_of(c, stage)) holders += static_cast<int64_t>(devices.size());
   return holders > stage.tp() ? static_cast<double>(stage.tp()) / static_cast<double>(holders) : 0.0;
+}
+
+// The links of a stage's gradient sync (Note [Hierarchical gradient sync]): the most holders
+// (replicas' stages with its parameters) sharing a node, the slowest link within such a node,
+// and the slowest between the stage's nodes and the other holders' nodes, shared by the
+// holders' devices on the node (each sends its share at once).
+void set_sync_links(const config::JobConfig& c, const profile::Profile& profile, const config::StageSection& stage,
+                    bool gpu, plan::DeviceRates& rates) {
+  const std::vector<std::vector<config::DeviceId>> holders = holders_of(c, stage);
+  std::vector<config::DeviceId> all;
+  for (const std::vector<config::DeviceId>& devices : holders) all.insert(all.end(), devices.begin(), devices.end());
+  std::vector<plan::Link> within, between;
+  for (const std::string& host : hosts_of(all)) {
+    const int64_t sharing = std::count_if(holders.begin(), holders.end(),
+                                          [&](const std::vector<config::DeviceId>& d) { return devices_on(d, host) > 0; });
+    if (sharing > rates.replicas_per_node) rates.replicas_per_node = sharing;
+    if (sharing > 1) within.push_back(link_between(c, profile, host, host, gpu, devices_on(all, host), devices_on(all, host)));
+  }
+  for (const std::string& a : hosts_of(stage.devices))
+    for (const std::string& b : hosts_of(all))
+      if (a != b) between.push_back(link_between(c, profile, a, b, gpu, devices_on(all, a), devices_on(all, b)));
+  if (!within.empty()) rates.replicas_within = slowest_of(within);
+  if (!between.empty()) rates.replicas = slowest_of(between);
 }
 
 plan::ModelFacts job_model_facts(const config::JobConfig& c) {
@@ -287,11 +316,12 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const profile
         rates.next_stage_gather = slowest_link(c, profile, next.devices, next.devices, gpu);
         rates.next_stage_gather.shared_by = 1;  // a ring crosses a node boundary once each way
       }
-      // The gradient sync spans every replica's devices (a split collective between unlike replicas).
-      std::vector<config::DeviceId> everyone;
+      set_sync_links(c, profile, stage, gpu, rates);
+      std::vector<config::DeviceId> ends;  // a tied embedding's holders
       for (const config::ReplicaSection& other : c.parallel.replicas)
-        for (const config::StageSection& st : other.stages) everyone.insert(everyone.end(), st.devices.begin(), st.devices.end());
-      rates.replicas = slowest_link(c, profile, stage.devices, everyone, gpu);
+        for (const config::StageSection* end : {&other.stages.front(), &other.stages.back()})
+          ends.insert(ends.end(), end->devices.begin(), end->devices.end());
+      rates.tied = slowest_link(c, profile, stage.devices, ends, gpu);
       const double tokens = static_cast<double>(replica.micro_batch * c.training.seq_len);
       const std::optional<profile::DeviceTypeProfile> entry = profile_for(profile, type.name, stage.tp(), tokens);
       rates.measured = measured_times(entry, stage.tp(), tokens);

@@ -27,7 +27,8 @@ namespace hetu::plan {
 //    devices left / W), where B is the batch in micro-batches, beat_r a replica's slowest stage
 //    (forward + backward: its pipeline of m micro-batches takes at least m beats) and W a lower
 //    bound on one micro-batch of the whole model on one device (each piece at its fastest type);
-//    S >= the chosen stages' sync over as many replicas as there are at least; O >= theirs.
+//    O >= theirs. S is left out of the bound: where the remaining replicas sit decides it
+//    (replicas sharing a node sum there first, layout_sync_s), so it is priced on complete layouts.
 //  - Symmetry: devices of one type on one node are interchangeable, and so are consecutive nodes
 //    of one type and count with the same links (a run); a replica is priced once per place and
 //    its pipeline time once per micro-batch count.
@@ -98,15 +99,16 @@ struct Search {
   double bound(const std::vector<ReplicaCandidate*>& chosen, int64_t devices_left, int64_t replicas_left) const {
     const int64_t replicas = static_cast<int64_t>(chosen.size()) + replicas_left;
     if (replicas > job.micro_batches) return kNoFit;
-    double pipe = 0, sync = 0, optimizer = 0, rate = static_cast<double>(devices_left) / model_work_s;
+    // The sync is left out: where the remaining replicas sit decides it (replicas sharing a
+    // node sum there first, layout_sync_s), so no partial layout bounds it from below.
+    double pipe = 0, optimizer = 0, rate = static_cast<double>(devices_left) / model_work_s;
     for (ReplicaCandidate* r : chosen) {
       pipe = std::max(pipe, r->pipeline_s(1));
-      sync = std::max(sync, r->sync_s(index, job, replicas));
       optimizer = std::max(optimizer, r->optimizer_s());
       rate += 1 / r->bottleneck_s;
     }
     pipe = std::max(pipe, static_cast<double>(job.micro_batches) / rate);
-    return pipe + sync + optimizer;
+    return pipe + optimizer;
   }
 
   // Prices a complete layout and offers it.
@@ -117,11 +119,9 @@ struct Search {
     std::vector<int64_t> shares;
     const double pipe = allocate_shares(replicas, job.micro_batches, shares);
     if (pipe == kNoFit) return;
-    double sync = 0, optimizer = 0;
-    for (ReplicaCandidate* r : replicas) {
-      sync = std::max(sync, r->sync_s(index, job, n));
-      optimizer = std::max(optimizer, r->optimizer_s());
-    }
+    const double sync = layout_sync_s(index, job, replicas);
+    double optimizer = 0;
+    for (ReplicaCandidate* r : replicas) optimizer = std::max(optimizer, r->optimizer_s());
     const double step = pipe + sync + optimizer;
     if (!(step < top.bar())) return;
     TopLayouts::Entry e{step, schedule, {}, shares};
@@ -341,20 +341,28 @@ SearchedLayout price_layout(const SearchCluster& cluster, const SearchJob& job, 
   SearchedLayout out;
   out.schedule = schedule;
   const int64_t n = static_cast<int64_t>(replicas.size());
-  for (const SearchedReplica& replica : replicas) {
-    ReplicaCost cost{schedule, replica.micro_batches, {}};
-    std::vector<StagePlace> places;
-    for (const SearchedStage& stage : replica.stages) {
+  std::vector<std::vector<StagePlace>> places(replicas.size());
+  std::vector<HeldLayers> held;
+  for (size_t r = 0; r < replicas.size(); ++r) {
+    for (const SearchedStage& stage : replicas[r].stages) {
       HT_USAGE_CHECK(stage.devices >= 1 && stage.first_device >= 0 && stage.first_device + stage.devices <= index.devices(),
                      "layout search: devices {}-{} of a {}-device cluster", stage.first_device,
                      stage.first_device + stage.devices - 1, index.devices());
-      places.push_back(index.place(stage.first_device, stage.devices));
+      places[r].push_back(index.place(stage.first_device, stage.devices));
     }
-    for (size_t s = 0; s < places.size(); ++s) {
-      const Link next = s + 1 < places.size() ? index.between(places[s], places[s + 1]) : Link{};
-      const SearchedStage& stage = replica.stages[s];
-      cost.stages.push_back(stage_cost(index, job, places[s], next, s + 1 < places.size() ? &places[s + 1] : nullptr, stage.first_layer,
-                                       stage.last_layer - stage.first_layer + 1, s == 0, s + 1 == places.size(), n));
+  }
+  for (size_t r = 0; r < replicas.size(); ++r)
+    for (size_t s = 0; s < places[r].size(); ++s)
+      held.push_back({&places[r][s], replicas[r].stages[s].first_layer, replicas[r].stages[s].last_layer});
+  for (size_t r = 0; r < replicas.size(); ++r) {
+    ReplicaCost cost{schedule, replicas[r].micro_batches, {}};
+    const std::vector<StagePlace>& p = places[r];
+    for (size_t s = 0; s < p.size(); ++s) {
+      const Link next = s + 1 < p.size() ? index.between(p[s], p[s + 1]) : Link{};
+      const SearchedStage& stage = replicas[r].stages[s];
+      const SyncLinks sync = sync_links(index, held, p[s], stage.first_layer);
+      cost.stages.push_back(stage_cost(index, job, p[s], next, s + 1 < p.size() ? &p[s + 1] : nullptr, stage.first_layer,
+                                       stage.last_layer - stage.first_layer + 1, s == 0, s + 1 == p.size(), n, &sync));
     }
     out.costs.push_back(std::move(cost));
   }

@@ -68,7 +68,7 @@ double ClusterIndex::memory_bytes(const StagePlace& place) const {
 
 StageCost stage_cost(const ClusterIndex& index, const SearchJob& job, const StagePlace& place, const Link& next,
                      const StagePlace* next_place, int64_t first_layer, int64_t layers, bool first, bool last,
-                     int64_t replicas) {
+                     int64_t replicas, const SyncLinks* sync) {
   const StageShape shape{first_layer, first_layer + layers - 1, first, last, place.devices, job.micro_batch,
                          job.seq_len, replicas};
   auto cost_as = [&](int64_t type_index) {
@@ -83,7 +83,12 @@ StageCost stage_cost(const ClusterIndex& index, const SearchJob& job, const Stag
       rates.next_stage_gather = next_place->tp;
       rates.next_stage_gather.shared_by = 1;
     }
-    rates.replicas = place.everyone;
+    rates.replicas = rates.tied = place.everyone;
+    if (sync != nullptr) {
+      rates.replicas = sync->between;
+      rates.replicas_per_node = sync->per_node;
+      rates.replicas_within = sync->within;
+    }
     return estimate_stage(job.facts, shape, rates);
   };
   // A stage over several nodes (a tp group across them) runs at its slowest type's pace.
@@ -164,6 +169,51 @@ double ReplicaCandidate::sync_s(const ClusterIndex& index, const SearchJob& job,
                                    replicas);
     most = std::max(most, c.grad_sync_s);
     layer += layers[s];
+  }
+  return most;
+}
+
+SyncLinks sync_links(const ClusterIndex& index, const std::vector<HeldLayers>& stages, const StagePlace& own,
+                     int64_t layer) {
+  const std::vector<std::vector<Link>>& links = index.cluster().links;
+  std::vector<const StagePlace*> holders;
+  for (const HeldLayers& h : stages)
+    if (h.first_layer <= layer && layer <= h.last_layer) holders.push_back(h.place);
+  SyncLinks out;
+  bool have_within = false, have_between = false;
+  for (int64_t k = 0; k < static_cast<int64_t>(links.size()); ++k) {
+    const int64_t sharing = std::count_if(holders.begin(), holders.end(),
+                                          [&](const StagePlace* p) { return p->first_node <= k && k <= p->last_node; });
+    if (sharing == 0) continue;
+    out.per_node = std::max(out.per_node, sharing);
+    const size_t kk = static_cast<size_t>(k);
+    if (sharing > 1) out.within = have_within ? slower(out.within, links[kk][kk]) : links[kk][kk], have_within = true;
+    for (int64_t a = own.first_node; a <= own.last_node; ++a) {
+      if (a == k) continue;
+      const Link& l = links[static_cast<size_t>(a)][kk];
+      out.between = have_between ? slower(out.between, l) : l, have_between = true;
+    }
+  }
+  return out;
+}
+
+double layout_sync_s(const ClusterIndex& index, const SearchJob& job, const std::vector<ReplicaCandidate*>& replicas) {
+  std::vector<HeldLayers> stages;
+  for (const ReplicaCandidate* r : replicas) {
+    int64_t layer = 0;
+    for (size_t s = 0; s < r->places.size(); layer += r->layers[s], ++s)
+      stages.push_back({&r->places[s], layer, layer + r->layers[s] - 1});
+  }
+  const int64_t n = static_cast<int64_t>(replicas.size());
+  double most = 0;
+  for (const ReplicaCandidate* r : replicas) {
+    int64_t layer = 0;
+    for (size_t s = 0; s < r->places.size(); layer += r->layers[s], ++s) {
+      const SyncLinks sync = sync_links(index, stages, r->places[s], layer);
+      const StageCost c = stage_cost(index, job, r->places[s], r->next[s], s + 1 < r->places.size() ? &r->places[s + 1] : nullptr,
+                                     layer, r->layers[s], s == 0, s + 1 == r->places.size(), n, &sync);
+      most = std::max(most, c.grad_sync_s);
+    }
   }
   return most;
 }

@@ -51,13 +51,33 @@ class ClusterIndex {
 // The slower of two links at a megabyte (a when equal).
 Link slower(const Link& a, const Link& b);
 
+// The links of a stage's gradient sync among a layout's replicas (Note [Hierarchical gradient
+// sync]): the slowest between its nodes and the other holders' nodes, the most holders on one
+// node and the slowest link within such a node. Default: one ring on place.everyone.
+struct SyncLinks {
+  Link between;
+  int64_t per_node = 1;
+  Link within;
+};
+
 // One stage's cost: `layers` layers from `first_layer`, `replicas` replicas syncing gradients,
 // at the pace of the slowest device type among the place's nodes (a tp group waits for its
 // slowest member at every collective). `next_place`: the next stage's place (its tp ranks
 // receive the activation in slices and all-gather them, Note [Stage edges]), nullptr on the last.
 StageCost stage_cost(const ClusterIndex& index, const SearchJob& job, const StagePlace& place, const Link& next,
                      const StagePlace* next_place, int64_t first_layer, int64_t layers, bool first, bool last,
-                     int64_t replicas);
+                     int64_t replicas, const SyncLinks* sync = nullptr);
+
+// A stage of a layout as the gradient sync sees it: its place and layers.
+struct HeldLayers {
+  const StagePlace* place = nullptr;
+  int64_t first_layer = 0, last_layer = 0;
+};
+
+// The SyncLinks of the stage at `own` whose first layer is `layer`, among the layout's
+// `stages` (every replica's; the stage's first layer stands for its parameters).
+SyncLinks sync_links(const ClusterIndex& index, const std::vector<HeldLayers>& stages, const StagePlace& own,
+                     int64_t layer);
 
 // True when tp is a valid degree for a stage (first or last: also the end rule).
 bool tp_allowed(const SearchJob& job, int64_t tp, bool holds_an_end);
@@ -76,9 +96,15 @@ struct ReplicaCandidate {
   int64_t exact_up_to = std::numeric_limits<int64_t>::max();
 
   double pipeline_s(int64_t micro_batches);  // kNoFit when a stage's memory does not hold it
-  double sync_s(const ClusterIndex& index, const SearchJob& job, int64_t replicas) const;  // slowest stage's
+  // The slowest stage's sync over `replicas` copies, each step on place.everyone: at least
+  // layout_sync_s of any layout with that many replicas (a bound for the search).
+  double sync_s(const ClusterIndex& index, const SearchJob& job, int64_t replicas) const;
   double optimizer_s() const;
 };
+
+// The step's gradient sync of a whole layout: its slowest stage's, each stage summing with the
+// stages of the other replicas that hold its layers, within nodes first (SyncLinks).
+double layout_sync_s(const ClusterIndex& index, const SearchJob& job, const std::vector<ReplicaCandidate*>& replicas);
 
 ReplicaCandidate make_replica(const ClusterIndex& index, const SearchJob& job, pipeline::ScheduleKind schedule,
                               std::vector<StagePlace> places, std::vector<int64_t> layers);

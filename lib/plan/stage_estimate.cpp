@@ -18,9 +18,10 @@ namespace hetu::plan {
 // gradient back) pays the next-stage link once. Memory: f32 parameters / tp, activations
 // kept for the backward (each tp rank keeps its shard of the MLP and attention and the whole
 // residual stream and norms), the LM head's on the last stage, and one layer's backward
-// workspace (Note [Peak memory] in cost_model.cpp composes them). The gradient sync is a ring all_reduce of the stage's f32
-// gradient shard across the replicas (summed in one flat buffer of at most kSyncBucketBytes,
-// which memory counts); AdamW moves kAdamBytesPerParam per parameter at the
+// workspace (Note [Peak memory] in cost_model.cpp composes them). The gradient sync is an
+// all_reduce of the stage's f32 gradient shard across the replicas, within nodes first (Note
+// [Hierarchical gradient sync]; summed in one flat buffer of at most kSyncBucketBytes, which
+// memory counts); AdamW moves kAdamBytesPerParam per parameter at the
 // device's memory bandwidth. With measured times (a profile) the compute is those: split over
 // tp with the all_reduces added, or as they are when measured on one rank of a tp group of the
 // stage's size (includes_tp; the caller may pass another device type's entry at that tp scaled
@@ -33,6 +34,28 @@ double ring_all_reduce_s(double bytes, int64_t members, const Link& link) {
   if (members <= 1) return 0;
   const double p = static_cast<double>(members);
   return 2 * (p - 1) * link.transfer_s(bytes / p);
+}
+
+// Note [Hierarchical gradient sync]: replicas of a stage that share a node sum their
+// gradients there first, over the node's own link (NVLink, PCIe), so only the node's 1/g share
+// crosses between nodes (NCCL's rings cross each node boundary once; a hierarchical
+// all-reduce does the same explicitly): with g of the m members on each of n = ceil(m / g)
+// nodes, a reduce-scatter (g - 1 steps of bytes / g) and an all-gather within, and between
+// them a ring all-reduce of bytes / g over the n nodes, its g flows per node (times the tp
+// ranks doing the same at once: the caller's Link::shared_by) sharing the node's link. The
+// cheaper of that and one ring over all m members (each step as slow as the link between
+// nodes) is taken, as NCCL picks its algorithm by size: a node link little faster than the
+// network gains nothing from the two phases. With g = 1 it is that ring; with every member on
+// one node, a ring within it.
+double hierarchical_all_reduce_s(double bytes, int64_t members, int64_t per_node, const Link& within,
+                                 const Link& between) {
+  const int64_t g = std::clamp<int64_t>(per_node, 1, std::max<int64_t>(members, 1));
+  const double flat = ring_all_reduce_s(bytes, members, between);
+  if (g == 1) return flat;
+  if (g >= members) return ring_all_reduce_s(bytes, members, within);
+  const int64_t nodes = (members + g - 1) / g;
+  const double share = bytes / static_cast<double>(g);
+  return std::min(flat, 2 * static_cast<double>(g - 1) * within.transfer_s(share) + ring_all_reduce_s(share, nodes, between));
 }
 
 // Note [Stage edges]: the activation leaving a stage is whole on each of its tp ranks, and the
@@ -124,8 +147,9 @@ StageCost estimate_stage(const ModelFacts& facts, const StageShape& shape, const
   if (shape.replicas > 1) c.sync_buffer_bytes = std::min(c.param_bytes, kSyncBucketBytes);
   const bool split_tied = facts.head_shares_embedding && shape.first != shape.last;
   const double tied_bytes = split_tied ? 4 * facts.last_params / tp : 0.0;
-  c.grad_sync_s = ring_all_reduce_s(c.param_bytes - tied_bytes, shape.replicas, rates.replicas);
-  if (split_tied) c.grad_sync_s += ring_all_reduce_s(tied_bytes, 2 * shape.replicas, rates.replicas);
+  c.grad_sync_s = hierarchical_all_reduce_s(c.param_bytes - tied_bytes, shape.replicas, rates.replicas_per_node,
+                                            rates.replicas_within, rates.replicas);
+  if (split_tied) c.grad_sync_s += ring_all_reduce_s(tied_bytes, 2 * shape.replicas, rates.tied);
   const double model_params = static_cast<double>(facts.layers) * facts.layer_params + facts.first_params +
                               (facts.head_shares_embedding ? 0.0 : facts.last_params);
   const MeasuredTimes* mt = rates.measured ? &*rates.measured : nullptr;

@@ -77,7 +77,13 @@ struct DeviceRates {
   // link among its devices that all-gathers them.
   int64_t next_stage_tp = 1;
   Link next_stage_gather;
-  Link replicas;                   // to the other replicas holding the same parameters
+  // The gradient sync among the replicas holding the same parameters (Note [Hierarchical
+  // gradient sync]): `replicas` between their nodes (shared by the node's devices taking part),
+  // and, where replicas_per_node of them share a node, replicas_within inside it.
+  Link replicas;
+  int64_t replicas_per_node = 1;
+  Link replicas_within;
+  Link tied;                       // among every replica's first and last stages (a tied embedding split over them)
   std::optional<MeasuredTimes> measured;  // when set, replaces the FLOP-based compute (split over tp)
   std::optional<MeasuredMemory> measured_memory;  // when set, replaces the estimated activations
 };
@@ -103,6 +109,13 @@ StageCost estimate_stage(const ModelFacts& facts, const StageShape& shape, const
 
 // A ring all_reduce of `bytes` over `members` on `link`: 2(p-1) steps of bytes/p.
 double ring_all_reduce_s(double bytes, int64_t members, const Link& link);
+
+// The sync of `bytes` over `members` replicas, per_node of them to a node (Note
+// [Hierarchical gradient sync]): reduce-scatter within each node, all-reduce of the 1/per_node
+// shares between the nodes, all-gather within, or one ring on `between` where that is cheaper;
+// per_node 1 is that ring, every member on one node a ring on `within`.
+double hierarchical_all_reduce_s(double bytes, int64_t members, int64_t per_node, const Link& within,
+                                 const Link& between);
 
 // The activation of `hidden_bytes` from a stage of `tp` ranks to the next one (Note [Stage edges]).
 double stage_edge_s(double hidden_bytes, int64_t tp, const DeviceRates& rates);

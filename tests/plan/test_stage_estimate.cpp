@@ -36,7 +36,7 @@ DeviceRates rates() {
   r.memory_bytes_per_s = 1400;
   r.tp = {3, 0.5};
   r.next_stage = {6, 0.25};
-  r.replicas = {46, 1};
+  r.replicas = r.tied = {46, 1};
   return r;
 }
 
@@ -111,6 +111,28 @@ TEST_CASE("stage estimate: a profile of the stage's tp group, its optimizer and 
   CHECK(c.activation_bytes == Approx(2 * 10 + 40));
   CHECK(c.reserved_bytes == Approx(1000));
   CHECK(c.workspace_bytes == Approx(6 * (4 / 2 + 1)));  // still estimated: one layer's backward, 6 tokens
+}
+
+TEST_CASE("stage estimate: replicas sharing a node sum their gradients there first", "[stage_estimate]") {
+  // Layers 1-2 (800 bytes), 8 replicas, 4 to a node: a reduce-scatter and an all-gather within
+  // (3 steps each of 200 bytes at 100 B/s, latency 0.5) and a ring over the 2 nodes of the
+  // 200-byte share (2 steps of 100 bytes on the 46 B/s link, latency 1).
+  DeviceRates r = rates();
+  r.replicas_per_node = 4;
+  r.replicas_within = {100, 0.5};
+  const double hierarchical = 2 * 3 * (0.5 + 200.0 / 100) + 2 * (1 + 100.0 / 46);
+  CHECK(estimate_stage(small_facts(), {1, 2, false, false, 1, 1, 1, 8}, r).grad_sync_s == Approx(hierarchical));
+  // One to a node: the flat ring over 8 members on the link between nodes.
+  CHECK(estimate_stage(small_facts(), {1, 2, false, false, 1, 1, 1, 8}, rates()).grad_sync_s ==
+        Approx(14 * (1 + 100.0 / 46)));
+  // A node link slower than the network (PCIe under a fast NIC): the one ring is cheaper
+  // (2 x 3 x (1 + 200 / 30) + 2 x (1 + 100 / 46) = 52.3 s), and taken.
+  r.replicas_within = {30, 1};
+  CHECK(estimate_stage(small_facts(), {1, 2, false, false, 1, 1, 1, 8}, r).grad_sync_s == Approx(14 * (1 + 100.0 / 46)));
+  // All on one node: a ring within it.
+  r.replicas_within = {100, 0.5};
+  r.replicas_per_node = 8;
+  CHECK(estimate_stage(small_facts(), {1, 2, false, false, 1, 1, 1, 8}, r).grad_sync_s == Approx(14 * (0.5 + 100.0 / 100)));
 }
 
 TEST_CASE("stage estimate: tied embeddings split over stages sum over both ends of every replica", "[stage_estimate]") {
