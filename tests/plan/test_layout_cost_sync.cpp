@@ -75,7 +75,7 @@ TEST_CASE("layout cost: replicas sharing a node sum their gradients there first"
   CHECK(e.prediction.grad_sync_s == Approx(hierarchical));
 }
 
-TEST_CASE("layout cost: one replica to a node is one ring between them; one node, a ring within", "[layout_cost]") {
+TEST_CASE("layout cost: one replica to a node is one ring between them, one node a ring within", "[layout_cost]") {
   const plan::LayoutEstimate two = plan::estimate_layout(job(replicas({"a:0", "b:0"})));
   const double bytes = two.replicas[0].stages[0].param_bytes;
   CHECK(two.prediction.grad_sync_s == Approx(2 * (kBetweenS + bytes / 2 / kBetweenBps)));
