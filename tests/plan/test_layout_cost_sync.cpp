@@ -2,7 +2,7 @@
 // against the collective's cost worked out by hand from the job's declared links: eight
 // replicas on two 4-GPU nodes reduce within each node first and send a quarter each across,
 // two replicas on two nodes are one ring between them, and replicas on one node never touch
-// the network.
+// the network; a tp group over two nodes pays its all_reduces on the link between them.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -15,8 +15,8 @@ using namespace hetu;
 namespace {
 
 // gpt2, 4 layers, one stage per replica, on two nodes of 4 A100-80Gs with a declared network of
-// 100 Gb/s and 10 us; `parallel`: the job's [parallel] groups.
-config::LoadedConfig job(const std::string& parallel) {
+// `gbps` Gb/s and 10 us; `parallel`: the job's [parallel] groups.
+config::LoadedConfig job(const std::string& parallel, int gbps = 100) {
   const std::string text = R"([model]
 arch = "gpt2"
 layers = 4
@@ -39,12 +39,12 @@ micro_batch = 2
 [[cluster.node]]
 host = "a"
 devices = { type = "A100-80G", count = 4 }
-link_gbps = 100
+link_gbps = )" + std::to_string(gbps) + R"(
 link_latency_us = 10
 [[cluster.node]]
 host = "b"
 devices = { type = "A100-80G", count = 4 }
-link_gbps = 100
+link_gbps = )" + std::to_string(gbps) + R"(
 link_latency_us = 10
 
 )" + parallel;
@@ -81,4 +81,16 @@ TEST_CASE("layout cost: one replica to a node is one ring between them, one node
   CHECK(two.prediction.grad_sync_s == Approx(2 * (kBetweenS + bytes / 2 / kBetweenBps)));
   const plan::LayoutEstimate local = plan::estimate_layout(job(replicas({"a:0", "a:1"})));
   CHECK(local.prediction.grad_sync_s == Approx(2 * (kWithinS + bytes / 2 / kWithinBps)));
+}
+
+TEST_CASE("layout cost: a tp group over two nodes pays its all_reduces on the link between them", "[layout_cost]") {
+  // One stage of tp 4 over a:0-1 and b:0-1: each layer's 2 forward all_reduces of the hidden
+  // activation (2 x 128 tokens x 256 x 4 bytes) are rings of 4 crossing the nodes' link, so
+  // only the network's speed separates two such jobs: 4 layers x 2 x 6 steps of 1/4 of it.
+  const std::string stage = "[[parallel.replica]]\n  [[parallel.replica.stage]]\n  devices = \"a:0-1; b:0-1\"\n";
+  const plan::LayoutEstimate slow = plan::estimate_layout(job(stage, 10));
+  const plan::LayoutEstimate fast = plan::estimate_layout(job(stage, 100));
+  const double slice = 2.0 * 128 * 256 * 4 / 4;
+  const double expected = 4 * 2 * 6 * (slice / 1.25e9 - slice / kBetweenBps);
+  CHECK(slow.replicas[0].stages[0].times.forward_s - fast.replicas[0].stages[0].times.forward_s == Approx(expected));
 }
