@@ -12,7 +12,7 @@
 set -euo pipefail
 hetu=$1
 src=$2
-py=/usr/bin/python3
+source "$src/tests/require_python_env.sh"
 pyd="$src/tests/python"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
