@@ -7,7 +7,7 @@
 # Extra arguments go to `hetu train` (e.g. --set training.steps=100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --without-python-env
 scripts/build.sh --target hetu
 hetu=build/bin/hetu
 job=configs/gpt2-tiny-cpu.toml

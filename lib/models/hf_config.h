@@ -1,15 +1,20 @@
 // Reading and writing a Hugging Face config.json for a model family's registry entry
 // (lib/models/model_family.h, HfNames::to_config / from_config): a typed reader whose errors name
-// the file and key, and LLaMA-style rope_scaling both ways.
+// the file and key and that remembers which keys were read, so that a key no reader looked at is
+// refused by name instead of ignored; LLaMA-style rope settings both ways.
 //
 //   HfConfigReader c(json::parse(text), "hf/config.json");
 //   c.integer("n_layer");                      // error naming hf/config.json and n_layer if bad
+//   c.refuse_unread({"architectures"});        // error naming any other key nothing read
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "lib/models/model_config.h"
 #include "lib/util/error.h"
@@ -20,7 +25,11 @@ namespace hetu {
 class HfConfigReader {
  public:
   HfConfigReader(nlohmann::json j, std::string file) : j_(std::move(j)), file_(std::move(file)) {}
-  bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+  // Every read starts here, so a key asked about counts as read (refuse_unread).
+  bool has(const char* key) const {
+    read_.insert(key);
+    return j_.contains(key) && !j_[key].is_null();
+  }
   int64_t integer(const char* key, std::optional<int64_t> fallback = std::nullopt) const {
     if (!has(key)) return require(key, fallback);
     const nlohmann::json& v = j_[key];
@@ -65,6 +74,9 @@ class HfConfigReader {
     }
     return HfConfigReader(j_[key], file_, prefix_ + key + ".");
   }
+  // Refuses the first key (in file order) that no read asked about and that is not in
+  // `harmless` (metadata that does not change what the model computes) or null.
+  void refuse_unread(const std::vector<std::string_view>& harmless) const;
   const std::string& file() const { return file_; }
 
  private:
@@ -78,12 +90,24 @@ class HfConfigReader {
   nlohmann::json j_;
   std::string file_;
   std::string prefix_;  // "rope_scaling." inside that object, for messages
+  mutable std::set<std::string, std::less<>> read_;  // keys asked about
 };
+
+// config.json keys every family accepts unread: what transformers writes about the file, the
+// tokenizer and generation, none of which changes the logits.
+extern const std::vector<std::string_view> kHfMetadataKeys;
 
 // HF's rope_scaling object (transformers' LlamaConfig, rope_type "llama3"), or null.
 nlohmann::json rope_scaling_json(const RopeScaling& s);
-// config.json's rope_scaling: null/absent (or rope_type "default"): none; rope_type (older
-// files: type) "llama3" with its four numbers; any other type is refused by name.
-RopeScaling rope_scaling_from(const HfConfigReader& c);
+
+struct RopeSettings {
+  double theta = 0;
+  RopeScaling scaling;
+};
+// config.json's rotary settings in either spelling (Note [HF rope keys] in hf_config.cpp):
+// transformers 5's rope_parameters {rope_type, rope_theta, ...}, or rope_theta and rope_scaling
+// {rope_type (older files: type), ...} of transformers 4; rope_type "default" or "llama3" (its
+// four numbers); any other type is refused by name, and so are both spellings in one file.
+RopeSettings rope_settings_from(const HfConfigReader& c, double default_theta);
 
 }  // namespace hetu

@@ -40,6 +40,9 @@ struct HfNames {
   // config.json's fields (lib/models/hf_config.h; torch_dtype is the caller's) and back.
   nlohmann::json (*to_config)(const ModelConfig& config);
   ModelConfig (*from_config)(const HfConfigReader& config_json);
+  // Keys of this family's config.json that from_config may leave unread because they do not
+  // change what hetu computes (beyond kHfMetadataKeys); any other unread key is refused.
+  std::vector<std::string_view> harmless_keys;
 };
 
 // Elements per token one layer's training tape holds, counted from the family's forward: what

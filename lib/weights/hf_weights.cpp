@@ -77,7 +77,11 @@ ModelConfig model_from_config(const HfConfigReader& c) {
   const std::string type = c.text("model_type", "");
   const ModelFamily* family = find_hf_model_family(type);
   if (!family) HT_USAGE_ERROR("{}: model_type \"{}\" is not one hetu converts ({})", c.file(), type, hf_model_types());
-  return family->hf.from_config(c);
+  const ModelConfig m = family->hf.from_config(c);
+  std::vector<std::string_view> harmless = kHfMetadataKeys;
+  harmless.insert(harmless.end(), family->hf.harmless_keys.begin(), family->hf.harmless_keys.end());
+  c.refuse_unread(harmless);
+  return m;
 }
 
 bool bitwise_equal(const Tensor& a, const Tensor& b) {

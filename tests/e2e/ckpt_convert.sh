@@ -12,7 +12,8 @@
 set -euo pipefail
 hetu=$1
 src=$2
-py=/usr/bin/python3
+source "$src/tests/require_python_env.sh"
+source "$src/tests/e2e/tiny_variants.sh"
 pyd="$src/tests/python"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -24,19 +25,9 @@ cat "$src/README.md" "$src/docs/config.md" > "$tmp/text.txt"
 # Two sequences of 13 ids below the vocab (256).
 printf '1 7 42 199 13 0 255 254 100 77 5 160 9\n198 3 150 150 8 64 32 16 2 1 0 255 11\n' > "$tmp/ids.txt"
 
-for variant in gpt2 llama llama-tied llama3; do
-  arch=$([ "$variant" = gpt2 ] && echo gpt2 || echo llama)
+for variant in "${tiny_variants[@]}"; do
   run="$tmp/$variant"
-  sets=(--set "data.train=\"$tmp/data/train_*.bin\"" --set training.eval_every=0 --set model.arch=$arch
-        --set model.layers=2 --set model.hidden=64 --set model.heads=4 --set model.vocab=256 --set model.vocab_multiple=96
-        --set model.max_seq_len=32 --set training.seq_len=16 --set training.global_batch=2 --set training.micro_batch=2 --set training.threads=1
-        --set training.steps=3 --set lr_schedule.warmup_steps=1 --set "job.out_dir=\"$run\"")
-  if [ "$arch" = llama ]; then sets+=(--set model.kv_heads=2 --set model.ffn_hidden=96 --set model.rope_theta=500.0); fi
-  if [ "$variant" = llama-tied ]; then sets+=(--set model.tie_embeddings=true); fi
-  # head_dim 16, theta 500: wavelengths 6.3 | 13.6, 29.7 | 64.6, ... against 32/4 and 32/1.
-  if [ "$variant" = llama3 ]; then
-    sets+=(--set 'model.rope_scaling={type="llama3",factor=8.0,low_freq_factor=1.0,high_freq_factor=4.0,original_max_position_embeddings=32}')
-  fi
+  tiny_variant_sets "$variant" "$tmp/data/train_*.bin" "$run"
   "$hetu" train "$src/configs/gpt2-tiny-cpu.toml" "${sets[@]}" > "$tmp/train.log" 2>&1 \
     || { cat "$tmp/train.log"; fail "$variant: train"; }
   ckpt=$(step_dir "$run/checkpoints")

@@ -8,7 +8,7 @@ hetu=$1
 src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-py=/usr/bin/python3
+source "$src/tests/require_python_env.sh"
 $py "$src/scripts/make_reference.py" --arch gpt2 --layers 3 --hidden 48 --heads 3 --vocab 300 --max-seq-len 40 \
     --seq 33 --batch 3 --out "$tmp/gpt2.h5"
 $py "$src/scripts/make_reference.py" --arch llama --layers 3 --hidden 48 --heads 6 --kv-heads 2 --ffn-hidden 80 \

@@ -1,7 +1,8 @@
 // hetu ckpt internals (lib/weights/model_weights.h): the parameter catalogue equals what build_model
 // registers; synthesized job configs load back to the same model; HF GPT-2 files in the
 // hub's older spelling (no "transformer.", Conv1D (in, out) weights, attention-mask buffers,
-// a stored tied head) import; config.json settings hetu cannot honour are refused by name.
+// a stored tied head) import; config.json settings hetu cannot honour, and keys no reader asked
+// about, are refused by name; transformers 5's rope_parameters import.
 // The numeric round trips against PyTorch and llm.c are in tests/e2e/ckpt_convert.sh.
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -141,6 +142,64 @@ TEST_CASE("ckpt: config.json settings hetu cannot honour are refused", "[ckpt]")
                              "intermediate_size": 176, "vocab_size": 256, "max_position_embeddings": 64, "head_dim": 32})"),
              Catch::Contains("head_dim = 32"));
   CHECK_THAT(with_config("{"), Catch::Contains("config.json: not valid JSON"));
+}
+
+TEST_CASE("ckpt: config.json keys no reader asked about are refused by name", "[ckpt]") {
+  TempDir dir("ckpt_unread_keys");
+  const auto model = build_model(flavor(Arch::gpt2, "tiny"), 7);
+  checkpoint::write_safetensors(dir.file("model.safetensors"), hub_style_gpt2(*model), {{"format", "pt"}});
+  auto with_config = [&](const std::string& text) {
+    dir.write("config.json", text);
+    return load_error(dir.file());
+  };
+  const std::string gpt2 = R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 256,
+                               "n_positions": 64, )";
+  // What transformers 5 writes for a GPT2LMHeadModel: metadata, dropout, the summary heads.
+  CHECK(with_config(gpt2 + R"("architectures": ["GPT2LMHeadModel"], "dtype": "float32", "transformers_version": "5.25.0",
+                              "attn_pdrop": 0.1, "embd_pdrop": 0.1, "resid_pdrop": 0.1, "bos_token_id": 50256,
+                              "summary_type": "cls_index", "summary_use_proj": true, "pad_token_id": null,
+                              "add_cross_attention": false, "reorder_and_upcast_attn": false, "use_cache": true})")
+            .empty());
+  CHECK_THAT(with_config(gpt2 + R"("n_embd_extra": 3})"),
+             Catch::Contains("config.json: n_embd_extra = 3: hetu's importer does not know this config.json key"));
+  CHECK_THAT(with_config(gpt2 + R"("add_cross_attention": true})"), Catch::Contains("add_cross_attention = true"));
+  // A LLaMA key of another family (Mistral's sliding window) is not silently dropped.
+  const std::string llama = R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                                "intermediate_size": 176, "vocab_size": 256, "max_position_embeddings": 64, )";
+  CHECK_THAT(with_config(llama + R"("sliding_window": 16})"), Catch::Contains("config.json: sliding_window = 16"));
+  CHECK_THAT(with_config(llama + R"("rope_parameters": {"rope_type": "llama3", "rope_theta": 500.0, "factor": 8.0,
+                                    "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                    "original_max_position_embeddings": 32, "beta_fast": 32}})"),
+             Catch::Contains("rope_parameters.beta_fast = 32"));
+  CHECK_THAT(with_config(llama + R"("rope_parameters": {"rope_type": "default", "rope_theta": 500.0},
+                                    "rope_theta": 500.0})"),
+             Catch::Contains("rope_parameters next to rope_theta or rope_scaling"));
+  CHECK_THAT(with_config(llama + R"("rope_parameters": {"rope_type": "yarn", "factor": 4.0}})"),
+             Catch::Contains("rope_parameters: rope_type \"yarn\" is not implemented by hetu"));
+}
+
+TEST_CASE("ckpt: transformers 5's rope_parameters import", "[ckpt]") {
+  TempDir dir("ckpt_rope_parameters");
+  ModelWeights w;
+  w.model = flavor(Arch::llama, "tiny");
+  for (const nn::NamedParameter& p : build_model(w.model, 3)->named_parameters()) w.params[p.name] = p.tensor;
+  save_hf_weights(dir.file("hf"), w, {});
+  auto import_with = [&](const std::string& rope) {
+    std::ofstream(dir.file("hf/config.json"))
+        << R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "intermediate_size": 176, "vocab_size": 256, "max_position_embeddings": 64,
+               "rope_parameters": )"
+        << rope << "}";
+    return load_weights(dir.file("hf"), CkptFormat::hf).model;
+  };
+  const ModelConfig plain = import_with(R"({"rope_type": "default", "rope_theta": 500.0})");
+  CHECK(plain.rope_theta == 500.0);
+  CHECK(plain.rope_scaling.type == RopeScalingType::none);
+  const ModelConfig scaled = import_with(R"({"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0,
+                                             "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                             "original_max_position_embeddings": 8192})");
+  CHECK(scaled.rope_theta == 500000.0);
+  CHECK(scaled.rope_scaling == RopeScaling{RopeScalingType::llama3, 32.0, 1.0, 4.0, 8192});
 }
 
 TEST_CASE("ckpt: HF LLaMA 3 rope_scaling imports and exports", "[ckpt]") {

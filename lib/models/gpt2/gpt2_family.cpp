@@ -89,6 +89,8 @@ ModelConfig gpt2_from_hf_config(const HfConfigReader& c) {
   c.expect("tie_word_embeddings", true, "hetu's GPT-2 ties the LM head to wte");
   c.expect("scale_attn_weights", true, "hetu's GPT-2 scales attention by 1/sqrt(head_dim)");
   c.expect("scale_attn_by_inverse_layer_idx", false, "not implemented by hetu's GPT-2");
+  c.expect("add_cross_attention", false, "hetu's GPT-2 is a decoder without cross-attention");
+  c.expect("reorder_and_upcast_attn", false, "not implemented by hetu's GPT-2");
   return m;
 }
 
@@ -136,7 +138,11 @@ const ModelFamily& gpt2_family() {
              .transposed_suffixes = {".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight",
                                      ".mlp.c_proj.weight"},
              .to_config = gpt2_to_hf_config,
-             .from_config = gpt2_from_hf_config},
+             .from_config = gpt2_from_hf_config,
+             // Dropout is not applied (hetu trains without it); summary_* configure the heads of
+             // GPT2DoubleHeadsModel and GPT2ForSequenceClassification, not the LM.
+             .harmless_keys = {"attn_pdrop", "embd_pdrop", "resid_pdrop", "summary_activation", "summary_first_dropout",
+                               "summary_proj_to_labels", "summary_type", "summary_use_proj"}},
   };
   return family;
 }

@@ -75,7 +75,6 @@ ModelConfig llama_from_hf_config(const HfConfigReader& c) {
   m.vocab = c.integer("vocab_size");
   m.max_seq_len = c.integer("max_position_embeddings");
   m.norm_eps = c.number("rms_norm_eps", 1e-6);  // transformers' LlamaConfig default
-  m.rope_theta = c.number("rope_theta", 10000.0);
   m.tie_embeddings = c.flag("tie_word_embeddings", false);
   if (c.has("head_dim") && m.hidden % m.heads == 0) {
     c.expect("head_dim", m.hidden / m.heads, "hetu's LLaMA uses head_dim = hidden_size / num_attention_heads");
@@ -83,7 +82,9 @@ ModelConfig llama_from_hf_config(const HfConfigReader& c) {
   c.expect("hidden_act", "silu", "hetu's LLaMA MLP is SwiGLU (silu)");
   c.expect("attention_bias", false, "hetu's LLaMA has no attention biases");
   c.expect("mlp_bias", false, "hetu's LLaMA has no MLP biases");
-  m.rope_scaling = rope_scaling_from(c);
+  const RopeSettings rope = rope_settings_from(c, 10000.0);
+  m.rope_theta = rope.theta;
+  m.rope_scaling = rope.scaling;
   return m;
 }
 
@@ -132,7 +133,10 @@ const ModelFamily& llama_family() {
              .embedding = "model.embed_tokens.weight",
              .transposed_suffixes = {},
              .to_config = llama_to_hf_config,
-             .from_config = llama_from_hf_config},
+             .from_config = llama_from_hf_config,
+             // Dropout is not applied (hetu trains without it); pretraining_tp only split Meta's
+             // matmuls into slices with the same result.
+             .harmless_keys = {"attention_dropout", "pretraining_tp"}},
   };
   return family;
 }
