@@ -292,6 +292,10 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const profile
   const plan::ModelFacts facts = job_model_facts(c);
   LayoutEstimate e;
   const int64_t num_replicas = static_cast<int64_t>(c.parallel.replicas.size());
+  std::vector<config::DeviceId> tied_holders;  // every replica's end stages: a tied embedding split over them
+  for (const config::ReplicaSection& replica : c.parallel.replicas)
+    for (const config::StageSection* end : {&replica.stages.front(), &replica.stages.back()})
+      tied_holders.insert(tied_holders.end(), end->devices.begin(), end->devices.end());
   for (size_t r = 0; r < c.parallel.replicas.size(); ++r) {
     const config::ReplicaSection& replica = c.parallel.replicas[r];
     plan::ReplicaCost cost;
@@ -317,11 +321,7 @@ LayoutEstimate estimate_layout(const config::LoadedConfig& loaded, const profile
         rates.next_stage_gather.shared_by = 1;  // a ring crosses a node boundary once each way
       }
       set_sync_links(c, profile, stage, gpu, rates);
-      std::vector<config::DeviceId> ends;  // a tied embedding's holders
-      for (const config::ReplicaSection& other : c.parallel.replicas)
-        for (const config::StageSection* end : {&other.stages.front(), &other.stages.back()})
-          ends.insert(ends.end(), end->devices.begin(), end->devices.end());
-      rates.tied = slowest_link(c, profile, stage.devices, ends, gpu);
+      rates.tied = slowest_link(c, profile, stage.devices, tied_holders, gpu);
       const double tokens = static_cast<double>(replica.micro_batch * c.training.seq_len);
       const std::optional<profile::DeviceTypeProfile> entry = profile_for(profile, type.name, stage.tp(), tokens);
       rates.measured = measured_times(entry, stage.tp(), tokens);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <queue>
 
 #include "lib/util/error.h"
@@ -179,21 +180,21 @@ SyncLinks sync_links(const ClusterIndex& index, const std::vector<HeldLayers>& s
   std::vector<const StagePlace*> holders;
   for (const HeldLayers& h : stages)
     if (h.first_layer <= layer && layer <= h.last_layer) holders.push_back(h.place);
+  std::optional<Link> within, between;  // the slowest seen
+  auto keep_slower = [](std::optional<Link>& worst, const Link& l) { worst = worst ? slower(*worst, l) : l; };
   SyncLinks out;
-  bool have_within = false, have_between = false;
   for (int64_t k = 0; k < static_cast<int64_t>(links.size()); ++k) {
     const int64_t sharing = std::count_if(holders.begin(), holders.end(),
                                           [&](const StagePlace* p) { return p->first_node <= k && k <= p->last_node; });
     if (sharing == 0) continue;
     out.per_node = std::max(out.per_node, sharing);
     const size_t kk = static_cast<size_t>(k);
-    if (sharing > 1) out.within = have_within ? slower(out.within, links[kk][kk]) : links[kk][kk], have_within = true;
-    for (int64_t a = own.first_node; a <= own.last_node; ++a) {
-      if (a == k) continue;
-      const Link& l = links[static_cast<size_t>(a)][kk];
-      out.between = have_between ? slower(out.between, l) : l, have_between = true;
-    }
+    if (sharing > 1) keep_slower(within, links[kk][kk]);
+    for (int64_t a = own.first_node; a <= own.last_node; ++a)
+      if (a != k) keep_slower(between, links[static_cast<size_t>(a)][kk]);
   }
+  out.within = within.value_or(Link{});
+  out.between = between.value_or(Link{});
   return out;
 }
 

@@ -96,8 +96,8 @@ struct ReplicaCandidate {
   int64_t exact_up_to = std::numeric_limits<int64_t>::max();
 
   double pipeline_s(int64_t micro_batches);  // kNoFit when a stage's memory does not hold it
-  // The slowest stage's sync over `replicas` copies, each step on place.everyone: at least
-  // layout_sync_s of any layout with that many replicas (a bound for the search).
+  // The slowest stage's sync over `replicas` copies of this one, one ring on place.everyone
+  // (how the search by runs ranks a replica shape on its own; layouts use layout_sync_s).
   double sync_s(const ClusterIndex& index, const SearchJob& job, int64_t replicas) const;
   double optimizer_s() const;
 };
