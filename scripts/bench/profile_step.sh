@@ -46,7 +46,7 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 # on a 2-core VM at these sizes; 2.5 s of delay skips it with a margin.
 HOME="$out/home" perf record -q -D 2500 -F 2000 -o "$out/perf.data" \
   "$hetu" train "$job" --set job.out_dir="\"$out/run\"" "${cpu_train_sets[@]}" \
-  --set training.steps="$steps" > "$out/train.log" 2>&1 ||
+  --set training.threads=1 --set training.steps="$steps" > "$out/train.log" 2>&1 ||
   { tail -20 "$out/train.log" >&2; echo "profile_step.sh: hetu failed (log: $out/train.log)" >&2; exit 1; }
 
 perf report -i "$out/perf.data" --no-children --sort dso,sym --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' > "$out/flat.txt"

@@ -13,6 +13,12 @@ T + 1 tokens with stride T, taken in order, B per step: step k uses windows k*B 
 x = window[:-1], y = window[1:]. This is hetu's `data.sampling = "sequential"` order over a
 single shard, so both trainers see the same batches.
 
+Peers: run by Debian's /usr/bin/python3 it is PyTorch 1.13 (masked softmax, foreach AdamW); run by
+the Python environment of scripts/setup.sh it is PyTorch 2.15 eager (scaled_dot_product_attention,
+fused AdamW where the build has it on the CPU), and with --compile the same model under
+torch.compile (inductor): the first step then includes the compilation, which the caller reports
+apart from tok/s (step 1 is dropped from the timing).
+
 Writes one JSON object per step to --metrics (the fields of hetu's metrics.jsonl it shares:
 "step" 1-based, "loss" before the update, "step_s", "tokens_per_s"). step_s times the whole
 step: batch copy, zero_grad, forward, backward, clip, optimizer step, loss.item().
@@ -21,6 +27,7 @@ step: batch copy, zero_grad, forward, backward, clip, optimizer step, loss.item(
       --vocab 256 --seq 64 --batch 4 --steps 31 --metrics /tmp/torch.jsonl
 """
 import argparse
+import inspect
 import json
 import math
 import os
@@ -134,13 +141,28 @@ class GPT2(nn.Module):
 
 
 def blas_library():
-    """The BLAS shared object this process mapped (PyTorch's matmuls go through it)."""
+    """MKL where PyTorch was built with it (PyPI's wheels link it in statically), else the BLAS
+    shared object this process mapped (PyTorch's matmuls go through it)."""
+    if torch.backends.mkl.is_available():
+        return "MKL" + (" + oneDNN" if torch.backends.mkldnn.is_available() else "")
     try:
         with open("/proc/self/maps") as maps:
             libs = {line.split()[-1] for line in maps if "blas" in line.lower() or "mkl" in line.lower()}
         return ", ".join(sorted(os.path.realpath(p) for p in libs if p.startswith("/"))) or "?"
     except OSError:
         return "?"
+
+
+def make_adamw(params, a):
+    """AdamW with weight decay on ndim >= 2 tensors: the fused kernel where this build has it
+    for the CPU (PyTorch >= 2.4), else the foreach (multi-tensor) one. Returns (optimizer, kind)."""
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": a.weight_decay},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    options = dict(lr=a.lr, betas=tuple(a.betas), eps=a.eps)
+    try:
+        return torch.optim.AdamW(groups, fused=True, **options), "fused"
+    except (TypeError, RuntimeError):  # 1.x has no fused=; 2.0-2.3 have it for CUDA only
+        return torch.optim.AdamW(groups, foreach=True, **options), "foreach"
 
 
 def main():
@@ -162,6 +184,7 @@ def main():
     ap.add_argument("--grad-clip", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch >= 2.0)")
     ap.add_argument("--metrics", required=True, help="JSON lines out, one per step")
     a = ap.parse_args()
     assert a.hidden % a.heads == 0 and a.seq <= a.max_seq_len
@@ -175,12 +198,17 @@ def main():
 
     model = GPT2(a)
     params = list(model.parameters())
-    decay = [p for p in params if p.dim() >= 2]
-    no_decay = [p for p in params if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=a.lr, betas=tuple(a.betas), eps=a.eps)
+    opt, adamw_kind = make_adamw(params, a)
+    # The multi-tensor norm where it exists (PyTorch >= 2.0; 1.13's has no foreach=).
+    clip_options = {"foreach": True} if "foreach" in inspect.signature(torch.nn.utils.clip_grad_norm_).parameters else {}
+    forward = model
+    if a.compile:
+        if not hasattr(torch, "compile"):
+            sys.exit(f"--compile needs PyTorch >= 2.0; this is {torch.__version__}")
+        forward = torch.compile(model)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), BLAS {blas_library()}, "
-          f"attention {'sdpa' if hasattr(F, 'scaled_dot_product_attention') else 'masked softmax'}; "
+          f"attention {'sdpa' if hasattr(F, 'scaled_dot_product_attention') else 'masked softmax'}, "
+          f"AdamW {adamw_kind}, {'torch.compile (inductor)' if a.compile else 'eager'}; "
           f"model {sum(p.numel() for p in params)} parameters", flush=True)
 
     step_tokens = a.batch * a.seq
@@ -189,9 +217,9 @@ def main():
             start = time.perf_counter()
             x, y = data.next()
             opt.zero_grad(set_to_none=True)
-            loss = model(x, y)
+            loss = forward(x, y)
             loss.backward()
-            norm = torch.nn.utils.clip_grad_norm_(params, a.grad_clip)
+            norm = torch.nn.utils.clip_grad_norm_(params, a.grad_clip, **clip_options)
             opt.step()
             loss_value = loss.item()
             step_s = time.perf_counter() - start
