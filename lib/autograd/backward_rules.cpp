@@ -138,6 +138,13 @@ Grads attention_rule(const SavedContext& c, const Tensor& g) {
                                         c.reals[0], c.ints);
   return {r.dq, r.dk, r.dv};
 }
+// attention_recompute (selective recomputation): tensors {q, k, v}, ints, reals as attention's;
+// out and lse come from the forward rerun, bit for bit the ones attention_rule keeps.
+Grads attention_recompute_rule(const SavedContext& c, const Tensor& g) {
+  const AttentionResult f = attention(c.tensors[0], c.tensors[1], c.tensors[2], c.reals[0], c.ints);
+  AttentionGrads r = attention_backward(g, c.tensors[0], c.tensors[1], c.tensors[2], f.out, f.lse, c.reals[0], c.ints);
+  return {r.dq, r.dk, r.dv};
+}
 // cross_entropy: tensors {logits, targets}, ints {ignore_index}, reals {1 / normalizer}.
 Grads cross_entropy_rule(const SavedContext& c, const Tensor& g) {
   return {cross_entropy_backward(c.tensors[0], c.tensors[1], g.item() * c.reals[0], c.ints[0])};
@@ -218,6 +225,7 @@ constexpr auto kRules = std::to_array<BackwardRule>({
     {"rotary", rotary_rule},
     {"rotary_positions", rotary_positions_rule},
     {"attention", attention_rule},
+    {"attention_recompute", attention_recompute_rule},
     {"cross_entropy", cross_entropy_rule},
     {"linear_cross_entropy", linear_cross_entropy_rule},
     {"concat", concat_rule},

@@ -253,6 +253,8 @@ class PendingGrads {
 bool grad_enabled() { return t_grad_enabled; }
 NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
+GradGuard::GradGuard() : previous_(t_grad_enabled) { t_grad_enabled = true; }
+GradGuard::~GradGuard() { t_grad_enabled = previous_; }
 
 namespace {
 

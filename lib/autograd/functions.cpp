@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "lib/autograd/recompute.h"
+
 namespace hetu::autograd {
 namespace {
 
@@ -158,6 +160,10 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale
                  std::span<const int64_t> cu_seqlens) {
   ops::AttentionResult r = ops::attention(q, k, v, scale, cu_seqlens);
   if (!needs_tape({&q, &k, &v})) return r.out;
+  if (selective_recompute()) {  // out and lse are recomputed in backward (recompute.h)
+    return record("attention_recompute", {&q, &k, &v}, r.out,
+                  {{q.detach(), k.detach(), v.detach()}, {cu_seqlens.begin(), cu_seqlens.end()}, {scale}, {}});
+  }
   return record("attention", {&q, &k, &v}, r.out,
                 {{q.detach(), k.detach(), v.detach(), r.out.detach(), r.lse},
                  {cu_seqlens.begin(), cu_seqlens.end()},

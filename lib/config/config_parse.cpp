@@ -242,8 +242,20 @@ void read_cluster(TableReader& t, ClusterSection& cluster, DeviceCatalog& catalo
   t.finish();
 }
 
-StageSection read_stage(TableReader& s, size_t num_stages) {
+// `recompute` of table t ("none" | "selective" | "full"), if given.
+std::optional<autograd::Recompute> read_recompute(TableReader& t) {
+  std::vector<std::string> names;  // in Recompute's order
+  for (autograd::Recompute mode : {autograd::Recompute::none, autograd::Recompute::selective, autograd::Recompute::full}) {
+    names.emplace_back(autograd::recompute_name(mode));
+  }
+  const std::optional<size_t> choice = t.get_choice("recompute", names);
+  if (!choice) return std::nullopt;
+  return static_cast<autograd::Recompute>(*choice);
+}
+
+StageSection read_stage(TableReader& s, size_t num_stages, autograd::Recompute layout_recompute) {
   StageSection stage;
+  stage.recompute = read_recompute(s).value_or(layout_recompute);
   std::string devices = s.require_string("devices");
   stage.devices = with_key(s, "devices", [&] { return parse_device_list(devices); });
   if (auto layers = s.get_string("layers")) {
@@ -272,8 +284,12 @@ void read_layout(TableReader& t, const JobConfig& config, const SourceMap& sourc
     if (*v != 0 && *v != 1) t.fail("zero", "must be 0 (optimizer state replicated) or 1 (ZeRO-1), got " + std::to_string(*v));
     parallel.zero = *v;
   }
+  const std::optional<autograd::Recompute> recompute = read_recompute(t);
   const bool shorthand = dp || tp || pp || order || devices;
   parallel.auto_plan = t.get_bool("auto").value_or(false);
+  if (parallel.auto_plan && recompute && *recompute != autograd::Recompute::none) {
+    t.fail("recompute", "is not planned yet with auto = true: write the layout, or leave recompute out");
+  }
   if (parallel.auto_plan && &parallel != &config.parallel) t.fail("auto", "only [parallel] (the strategy at step 0) is planned at launch");
   if (auto v = t.get_string("profile")) {
     if (!parallel.auto_plan) t.fail("profile", "is the profile [parallel] auto = true plans from; set auto = true");
@@ -297,7 +313,7 @@ void read_layout(TableReader& t, const JobConfig& config, const SourceMap& sourc
     std::vector<TableReader> stages = r.get_table_array("stage");
     if (stages.empty()) r.fail("stage", "required: at least one [[" + t.path() + ".replica.stage]] with devices and layers");
     for (TableReader& s : stages) {
-      replica.stages.push_back(read_stage(s, stages.size()));
+      replica.stages.push_back(read_stage(s, stages.size(), recompute.value_or(autograd::Recompute::none)));
       if (replica.stages.back().layers.last < 0) replica.stages.back().layers = {0, config.model.layers - 1};
     }
     r.finish();
@@ -325,6 +341,9 @@ void read_layout(TableReader& t, const JobConfig& config, const SourceMap& sourc
     if (order) s.order = *order;
     parallel.shorthand = s;
     parallel.replicas = expand_shorthand(s, config, sources, t.path());
+    for (ReplicaSection& replica : parallel.replicas) {
+      for (StageSection& stage : replica.stages) stage.recompute = recompute.value_or(autograd::Recompute::none);
+    }
   }
 }
 

@@ -62,6 +62,9 @@ void write_layout(std::string& out, const std::string& table, const ParallelSect
       out += "  [[" + table + ".replica.stage]]\n";
       out += "  devices = " + quoted(format_device_list(stage.devices)) + "\n";
       out += "  layers = " + quoted(format_layer_range(stage.layers)) + "\n";
+      if (stage.recompute != autograd::Recompute::none) {
+        out += "  recompute = " + quoted(std::string(autograd::recompute_name(stage.recompute))) + "\n";
+      }
     }
     out += "\n";
   }
@@ -78,8 +81,11 @@ void describe_layout(std::string& out, const ParallelSection& parallel, int64_t 
                        replica.stages.size());
     for (size_t s = 0; s < replica.stages.size(); ++s) {
       const StageSection& stage = replica.stages[s];
-      out += fmt::format("    stage {}: layers {:<7} tp={} on {}\n", s, format_layer_range(stage.layers), stage.tp(),
-                         format_device_list(stage.devices));
+      out += fmt::format("    stage {}: layers {:<7} tp={} on {}{}\n", s, format_layer_range(stage.layers), stage.tp(),
+                         format_device_list(stage.devices),
+                         stage.recompute == autograd::Recompute::none
+                             ? ""
+                             : fmt::format(", recompute {}", autograd::recompute_name(stage.recompute)));
     }
   }
 }

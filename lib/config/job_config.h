@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/autograd/recompute.h"
 #include "lib/models/model_config.h"
 
 namespace hetu::config {
@@ -139,6 +140,8 @@ struct ClusterSection {
 struct StageSection {
   std::vector<DeviceId> devices;
   LayerRange layers;
+  // `recompute` of the stage, else of its layout ([parallel] or the strategy); default none.
+  autograd::Recompute recompute = autograd::Recompute::none;
   int64_t tp() const { return static_cast<int64_t>(devices.size()); }
   bool operator==(const StageSection&) const = default;
 };

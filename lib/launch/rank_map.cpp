@@ -112,7 +112,7 @@ pipeline::ParallelLayout parallel_layout(const config::JobConfig& c, const confi
     for (const config::StageSection& stage : section.stages) {
       std::vector<DeviceId> devices;
       for (const config::DeviceId& d : stage.devices) devices.push_back(ranks.rank_of_device.at(d));
-      replica.stages.push_back({DeviceGroup(std::move(devices)), stage.layers.first, stage.layers.last});
+      replica.stages.push_back({DeviceGroup(std::move(devices)), stage.layers.first, stage.layers.last, stage.recompute});
     }
     layout.replicas.push_back(std::move(replica));
   }

@@ -3,9 +3,11 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include "lib/autograd/functions.h"
+#include "lib/autograd/recompute.h"
 #include "lib/models/model_family.h"
 #include "lib/nn/parallel_cross_entropy.h"
 #include "lib/nn/tensor_parallel.h"
@@ -18,7 +20,18 @@ bool ModelPart::is_whole(const ModelConfig& config) const {
 
 Tensor LanguageModel::stage_forward(const Tensor& input, std::span<const int64_t> cu_seqlens) const {
   Tensor x = part().embed ? embed(input, 0, cu_seqlens) : input;
-  for (int64_t i = part().first_layer; i <= part().last(config_); ++i) x = block(i, x, nullptr, cu_seqlens);
+  const autograd::Recompute mode = part().recompute;
+  std::optional<autograd::SelectiveRecomputeGuard> selective;
+  if (mode == autograd::Recompute::selective) selective.emplace();
+  for (int64_t i = part().first_layer; i <= part().last(config_); ++i) {
+    if (mode == autograd::Recompute::full) {
+      // The rerun comes in backward, after cu_seqlens' owner may be gone: the closure keeps a copy.
+      const std::vector<int64_t> offsets(cu_seqlens.begin(), cu_seqlens.end());
+      x = autograd::recompute_full([this, i, offsets](const Tensor& in) { return block(i, in, nullptr, offsets); }, x);
+    } else {
+      x = block(i, x, nullptr, cu_seqlens);
+    }
+  }
   return x;
 }
 

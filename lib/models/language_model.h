@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "lib/autograd/recompute.h"
 #include "lib/models/model_config.h"
 #include "lib/nn/module.h"
 
@@ -32,6 +33,7 @@ struct ModelPart {
   int64_t last_layer = -1;  // inclusive; -1: the last layer of the model
   bool embed = true;        // token (and position) embedding: the first stage
   bool head = true;         // final norm, LM head and loss: the last stage
+  autograd::Recompute recompute = autograd::Recompute::none;  // what stage_forward's blocks keep
 
   static ModelPart whole() { return {}; }
   bool is_whole(const ModelConfig& config) const;
@@ -79,7 +81,8 @@ class LanguageModel : public nn::Module {
   virtual int64_t vocab_offset() const = 0;
   Tensor head(const Tensor& x) const;
 
-  // This part's layers over `input`: ids when the part holds the embedding, else hidden.
+  // This part's layers over `input`: ids when the part holds the embedding, else hidden; its
+  // blocks keep for backward what part().recompute says (autograd/recompute.h).
   Tensor stage_forward(const Tensor& input, std::span<const int64_t> cu_seqlens = {}) const;
   // Σ cross-entropy of head(hidden) against targets (B, T) / normalizer (0: the number of
   // targets); vocab parallel under tensor parallelism. The loss is the same on every rank of

@@ -25,7 +25,8 @@ class ModelStage final : public pipeline::StageCompute {
 
 ModelPart model_part(const pipeline::ReplicaLayout& replica, int64_t stage) {
   const pipeline::StageLayout& s = replica.stages.at(static_cast<size_t>(stage));
-  return ModelPart{s.first_layer, s.last_layer, stage == 0, stage + 1 == static_cast<int64_t>(replica.stages.size())};
+  return ModelPart{s.first_layer, s.last_layer, stage == 0, stage + 1 == static_cast<int64_t>(replica.stages.size()),
+                   s.recompute};
 }
 
 ParallelModel::ParallelModel(const ModelConfig& config, uint64_t seed, const pipeline::ParallelLayout& layout,

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/autograd/recompute.h"
 #include "lib/hspmd/device_group.h"
 #include "lib/pipeline/pipeline_schedule.h"
 
@@ -24,6 +25,7 @@ struct StageLayout {
   DeviceGroup devices;     // the tensor-parallel group, in tp order
   int64_t first_layer = 0;
   int64_t last_layer = 0;  // inclusive
+  autograd::Recompute recompute = autograd::Recompute::none;  // what its blocks keep for backward
   int64_t tp() const { return devices.size(); }
 };
 

@@ -414,6 +414,12 @@ std::vector<BadCase> bad_cases() {
       {"zero is 0 or 1", B + "zero = 2\n", {},
        "job.toml:41: parallel.zero: must be 0 (optimizer state replicated) or 1 (ZeRO-1), got 2"},
       {"zero on a grouped file via --set", H, {"parallel.zero=3"}, "--set parallel.zero=3: parallel.zero: must be 0"},
+      {"an unknown recompute mode", B + "recompute = \"partial\"\n", {},
+       "job.toml:41: parallel.recompute: unknown value \"partial\" (expected one of: none, selective, full)"},
+      {"an unknown recompute mode of a stage", edit(H, 35, "  layers = \"0-3\"\n  recompute = \"all\""), {},
+       "job.toml:36: parallel.replica[0].stage[0].recompute: unknown value \"all\""},
+      {"recompute with a planned layout", edit(B, 40, "auto = true\nrecompute = \"full\""), {},
+       "job.toml:41: parallel.recompute: is not planned yet with auto = true"},
 
       // ---- strategies and switches ([[parallel.strategy]], [[parallel.switch]]) -------------------
       {"a switch to an unknown strategy", edit(S, 46, "strategy = \"tp3\""), {},
@@ -561,6 +567,29 @@ TEST_CASE("advisory rules give warnings, not errors", "[config_errors]") {
     REQUIRE(loaded.warnings.size() == 1);
     CHECK(loaded.warnings[0] == "job.toml:42: parallel.strategy[0].name: strategy \"tp2\" is never switched to (no "
                                 "[[parallel.switch]] names it)");
+  }
+  SECTION("recompute: [parallel]'s for every stage, a stage's own, a strategy's; kept by config.resolved.toml") {
+    using hetu::autograd::Recompute;
+    const auto loaded = load_job_config_text(
+        edit(kHetero, {{35, "  layers = \"0-3\"\n  recompute = \"selective\""}}) +
+            "\n[parallel]\nrecompute = \"full\"\n[[parallel.strategy]]\nname = \"dp\"\ndp = 6\nrecompute = \"selective\"\n"
+            "[[parallel.switch]]\nat_step = 2\nstrategy = \"dp\"\n",
+        "job.toml", {});
+    const auto& replicas = loaded.config.parallel.replicas;
+    REQUIRE(replicas.size() == 2);
+    CHECK(replicas[0].stages[0].recompute == Recompute::selective);
+    CHECK(replicas[0].stages[1].recompute == Recompute::full);
+    CHECK(replicas[1].stages[0].recompute == Recompute::full);
+    REQUIRE(loaded.config.strategies.size() == 1);
+    for (const auto& replica : loaded.config.strategies[0].parallel.replicas) {
+      CHECK(replica.stages[0].recompute == Recompute::selective);
+    }
+    const auto again = load_job_config_text(hetu::config::to_toml(loaded.config), "resolved.toml", {});
+    CHECK(again.config.parallel == loaded.config.parallel);
+    REQUIRE(again.config.strategies.size() == 1);  // written as groups (its dp shorthand becomes a comment)
+    CHECK(again.config.strategies[0].parallel.replicas == loaded.config.strategies[0].parallel.replicas);
+    const auto plain = load_job_config_text(kBase, "job.toml", {});
+    CHECK(plain.config.parallel.replicas[0].stages[0].recompute == Recompute::none);
   }
   SECTION("devices idle under [parallel] but used by a strategy are no warning") {
     const auto loaded = load_job_config_text(
