@@ -55,15 +55,15 @@ TiktokenTokenizer::TiktokenTokenizer(TiktokenRanks ranks, const TiktokenEncoding
   std::stable_sort(specials_.begin(), specials_.end(),
                    [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
   special_by_id_.assign(static_cast<size_t>(vocab_size_), {});
-  for (const auto& [text, id] : specials_) {
+  for (const auto& [text, id] : encoding.special_tokens) {
     HT_USAGE_CHECK(!text.empty() && id >= 0, "tiktoken {}: special token '{}' has id {}", name_, text, id);
     HT_USAGE_CHECK(id >= ranks_.end() || ranks_.bytes(id).empty(),
                    "tiktoken {}: {} gives rank {} to a token, but {} is the id of the special token {} (the ranks file "
                    "does not belong to this pattern?)",
                    name_, file, id, id, text);
-    special_by_id_[static_cast<size_t>(id)] = text;
     if (text == encoding.eot) eot_id_ = id;
   }
+  for (const auto& [text, id] : specials_) special_by_id_[static_cast<size_t>(id)] = text;  // views into specials_
   HT_CHECK(eot_id_ >= 0, "tiktoken {}: the document separator {} is not a special token", name_, encoding.eot);
 
   int error_code = 0;
