@@ -31,7 +31,8 @@ struct TrainedModel {
 // missing or of another shape than the model's.
 TrainedModel load_trained_model(const std::string& checkpoint);
 
-// The job's tokenizer; `vocab_dir` empty: the job's data.vocab, else $HETU_GPT2_VOCAB. A job
+// The job's tokenizer; `vocab_dir` empty: the job's data.vocab, else $HETU_GPT2_VOCAB (gpt2); a
+// tiktoken job uses its data.tokenizer_pattern with the ranks file `vocab_dir` or data.vocab. A job
 // trained on pre-tokenized data (data.tokenizer = "none") has none: UsageError.
 std::unique_ptr<tokenize::Tokenizer> job_tokenizer(const TrainedModel& trained, std::string vocab_dir);
 
