@@ -10,6 +10,7 @@
 #include <climits>
 #include <functional>
 
+#include "lib/tokenize/white_space_pattern.h"
 #include "lib/util/error.h"
 
 namespace hetu::tokenize {
@@ -69,7 +70,8 @@ TiktokenTokenizer::TiktokenTokenizer(TiktokenRanks ranks, const TiktokenEncoding
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
   regex_ = std::make_unique<Regex>();
-  regex_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(encoding.pattern.data()), encoding.pattern.size(),
+  const std::string pattern = with_unicode_white_space(encoding.pattern);  // \s as tiktoken's regex engine reads it
+  regex_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error_code, &error_offset, nullptr);
   if (regex_->code == nullptr) {
     PCRE2_UCHAR message[256];
