@@ -86,6 +86,18 @@ std::string_view TiktokenRanks::bytes(int32_t rank) const {
   return std::string_view(arena_).substr(offsets_[rank], offsets_[rank + 1] - offsets_[rank]);
 }
 
+int32_t TiktokenRanks::insert(int32_t rank) {
+  const std::string_view bytes = this->bytes(rank);
+  const int32_t existing = find(bytes);
+  if (existing != kNone) return existing;
+  const size_t h = BytesHash{}(bytes);
+  size_t i = h & mask_;
+  while (table_[i].rank != kNone) i = (i + 1) & mask_;
+  table_[i] = Slot{static_cast<uint32_t>(h), rank};
+  ++count_;
+  return kNone;
+}
+
 TiktokenRanks load_tiktoken_ranks(const std::string& path) { return parse_tiktoken_ranks(read_whole_file(path), path); }
 
 TiktokenRanks parse_tiktoken_ranks(std::string_view text, const std::string& path) {
@@ -139,13 +151,16 @@ TiktokenRanks parse_tiktoken_ranks(std::string_view text, const std::string& pat
     if (e != nullptr) ranks.arena_.append(decoded, e->offset, e->size);
   }
   ranks.offsets_.push_back(static_cast<uint32_t>(ranks.arena_.size()));
-  ranks.map_.reserve(entries.size());
+  size_t slots = 16;
+  while (slots < 2 * entries.size()) slots *= 2;
+  ranks.table_.assign(slots, TiktokenRanks::Slot{});
+  ranks.mask_ = slots - 1;
   for (int32_t r = 0; r <= max_rank; ++r) {
     const Entry* e = by_rank[static_cast<size_t>(r)];
     if (e == nullptr) continue;
-    const auto [it, inserted] = ranks.map_.emplace(ranks.bytes(r), r);
-    HT_USAGE_CHECK(inserted, "tiktoken ranks file {}:{}: token of rank {} repeats the token of rank {}", path, e->line,
-                   r, it->second);
+    const int32_t existing = ranks.insert(r);
+    HT_USAGE_CHECK(existing == TiktokenRanks::kNone, "tiktoken ranks file {}:{}: token of rank {} repeats the token of rank {}",
+                   path, e->line, r, existing);
   }
   for (int b = 0; b < 256; ++b) {
     const char c = static_cast<char>(b);
