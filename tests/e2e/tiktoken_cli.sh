@@ -3,11 +3,13 @@
 # tests/data/tiktoken through --jsonl and back with --decode, special-token text as plain text
 # unless --allow-special, a byte-for-byte round trip of invalid UTF-8, and exit code 2 with a
 # one-line message for a missing --pattern, an unknown one, --pattern with another tokenizer and a
-# bad ranks file (named by line).
-# Usage: tiktoken_cli.sh HETU_BINARY TIKTOKEN_DIR (tests/data/tiktoken)
+# bad ranks file (named by line); a job with data.tokenizer = "tiktoken" trains and `hetu generate`
+# continues a prompt with its tokenizer.
+# Usage: tiktoken_cli.sh HETU_BINARY SOURCE_DIR
 set -uo pipefail
 hetu=$1
-dir=$2
+src=$2
+dir=$src/tests/data/tiktoken
 fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d) || fail "mktemp"
 trap 'rm -rf "$tmp"' EXIT
@@ -56,4 +58,20 @@ expect_usage "the tokenizer produced id 100257, which does not fit a uint16 toke
   "$hetu" data prepare --tokenizer tiktoken --vocab "$ranks" --pattern cl100k --out "$tmp/shards" "$tmp/doc.txt"
 expect_usage "data prepare: tiktoken tokenizer needs --pattern" \
   "$hetu" data prepare --tokenizer tiktoken --vocab "$ranks" --out "$tmp/x" "$tmp/doc.txt"
+
+# A tiktoken job: byte shards (ids < 256 fit any vocab) train two steps, generate uses cl100k.
+"$hetu" data prepare --tokenizer byte --out "$tmp/bytes-data" --val-tokens 2000 "$src/tests/data/byte-corpus.txt" > /dev/null \
+  || fail "byte data prepare"
+"$hetu" train "$src/configs/gpt2-tiny-cpu.toml" --set "data.train=\"$tmp/bytes-data/train_*.bin\"" --set model.layers=1 \
+  --set model.hidden=32 --set model.heads=2 --set model.max_seq_len=32 --set training.seq_len=16 \
+  --set training.global_batch=2 --set training.micro_batch=1 --set training.threads=1 --set training.steps=2 \
+  --set training.eval_every=0 --set "job.out_dir=\"$tmp/run\"" --set 'data.tokenizer="tiktoken"' \
+  --set "data.vocab=\"$ranks\"" --set 'data.tokenizer_pattern="cl100k"' --set model.vocab=100277 > "$tmp/train.log" 2>&1 \
+  || fail "tiktoken job did not train: $(tail -3 "$tmp/train.log")"
+out=$("$hetu" generate "$tmp/run" --prompt "Hello world" --max-tokens 3 --threads 1) || fail "generate exited $?"
+case "$out" in "Hello world"*) ;; *) fail "generate printed '$out'";; esac
+out=$("$hetu" train "$src/configs/gpt2-tiny-cpu.toml" --set 'data.tokenizer="tiktoken"' --set "data.vocab=\"$ranks\"" \
+  --set 'data.tokenizer_pattern="cl100k"' 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "a vocab below the tokenizer's ids should exit 2 (rc=$rc): $out"
+grep -q "model.vocab: vocab = .* is smaller than the tiktoken tokenizer's 100277 ids" <<<"$out" || fail "vocab check: $out"
 echo "PASS"
