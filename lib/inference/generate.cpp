@@ -24,7 +24,7 @@ tokenize::TokenizerKind tokenizer_kind(config::Tokenizer t, const std::string& c
 
 }  // namespace
 
-TrainedModel load_trained_model(const std::string& checkpoint) {
+TrainedModel load_trained_model(const std::string& checkpoint, const std::vector<std::string>& overrides) {
   namespace fs = std::filesystem;
   // A step folder, or a run folder / checkpoints folder whose latest checkpoint is used.
   fs::path chosen(checkpoint);
@@ -40,7 +40,7 @@ TrainedModel load_trained_model(const std::string& checkpoint) {
   const checkpoint::CheckpointData data = manager.load(path);
   auto stored = data.metadata.find("config");
   HT_USAGE_CHECK(stored != data.metadata.end(), "{}: the checkpoint holds no job config", path);
-  TrainedModel out{path, config::load_job_config_text(stored->second, path + " (stored config)", {}), nullptr};
+  TrainedModel out{path, config::load_job_config_text(stored->second, path + " (stored config)", overrides), nullptr};
   const config::JobConfig& c = out.job.config;
   out.model = build_model(c.model, c.job.seed);
   for (const nn::NamedParameter& p : out.model->named_parameters()) {

@@ -59,17 +59,26 @@ expect_usage "the tokenizer produced id 100257, which does not fit a uint16 toke
 expect_usage "data prepare: tiktoken tokenizer needs --pattern" \
   "$hetu" data prepare --tokenizer tiktoken --vocab "$ranks" --out "$tmp/x" "$tmp/doc.txt"
 
-# A tiktoken job: byte shards (ids < 256 fit any vocab) train two steps, generate uses cl100k.
+# A tiktoken job (its ranks file a copy, moved below): byte shards (ids < 256 fit any vocab) train two steps, generate uses cl100k.
 "$hetu" data prepare --tokenizer byte --out "$tmp/bytes-data" --val-tokens 2000 "$src/tests/data/byte-corpus.txt" > /dev/null \
   || fail "byte data prepare"
+cp "$ranks" "$tmp/job.tiktoken"
 "$hetu" train "$src/configs/gpt2-tiny-cpu.toml" --set "data.train=\"$tmp/bytes-data/train_*.bin\"" --set model.layers=1 \
   --set model.hidden=32 --set model.heads=2 --set model.max_seq_len=32 --set training.seq_len=16 \
   --set training.global_batch=2 --set training.micro_batch=1 --set training.threads=1 --set training.steps=2 \
   --set training.eval_every=0 --set "job.out_dir=\"$tmp/run\"" --set 'data.tokenizer="tiktoken"' \
-  --set "data.vocab=\"$ranks\"" --set 'data.tokenizer_pattern="cl100k"' --set model.vocab=100277 > "$tmp/train.log" 2>&1 \
+  --set "data.vocab=\"$tmp/job.tiktoken\"" --set 'data.tokenizer_pattern="cl100k"' --set model.vocab=100277 > "$tmp/train.log" 2>&1 \
   || fail "tiktoken job did not train: $(tail -3 "$tmp/train.log")"
 out=$("$hetu" generate "$tmp/run" --prompt "Hello world" --max-tokens 3 --threads 1) || fail "generate exited $?"
 case "$out" in "Hello world"*) ;; *) fail "generate printed '$out'";; esac
+# The ranks file elsewhere: the stored data.vocab is missing, --vocab names the new place.
+mv "$tmp/job.tiktoken" "$tmp/moved.tiktoken"
+out=$("$hetu" generate "$tmp/run" --prompt "Hello" --max-tokens 3 --threads 1 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "generate without the ranks file should exit 2 (rc=$rc): $out"
+grep -qF "data.vocab: no such file \"$tmp/job.tiktoken\"" <<<"$out" || fail "missing ranks file message: $out"
+out=$("$hetu" generate "$tmp/run" --prompt "Hello world" --max-tokens 3 --threads 1 --vocab "$tmp/moved.tiktoken") \
+  || fail "generate --vocab exited $?"
+case "$out" in "Hello world"*) ;; *) fail "generate --vocab printed '$out'";; esac
 out=$("$hetu" train "$src/configs/gpt2-tiny-cpu.toml" --set 'data.tokenizer="tiktoken"' --set "data.vocab=\"$ranks\"" \
   --set 'data.tokenizer_pattern="cl100k"' 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "a vocab below the tokenizer's ids should exit 2 (rc=$rc): $out"
