@@ -48,7 +48,9 @@ TiktokenEncoding llama3() {
                      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
                      {},
                      "<|end_of_text|>"};
-  for (size_t i = 0; i < named.size(); ++i) e.special_tokens.emplace_back(named[i], kFirstSpecial + static_cast<int32_t>(i));
+  for (size_t i = 0; i < named.size(); ++i) {
+    e.special_tokens.emplace_back(named[i], kFirstSpecial + static_cast<int32_t>(i));
+  }
   for (int32_t i = static_cast<int32_t>(named.size()); i < kSpecials; ++i) {
     e.special_tokens.emplace_back("<|reserved_special_token_" + std::to_string(i - 8) + "|>", kFirstSpecial + i);
   }

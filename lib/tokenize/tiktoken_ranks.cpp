@@ -159,8 +159,8 @@ TiktokenRanks parse_tiktoken_ranks(std::string_view text, const std::string& pat
     const Entry* e = by_rank[static_cast<size_t>(r)];
     if (e == nullptr) continue;
     const int32_t existing = ranks.insert(r);
-    HT_USAGE_CHECK(existing == TiktokenRanks::kNone, "tiktoken ranks file {}:{}: token of rank {} repeats the token of rank {}",
-                   path, e->line, r, existing);
+    HT_USAGE_CHECK(existing == TiktokenRanks::kNone,
+                   "tiktoken ranks file {}:{}: token of rank {} repeats the token of rank {}", path, e->line, r, existing);
   }
   for (int b = 0; b < 256; ++b) {
     const char c = static_cast<char>(b);

@@ -49,7 +49,8 @@ struct TiktokenTokenizer::Scratch {
 
 TiktokenTokenizer::~TiktokenTokenizer() = default;
 
-TiktokenTokenizer::TiktokenTokenizer(TiktokenRanks ranks, const TiktokenEncoding& encoding, const std::string& ranks_path)
+TiktokenTokenizer::TiktokenTokenizer(TiktokenRanks ranks, const TiktokenEncoding& encoding,
+                                     const std::string& ranks_path)
     : ranks_(std::move(ranks)), specials_(encoding.special_tokens), name_(encoding.name) {
   const std::string file = ranks_path.empty() ? "the ranks file" : ranks_path;
   vocab_size_ = std::max<int64_t>(ranks_.end(), encoding.id_range());

@@ -1,8 +1,10 @@
 // A tiktoken-format byte-level BPE tokenizer: a ranks file (tiktoken_ranks.h), an encoding's
 // pattern and special tokens (tiktoken_encoding.h). encode() splits the text with the pattern
-// (PCRE2, UTF + UCP, JIT when available; \s as Unicode's White_Space, white_space_pattern.h) and merges each piece's bytes lowest rank first, as
-// tiktoken does; it gives tiktoken's ids on any valid UTF-8 and reads special-token text as
-// plain text. encode_with_special() also turns the special tokens' text into their ids.
+// (PCRE2, UTF + UCP, JIT when available; \s as Unicode's White_Space, white_space_pattern.h)
+// and merges each piece's bytes lowest rank first, as tiktoken does; it gives tiktoken's ids on
+// any valid UTF-8 and reads special-token text as plain text. The Unicode classes are those of
+// the system PCRE2 (10.42: Unicode 14); characters assigned later can split differently from
+// tiktoken. encode_with_special() also turns the special tokens' text into their ids.
 // Invalid UTF-8 is accepted: see Note [Invalid UTF-8 in tiktoken encode].
 //
 //   TiktokenTokenizer tok(load_tiktoken_ranks("cl100k_base.tiktoken"), builtin_tiktoken_encoding("cl100k"));

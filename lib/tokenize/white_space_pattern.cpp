@@ -25,7 +25,8 @@ std::string with_unicode_white_space(std::string_view pattern) {
       if (e == 's') {
         out += in_class ? std::string(kWhiteSpace) : "[" + std::string(kWhiteSpace) + "]";
       } else if (e == 'S') {
-        HT_CHECK(!in_class, "with_unicode_white_space: \\S inside a character class at offset {} of {}", i - 1, pattern);
+        HT_CHECK(!in_class, "with_unicode_white_space: \\S inside a character class at offset {} of {}", i - 1,
+                 pattern);
         out += "[^" + std::string(kWhiteSpace) + "]";
       } else {
         out += c;

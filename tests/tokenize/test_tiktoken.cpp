@@ -67,11 +67,13 @@ TEST_CASE("tiktoken built-in encodings match the reference pattern and special t
 TEST_CASE("tiktoken white space is Unicode White_Space as in tiktoken", "[tokenizer]") {
   // Ids from the tiktoken package: U+180E is not white space (PCRE2's own \s says it is), U+0085,
   // U+1680, U+2029, U+202F, U+205F, U+3000 are; U+200B is not.
-  CHECK(tiktoken("cl100k").encode("a\u180e\n    \n  b") == std::vector<int32_t>{64, 157, 254, 236, 198, 1084, 220, 293});
+  CHECK(tiktoken("cl100k").encode("a\u180e\n    \n  b") ==
+        std::vector<int32_t>{64, 157, 254, 236, 198, 1084, 220, 293});
   CHECK(tiktoken("o200k").encode("a\u180e\n    \n  b") == std::vector<int32_t>{64, 157, 254, 236, 198, 1944, 220, 287});
   CHECK(tiktoken("o200k").encode("x\u200b \u0085y\u2029 \u180e z") ==
         std::vector<int32_t>{87, 3310, 220, 126, 227, 88, 318, 102, 220, 157, 254, 236, 579});
-  CHECK(tiktoken("o200k").encode("\u1680\u202f a\u205f\u3000") == std::vector<int32_t>{157, 248, 222, 35971, 261, 37127, 253, 1397});
+  CHECK(tiktoken("o200k").encode("\u1680\u202f a\u205f\u3000") ==
+        std::vector<int32_t>{157, 248, 222, 35971, 261, 37127, 253, 1397});
   CHECK(hetu::tokenize::with_unicode_white_space(R"([^\s\p{L}]+|\s+(?!\S)|[]\s]|\\s)") ==
         R"([^\t-\r\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\p{L}]+|)"
         R"([\t-\r\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]+)"

@@ -54,7 +54,8 @@ TEST_CASE("tiktoken ranks file with a bad line is refused by file and line", "[t
         "tiktoken ranks file " + path + ":258: \"Y!==\" is not valid base64");
   CHECK(load_error(dir, good + "YWJj 300\nYWJ 301\n") ==
         "tiktoken ranks file " + path + ":259: \"YWJ\" is not valid base64");
-  CHECK(load_error(dir, good + "YWJj\n") == "tiktoken ranks file " + path + ":258: expected \"BASE64 RANK\", got \"YWJj\"");
+  CHECK(load_error(dir, good + "YWJj\n") ==
+        "tiktoken ranks file " + path + ":258: expected \"BASE64 RANK\", got \"YWJj\"");
   CHECK(load_error(dir, good + "YWJj x7\n") ==
         "tiktoken ranks file " + path + ":258: rank \"x7\" is not an integer in [0, 2^30)");
   CHECK(load_error(dir, good + "YWJj 256\n") == "tiktoken ranks file " + path + ":258: rank 256 is already given on line 257");
