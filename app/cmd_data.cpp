@@ -24,12 +24,18 @@ int run_data_prepare(const DataPrepareOptions& options) {
   tokenize::TokenizerKind kind = tokenize::TokenizerKind::byte;
   if (options.tokenizer == "gpt2") {
     kind = tokenize::TokenizerKind::gpt2;
+  } else if (options.tokenizer == "tiktoken") {
+    kind = tokenize::TokenizerKind::tiktoken;
+    HT_USAGE_CHECK(!options.vocab_dir.empty(), "data prepare: tiktoken tokenizer needs --vocab FILE (a .tiktoken ranks file)");
+    HT_USAGE_CHECK(!options.pattern.empty(), "data prepare: tiktoken tokenizer needs --pattern (cl100k, o200k, llama3)");
   } else {
-    HT_USAGE_CHECK(options.tokenizer == "byte", "data prepare: unknown tokenizer '{}' (expected byte or gpt2)",
+    HT_USAGE_CHECK(options.tokenizer == "byte", "data prepare: unknown tokenizer '{}' (expected byte, gpt2 or tiktoken)",
                    options.tokenizer);
   }
+  HT_USAGE_CHECK(options.pattern.empty() || kind == tokenize::TokenizerKind::tiktoken,
+                 "data prepare: --pattern is for --tokenizer tiktoken only (not {})", options.tokenizer);
   const auto start = std::chrono::steady_clock::now();
-  const std::unique_ptr<tokenize::Tokenizer> tokenizer = tokenize::make_tokenizer(kind, options.vocab_dir);
+  const std::unique_ptr<tokenize::Tokenizer> tokenizer = tokenize::make_tokenizer(kind, options.vocab_dir, options.pattern);
   const dataset::PrepareSummary summary = dataset::prepare_token_shards(*tokenizer, options.inputs, options.out_dir,
                                                               options.val_tokens, options.shard_tokens,
                                                               options.document_start);

@@ -11,8 +11,9 @@
 namespace hetu::app {
 
 struct DataPrepareOptions {
-  std::string tokenizer = "gpt2";  // "byte" or "gpt2"
-  std::string vocab_dir;           // gpt2: the folder with encoder.json and vocab.bpe
+  std::string tokenizer = "gpt2";  // "byte", "gpt2" or "tiktoken"
+  std::string vocab_dir;           // gpt2: the folder with encoder.json and vocab.bpe; tiktoken: the .tiktoken file
+  std::string pattern;             // tiktoken only: cl100k | o200k | llama3
   std::string out_dir;             // created if missing; must hold no *.bin file
   int64_t val_tokens = 0;          // the first val_tokens tokens go to val_000000.bin
   int64_t shard_tokens = 100'000'000;

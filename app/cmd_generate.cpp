@@ -16,7 +16,17 @@ int run_generate(const GenerateOptions& options) {
   HT_USAGE_CHECK(options.max_tokens >= 1, "--max-tokens must be >= 1, got {}", options.max_tokens);
   HT_USAGE_CHECK(options.temperature >= 0, "--temperature must be >= 0, got {}", options.temperature);
   ops::set_num_threads(options.threads);
-  const inference::TrainedModel trained = inference::load_trained_model(options.checkpoint);
+  // --vocab replaces the stored data.vocab (a TOML basic string: escape '\\' and '"').
+  std::vector<std::string> overrides;
+  if (!options.vocab_dir.empty()) {
+    std::string quoted;
+    for (char c : options.vocab_dir) {
+      if (c == '\\' || c == '"') quoted += '\\';
+      quoted += c;
+    }
+    overrides.push_back("data.vocab=\"" + quoted + "\"");
+  }
+  const inference::TrainedModel trained = inference::load_trained_model(options.checkpoint, overrides);
   const std::unique_ptr<tokenize::Tokenizer> tokenizer = inference::job_tokenizer(trained, options.vocab_dir);
   const int64_t limit = trained.job.config.model.max_seq_len;
   const std::vector<int32_t> ids = inference::prompt_ids(*tokenizer, options.prompt, limit);

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/tokenize/tiktoken_encoding.h"
 #include "lib/tokenize/tokenizer.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -25,8 +26,16 @@ namespace hetu::app {
 namespace {
 
 std::unique_ptr<tokenize::Tokenizer> open_tokenizer(const TokenizeOptions& options) {
+  HT_USAGE_CHECK(options.pattern.empty() || options.tokenizer == "tiktoken",
+                 "--pattern is for --tokenizer tiktoken only (not {})", options.tokenizer);
   if (options.tokenizer == "byte") return tokenize::make_tokenizer(tokenize::TokenizerKind::byte);
-  HT_USAGE_CHECK(options.tokenizer == "gpt2", "--tokenizer: unknown tokenizer '{}' (expected gpt2 or byte)",
+  if (options.tokenizer == "tiktoken") {
+    HT_USAGE_CHECK(!options.vocab_dir.empty(), "tiktoken tokenizer needs --vocab FILE (a .tiktoken ranks file)");
+    HT_USAGE_CHECK(!options.pattern.empty(), "tiktoken tokenizer needs --pattern ({})",
+                   tokenize::builtin_tiktoken_names());
+    return tokenize::make_tokenizer(tokenize::TokenizerKind::tiktoken, options.vocab_dir, options.pattern);
+  }
+  HT_USAGE_CHECK(options.tokenizer == "gpt2", "--tokenizer: unknown tokenizer '{}' (expected gpt2, byte or tiktoken)",
                  options.tokenizer);
   std::string vocab_dir = options.vocab_dir;
   if (vocab_dir.empty()) {
@@ -103,15 +112,20 @@ void append_ids(std::string& out, const std::vector<int32_t>& ids, bool json) {
   out += '\n';
 }
 
-void encode_plain(const tokenize::Tokenizer& tokenizer, std::string_view text, Output& out) {
-  append_ids(out.buffer(), tokenizer.encode(text), /*json=*/false);
+// --allow-special: the tokenizer's special tokens in the text become their ids.
+std::vector<int32_t> encode(const tokenize::Tokenizer& tokenizer, std::string_view text, bool allow_special) {
+  return allow_special ? tokenizer.encode_with_special(text) : tokenizer.encode(text);
 }
 
-void encode_jsonl(const tokenize::Tokenizer& tokenizer, std::string_view text, Output& out) {
+void encode_plain(const tokenize::Tokenizer& tokenizer, std::string_view text, bool allow_special, Output& out) {
+  append_ids(out.buffer(), encode(tokenizer, text, allow_special), /*json=*/false);
+}
+
+void encode_jsonl(const tokenize::Tokenizer& tokenizer, std::string_view text, bool allow_special, Output& out) {
   for_each_line(text, [&](int64_t number, std::string_view line) {
     const nlohmann::json value = parse_json_line(number, line);
     HT_USAGE_CHECK(value.is_string(), "stdin line {}: expected a JSON string, got {}", number, value.type_name());
-    append_ids(out.buffer(), tokenizer.encode(value.get_ref<const std::string&>()), /*json=*/true);
+    append_ids(out.buffer(), encode(tokenizer, value.get_ref<const std::string&>(), allow_special), /*json=*/true);
     out.maybe_flush();
   });
 }
@@ -169,7 +183,8 @@ int run_tokenize(const TokenizeOptions& options) {
   if (options.decode) {
     options.jsonl ? decode_jsonl(*tokenizer, input, out) : decode_plain(*tokenizer, input, out);
   } else {
-    options.jsonl ? encode_jsonl(*tokenizer, input, out) : encode_plain(*tokenizer, input, out);
+    options.jsonl ? encode_jsonl(*tokenizer, input, options.allow_special, out)
+                  : encode_plain(*tokenizer, input, options.allow_special, out);
   }
   out.flush();
   HT_CHECK(!std::ferror(stdout), "tokenize: error writing stdout");

@@ -66,7 +66,7 @@ struct GenerateOptions {
   double temperature = 0.8; // 0: greedy
   int64_t top_k = 40;       // 0: the whole vocabulary
   uint64_t seed = 1234;
-  std::string vocab_dir;    // gpt2 vocab; default: the job's data.vocab or $HETU_GPT2_VOCAB
+  std::string vocab_dir;    // gpt2 vocab folder or tiktoken ranks file; default: the job's data.vocab (gpt2: or $HETU_GPT2_VOCAB)
   int threads = 0;
 };
 

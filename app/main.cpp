@@ -178,10 +178,13 @@ int main(int argc, char** argv) {
       "prepare", "Tokenize text files (one document each) into llm.c token shards: OUT/val_000000.bin holds the "
                  "first --val-tokens tokens, OUT/train_000000.bin, ... the rest");
   data_prepare_cmd->add_option("--tokenizer", data_prepare.tokenizer, "Tokenizer")
-      ->check(CLI::IsMember({"byte", "gpt2"}))
+      ->check(CLI::IsMember({"byte", "gpt2", "tiktoken"}))
       ->capture_default_str();
-  data_prepare_cmd->add_option("--vocab", data_prepare.vocab_dir, "gpt2: the folder with encoder.json and vocab.bpe")
-      ->type_name("DIR");
+  data_prepare_cmd->add_option("--vocab", data_prepare.vocab_dir,
+                               "gpt2: the folder with encoder.json and vocab.bpe; tiktoken: the .tiktoken ranks file")
+      ->type_name("PATH");
+  data_prepare_cmd->add_option("--pattern", data_prepare.pattern, "tiktoken: the built-in pattern (cl100k, o200k, llama3)")
+      ->type_name("NAME");
   data_prepare_cmd->add_option("--out", data_prepare.out_dir, "Output folder (created if missing; must hold no .bin file)")
       ->type_name("DIR")
       ->required();
@@ -217,13 +220,20 @@ int main(int argc, char** argv) {
 
   TokenizeOptions tokenize;
   CLI::App* tokenize_cmd = app.add_subcommand(
-      "tokenize", "Text on stdin to token ids on stdout, or back with --decode (GPT-2 BPE or bytes)");
-  tokenize_cmd->add_option("--tokenizer", tokenize.tokenizer, "gpt2 (byte-level BPE, needs --vocab) or byte (id = byte)")
-      ->check(CLI::IsMember({"gpt2", "byte"}))
+      "tokenize", "Text on stdin to token ids on stdout, or back with --decode (GPT-2 BPE, tiktoken BPE or bytes)");
+  tokenize_cmd->add_option("--tokenizer", tokenize.tokenizer,
+                           "gpt2 (byte-level BPE, needs --vocab), tiktoken (needs --vocab and --pattern) or byte (id = byte)")
+      ->check(CLI::IsMember({"gpt2", "byte", "tiktoken"}))
       ->capture_default_str();
   tokenize_cmd->add_option("--vocab", tokenize.vocab_dir,
-                           "GPT-2 vocab folder with encoder.json and vocab.bpe (default: $HETU_GPT2_VOCAB)")
-      ->type_name("DIR");
+                           "gpt2: vocab folder with encoder.json and vocab.bpe (default: $HETU_GPT2_VOCAB); tiktoken: "
+                           "the .tiktoken ranks file")
+      ->type_name("PATH");
+  tokenize_cmd->add_option("--pattern", tokenize.pattern, "tiktoken: the built-in pattern (cl100k, o200k, llama3)")
+      ->type_name("NAME");
+  tokenize_cmd->add_flag("--allow-special", tokenize.allow_special,
+                         "Encode: the tokenizer's special tokens (<|endoftext|>...) in the text become their ids "
+                         "(default: plain text)");
   tokenize_cmd->add_flag("--jsonl", tokenize.jsonl,
                          "Line by line: a JSON string per line in, a JSON array of ids out (--decode: the reverse)");
   tokenize_cmd->add_flag("--decode", tokenize.decode, "Token ids in (whitespace-separated), raw text out");
@@ -238,7 +248,10 @@ int main(int argc, char** argv) {
   generate_cmd->add_option("--temperature", generate.temperature, "Sampling temperature (0: greedy)")->capture_default_str();
   generate_cmd->add_option("--top-k", generate.top_k, "Sample among the k most likely tokens (0: all)")->capture_default_str();
   generate_cmd->add_option("--seed", generate.seed, "Sampling seed")->capture_default_str();
-  generate_cmd->add_option("--vocab", generate.vocab_dir, "GPT-2 vocab folder (default: the job's data.vocab)")->type_name("DIR");
+  generate_cmd->add_option("--vocab", generate.vocab_dir,
+                           "GPT-2 vocab folder or tiktoken .tiktoken file (default: the job's data.vocab); a tiktoken "
+                           "job's pattern is its data.tokenizer_pattern")
+      ->type_name("PATH");
   generate_cmd->add_option("--threads", generate.threads, "CPU threads (0: HETU_NUM_THREADS or all cores)");
   generate_cmd->callback([&] { selected = [&] { return run_generate(generate); }; });
 

@@ -153,8 +153,9 @@ void read_model(TableReader& t, ModelConfig& model) {
 void read_data(TableReader& t, DataSection& data) {
   data.train = t.require_string("train");
   if (auto v = t.get_string("val")) data.val = *v;
-  if (auto v = t.get_choice("tokenizer", {"byte", "gpt2", "none"})) data.tokenizer = static_cast<Tokenizer>(*v);
+  if (auto v = t.get_choice("tokenizer", {"byte", "gpt2", "none", "tiktoken"})) data.tokenizer = static_cast<Tokenizer>(*v);
   if (auto v = t.get_string("vocab")) data.vocab = *v;
+  if (auto v = t.get_string("tokenizer_pattern")) data.tokenizer_pattern = *v;
   if (auto v = t.get_choice("sampling", {"shuffled", "sequential"})) data.sampling = static_cast<Sampling>(*v);
   if (auto v = t.get_choice("packing", {"windows", "documents"})) data.packing = static_cast<Packing>(*v);
   if (auto v = t.get_int("balance_window")) data.balance_window = *v;

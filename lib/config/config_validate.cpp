@@ -11,12 +11,14 @@
 
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 
 #include "lib/config/config_internal.h"
 #include "lib/config/device_spec.h"
 #include "lib/models/model_family.h"
+#include "lib/tokenize/tiktoken_encoding.h"
 #include "lib/util/error.h"
 #include "lib/util/step_timer.h"
 #include "lib/util/strings.h"
@@ -132,6 +134,10 @@ class Rules {
 
   void check_data() {
     if (c_.data.train.empty()) fail("data.train", "must name the training token shards (a path or glob)");
+    if (!c_.data.tokenizer_pattern.empty() && c_.data.tokenizer != Tokenizer::tiktoken) {
+      fail("data.tokenizer_pattern", "is for data.tokenizer = \"tiktoken\" only (data.tokenizer is \"" +
+                                         std::string(to_string(c_.data.tokenizer)) + "\")");
+    }
     if (c_.data.balance_window < 1 || c_.data.balance_window > kMaxBalanceWindow) {
       fail("data.balance_window", "must be in [1, " + to_string(kMaxBalanceWindow) + "] global batches, got " +
                                       to_string(c_.data.balance_window));
@@ -144,12 +150,36 @@ class Rules {
                                       " changes while training: set it to 1");
     }
     if (c_.data.tokenizer == Tokenizer::none) return;  // the data loader checks ids < vocab
-    const int64_t needed = c_.data.tokenizer == Tokenizer::gpt2 ? 50257 : 256;
+    int64_t needed = c_.data.tokenizer == Tokenizer::gpt2 ? 50257 : 256;
+    if (c_.data.tokenizer == Tokenizer::tiktoken) needed = tiktoken_id_range();
     if (c_.model.vocab < needed) {
       fail("model.vocab", "vocab = " + to_string(c_.model.vocab) + " is smaller than the " +
                               std::string(to_string(c_.data.tokenizer)) + " tokenizer's " + to_string(needed) +
                               " ids (data.tokenizer)");
     }
+  }
+
+  // data.tokenizer = "tiktoken" needs a built-in pattern and its ranks file; a pattern with
+  // any other tokenizer is a mistake. Returns the pattern's id range (ranks and specials).
+  int64_t tiktoken_id_range() const {
+    const DataSection& d = c_.data;
+    if (d.tokenizer_pattern.empty()) {
+      fail("data.tokenizer", "\"tiktoken\" needs data.tokenizer_pattern (one of " +
+                                 tokenize::builtin_tiktoken_names() + ")");
+    }
+    int64_t range = 0;
+    try {
+      range = tokenize::builtin_tiktoken_encoding(d.tokenizer_pattern).id_range();
+    } catch (const UsageError&) {
+      fail("data.tokenizer_pattern", "unknown pattern \"" + d.tokenizer_pattern + "\" (expected one of " +
+                                         tokenize::builtin_tiktoken_names() + ")");
+    }
+    if (d.vocab.empty()) fail("data.tokenizer", "\"tiktoken\" needs data.vocab, the path of its .tiktoken ranks file");
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(d.vocab, ec)) {
+      fail("data.vocab", "no such file \"" + d.vocab + "\" (the tiktoken tokenizer's .tiktoken ranks file)");
+    }
+    return range;
   }
 
   void check_training() {

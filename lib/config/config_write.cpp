@@ -138,6 +138,7 @@ std::string to_toml(const JobConfig& c) {
   if (!c.data.val.empty()) line("val", str(c.data.val));
   line("tokenizer", str(to_string(c.data.tokenizer)));
   if (!c.data.vocab.empty()) line("vocab", str(c.data.vocab));
+  if (!c.data.tokenizer_pattern.empty()) line("tokenizer_pattern", str(c.data.tokenizer_pattern));
   line("sampling", str(to_string(c.data.sampling)));
   if (c.data.packing != Packing::windows) line("packing", str(to_string(c.data.packing)));
   if (c.data.balance_window != 1) line("balance_window", num(c.data.balance_window));

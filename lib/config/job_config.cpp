@@ -76,6 +76,7 @@ std::string_view to_string(Tokenizer value) {
     case Tokenizer::byte: return "byte";
     case Tokenizer::gpt2: return "gpt2";
     case Tokenizer::none: return "none";
+    case Tokenizer::tiktoken: return "tiktoken";
   }
   return "none";
 }

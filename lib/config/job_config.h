@@ -16,7 +16,8 @@
 namespace hetu::config {
 
 // none: shards were tokenized outside hetu (e.g. LLaMA's SentencePiece); ids < vocab.
-enum class Tokenizer { byte, gpt2, none };
+// tiktoken: a .tiktoken ranks file (data.vocab) with a built-in pattern (data.tokenizer_pattern).
+enum class Tokenizer { byte, gpt2, none, tiktoken };
 // Compute precision. fp64 (CPU only) is the numerics reference for the mixed-precision path:
 // f64 activations over the same f32 master weights. fp16: f16 activations over f32 master
 // weights with a dynamic loss scale (lib/optim/loss_scaler.h), for GPUs without bf16.
@@ -60,7 +61,8 @@ struct DataSection {
   std::string train;                  // glob of llm.c token shards
   std::string val;                    // optional
   Tokenizer tokenizer = Tokenizer::gpt2;
-  std::string vocab;                  // gpt2: folder with encoder.json, vocab.bpe ("" = $HETU_GPT2_VOCAB)
+  std::string vocab;                  // gpt2: folder with encoder.json, vocab.bpe ("" = $HETU_GPT2_VOCAB); tiktoken: the .tiktoken file
+  std::string tokenizer_pattern;      // tiktoken only: cl100k | o200k | llama3
   Sampling sampling = Sampling::shuffled;
   Packing packing = Packing::windows;
   int64_t balance_window = 1;         // documents: global batches formed together (lib/dataset/window_packing.h)

@@ -18,12 +18,13 @@ namespace {
 tokenize::TokenizerKind tokenizer_kind(config::Tokenizer t, const std::string& checkpoint) {
   HT_USAGE_CHECK(t != config::Tokenizer::none, "{}: the job used pre-tokenized data (data.tokenizer = \"none\"): hetu "
                  "cannot turn a prompt into its ids", checkpoint);
+  if (t == config::Tokenizer::tiktoken) return tokenize::TokenizerKind::tiktoken;
   return t == config::Tokenizer::byte ? tokenize::TokenizerKind::byte : tokenize::TokenizerKind::gpt2;
 }
 
 }  // namespace
 
-TrainedModel load_trained_model(const std::string& checkpoint) {
+TrainedModel load_trained_model(const std::string& checkpoint, const std::vector<std::string>& overrides) {
   namespace fs = std::filesystem;
   // A step folder, or a run folder / checkpoints folder whose latest checkpoint is used.
   fs::path chosen(checkpoint);
@@ -39,7 +40,7 @@ TrainedModel load_trained_model(const std::string& checkpoint) {
   const checkpoint::CheckpointData data = manager.load(path);
   auto stored = data.metadata.find("config");
   HT_USAGE_CHECK(stored != data.metadata.end(), "{}: the checkpoint holds no job config", path);
-  TrainedModel out{path, config::load_job_config_text(stored->second, path + " (stored config)", {}), nullptr};
+  TrainedModel out{path, config::load_job_config_text(stored->second, path + " (stored config)", overrides), nullptr};
   const config::JobConfig& c = out.job.config;
   out.model = build_model(c.model, c.job.seed);
   for (const nn::NamedParameter& p : out.model->named_parameters()) {
@@ -55,8 +56,12 @@ TrainedModel load_trained_model(const std::string& checkpoint) {
 std::unique_ptr<tokenize::Tokenizer> job_tokenizer(const TrainedModel& trained, std::string vocab_dir) {
   const config::JobConfig& c = trained.job.config;
   if (vocab_dir.empty()) vocab_dir = c.data.vocab;
+  const tokenize::TokenizerKind kind = tokenizer_kind(c.data.tokenizer, trained.path);
+  if (kind == tokenize::TokenizerKind::tiktoken) {
+    return tokenize::make_tokenizer(kind, vocab_dir, c.data.tokenizer_pattern);
+  }
   if (vocab_dir.empty() && std::getenv("HETU_GPT2_VOCAB") != nullptr) vocab_dir = std::getenv("HETU_GPT2_VOCAB");
-  return tokenize::make_tokenizer(tokenizer_kind(c.data.tokenizer, trained.path), vocab_dir);
+  return tokenize::make_tokenizer(kind, vocab_dir);
 }
 
 std::vector<int32_t> prompt_ids(const tokenize::Tokenizer& tokenizer, const std::string& prompt, int64_t context) {

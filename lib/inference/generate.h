@@ -28,10 +28,13 @@ struct TrainedModel {
 };
 
 // UsageError naming the path when there is no checkpoint, no stored config, or a tensor is
-// missing or of another shape than the model's.
-TrainedModel load_trained_model(const std::string& checkpoint);
+// missing or of another shape than the model's. `overrides` ("table.key=value", as --set) apply
+// to the stored config: `hetu generate --vocab` moves data.vocab, so that a tiktoken job whose
+// ranks file is elsewhere on this machine still loads.
+TrainedModel load_trained_model(const std::string& checkpoint, const std::vector<std::string>& overrides = {});
 
-// The job's tokenizer; `vocab_dir` empty: the job's data.vocab, else $HETU_GPT2_VOCAB. A job
+// The job's tokenizer; `vocab_dir` empty: the job's data.vocab, else $HETU_GPT2_VOCAB (gpt2); a
+// tiktoken job uses its data.tokenizer_pattern with the ranks file `vocab_dir` or data.vocab. A job
 // trained on pre-tokenized data (data.tokenizer = "none") has none: UsageError.
 std::unique_ptr<tokenize::Tokenizer> job_tokenizer(const TrainedModel& trained, std::string vocab_dir);
 

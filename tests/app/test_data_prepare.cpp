@@ -87,6 +87,6 @@ TEST_CASE("run_data_prepare rejects an unknown tokenizer name", "[data_prepare]"
   options.out_dir = "unused";
   options.inputs = {"unused.txt"};
   CHECK_THROWS_WITH(hetu::app::run_data_prepare(options),
-                    "data prepare: unknown tokenizer 'bpe' (expected byte or gpt2)");
+                    "data prepare: unknown tokenizer 'bpe' (expected byte, gpt2 or tiktoken)");
   CHECK_FALSE(fs::exists("unused"));
 }

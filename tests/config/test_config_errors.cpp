@@ -16,6 +16,9 @@ namespace {
 
 using hetu::config::load_job_config_text;
 
+// A real ranks file, for the data.vocab of tiktoken jobs.
+const std::string kRanks = std::string(HETU_SOURCE_DIR) + "/tests/data/tiktoken/cl100k_base.tiktoken";
+
 // Valid homogeneous job: gpt2 tiny (2 layers, hidden 64, 4 heads, vocab 256, context 64) on two
 // CPU devices with the dp shorthand. Line numbers are part of the expectations below.
 const std::string kBase = R"([job]
@@ -225,7 +228,7 @@ std::vector<BadCase> bad_cases() {
       {"bad schedule", edit(H, 32, "micro_batch = 2\nschedule = \"zb\""), {},
        "job.toml:33: parallel.replica[0].schedule: unknown value \"zb\" (expected one of: gpipe, 1f1b)"},
       {"bad tokenizer", edit(B, 11, "tokenizer = \"sentencepiece\""), {},
-       "job.toml:11: data.tokenizer: unknown value \"sentencepiece\" (expected one of: byte, gpt2, none)"},
+       "job.toml:11: data.tokenizer: unknown value \"sentencepiece\" (expected one of: byte, gpt2, none, tiktoken)"},
       {"bad packing", edit(B, 11, "tokenizer = \"byte\"\npacking = \"sequences\""), {},
        "job.toml:12: data.packing: unknown value \"sequences\" (expected one of: windows, documents)"},
       {"balance window 0", edit(B, 11, "tokenizer = \"byte\"\npacking = \"documents\"\nbalance_window = 0"), {},
@@ -320,6 +323,18 @@ std::vector<BadCase> bad_cases() {
        "job.toml:8: model.tie_embeddings: gpt2 always ties the LM head to the token embedding"},
       {"vocab smaller than the tokenizer", edit(B, 11, "tokenizer = \"gpt2\""), {},
        "job.toml:5: model.vocab: vocab = 256 is smaller than the gpt2 tokenizer's 50257 ids"},
+      {"vocab smaller than the tiktoken pattern", edit(B, 11, "tokenizer = \"tiktoken\"\ntokenizer_pattern = \"llama3\"\nvocab = \"" + kRanks + "\""), {},
+       "job.toml:5: model.vocab: vocab = 256 is smaller than the tiktoken tokenizer's 128256 ids"},
+      {"tiktoken without a pattern", edit(B, 11, "tokenizer = \"tiktoken\"\nvocab = \"" + kRanks + "\""), {},
+       "job.toml:11: data.tokenizer: \"tiktoken\" needs data.tokenizer_pattern (one of cl100k, o200k, llama3)"},
+      {"unknown tiktoken pattern", edit(B, 11, "tokenizer = \"tiktoken\"\ntokenizer_pattern = \"p50k\"\nvocab = \"" + kRanks + "\""), {},
+       "job.toml:12: data.tokenizer_pattern: unknown pattern \"p50k\" (expected one of cl100k, o200k, llama3)"},
+      {"tiktoken without a ranks file", edit(B, 11, "tokenizer = \"tiktoken\"\ntokenizer_pattern = \"o200k\""), {},
+       "job.toml:11: data.tokenizer: \"tiktoken\" needs data.vocab, the path of its .tiktoken ranks file"},
+      {"tiktoken ranks file missing", edit(B, 11, "tokenizer = \"tiktoken\"\ntokenizer_pattern = \"o200k\"\nvocab = \"no/such.tiktoken\""), {},
+       "job.toml:13: data.vocab: no such file \"no/such.tiktoken\" (the tiktoken tokenizer's .tiktoken ranks file)"},
+      {"pattern with another tokenizer", edit(B, 11, "tokenizer = \"gpt2\"\ntokenizer_pattern = \"cl100k\""), {},
+       "job.toml:12: data.tokenizer_pattern: is for data.tokenizer = \"tiktoken\" only (data.tokenizer is \"gpt2\")"},
 
       // ---- cluster ----------------------------------------------------------------------------
       {"bf16 on cpu", edit(B, 18, "precision = \"bf16\""), {},
@@ -702,4 +717,16 @@ TEST_CASE("precision fp16 runs on CPUs and on GPU types with an fp16 peak, and i
   CHECK(again.config.training.precision == hetu::config::Precision::fp16);
   CHECK(again.config.training.loss_scale_init == 1024);
   CHECK(again.config.training.loss_scale_window == 7);
+}
+
+TEST_CASE("a tiktoken job loads and its resolved form round-trips", "[config]") {
+  const std::string text =
+      edit(kBase, {{5, "[model]\nvocab = 100352"}, {11, "tokenizer = \"tiktoken\"\ntokenizer_pattern = \"cl100k\"\nvocab = \"" + kRanks + "\""}});
+  const auto loaded = load_job_config_text(text, "job.toml", {});
+  CHECK(loaded.config.data.tokenizer == hetu::config::Tokenizer::tiktoken);
+  CHECK(loaded.config.data.tokenizer_pattern == "cl100k");
+  CHECK(loaded.config.data.vocab == kRanks);
+  const auto again = load_job_config_text(hetu::config::to_toml(loaded.config), "resolved.toml", {});
+  CHECK(again.config.data == loaded.config.data);
+  CHECK(again.config.model.vocab == 100352);
 }
