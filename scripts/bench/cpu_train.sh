@@ -7,8 +7,8 @@
 #   eager     PyTorch 2.15 of the Python environment (scripts/setup.sh; MKL, oneDNN):
 #             scaled_dot_product_attention, fused AdamW, foreach clipping
 #   compiled  the same model under torch.compile (inductor, C++ codegen on the CPU); the first
-#             step holds the compilation, reported apart as "compile s" (a fresh inductor cache
-#             per run, so every run compiles cold), never inside tok/s
+#             step holds the compilation, reported apart as "compile s" (repeat 1's, from an
+#             empty inductor cache; later repeats of the row reuse its cache), never in tok/s
 #   1.13      Debian's python3-torch 1.13 (OpenBLAS; masked-softmax attention, foreach AdamW):
 #             the peer of the earlier tables, an extra column
 # Rows (--rows): the 4-layer model (4 heads, hidden 256, max_seq_len 256) as T:vocab pairs,
@@ -228,15 +228,15 @@ EOF
         echo "== $tag, $threads thread(s), repeat $r of $repeats: PyTorch $peer"
         flags=()
         [ "$peer" = compiled ] && flags=(--compile)
-        TORCHINDUCTOR_CACHE_DIR="$runs/inductor-$peer-$run" "$(peer_python "$peer")" "$root/scripts/bench/torch_train.py" \
+        TORCHINDUCTOR_CACHE_DIR="$runs/inductor-$tag-t$threads" "$(peer_python "$peer")" "$root/scripts/bench/torch_train.py" \
           --data "$data/$tok/train_000000.bin" --vocab "$V" --layers "$layers" --heads "$heads" --hidden "$hidden" \
           --max-seq-len "$max_seq_len" --batch "$B" --seq "$T" --steps "$total" --lr 1e-3 --betas 0.9 0.95 \
           --eps 1e-8 --weight-decay 0.1 --grad-clip 1.0 --threads "$threads" "${flags[@]}" \
           --metrics "$runs/torch-$peer-$run.jsonl" > "$runs/torch-$peer-$run.log" 2>&1 ||
           { tail -20 "$runs/torch-$peer-$run.log" >&2; echo "cpu_train.sh: PyTorch $peer failed (log: $runs/torch-$peer-$run.log)" >&2; exit 1; }
-        rm -rf "$runs/inductor-$peer-$run"
       done
     done
+    rm -rf "$runs/inductor-$tag-t$threads"
   done
   rows+=("$tag")
 done

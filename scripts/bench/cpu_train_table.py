@@ -72,7 +72,7 @@ def main():
                 got = [read_run(f"{a.runs}/torch-{peer}-{run}.jsonl", tokens) for run in runs]
                 versions[peer] = torch_version(f"{a.runs}/torch-{peer}-{runs[0]}.log")
                 ratios = [h[0] / p[0] for h, p in zip(hetu, got)]
-                peers[peer] = (med(p[0] for p in got), ratios, med(p[1] for p in got))
+                peers[peer] = (med(p[0] for p in got), ratios, got[0][1])  # compile s: repeat 1's (cold cache)
             table.append((*describe(tag), threads, med(h[0] for h in hetu), peers, hetu[0][2]))
 
     label = {p: f"torch {versions[p]} {PEER_NAMES[p]}" for p in a.peers}
@@ -103,7 +103,7 @@ def main():
     print(f"B = {a.batch}; each trainer ran {a.repeats} time(s) per row and thread count, interleaved. A run's tok/s is the")
     print("median of B*T / step time over its steps after the first; the tok/s columns are medians over the repeats; a")
     print("ratio is repeat r's hetu tok/s over repeat r's peer tok/s, median (smallest) over the repeats. compile s: the")
-    print("compiled peer's first step less its median step (a cold inductor cache in every run), median over the repeats.")
+    print("compiled peer's first step less its median step in repeat 1 (an empty inductor cache; later repeats reuse it).")
     print("* : the smallest ratio is under the goal (hetu / eager >= 1.2, hetu / compiled >= 1.0).")
     if short:
         print()
