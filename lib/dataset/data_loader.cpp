@@ -143,9 +143,9 @@ Batch DataLoader::next() {
   for (int64_t i = 0; i < b; ++i) {
     const int64_t p = batch_ * options_.global_batch + options_.share_offset + sequence_ + i;
     const Window window = window_at(epoch_, p);
-    const uint16_t* tokens = shards_[window.shard].tokens() + window.start;  // T + 1 tokens
-    std::copy(tokens, tokens + t, x + i * t);
-    std::copy(tokens + 1, tokens + t + 1, y + i * t);
+    const TokenShard& shard = shards_[window.shard];  // T + 1 tokens from window.start
+    shard.copy(window.start, t, x + i * t);
+    shard.copy(window.start + 1, t, y + i * t);
   }
   sequence_ += b;
   if (sequence_ == options_.share_count) {

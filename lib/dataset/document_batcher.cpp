@@ -33,8 +33,8 @@ DocumentBatcher::DocumentBatcher(const std::vector<TokenShard>& shards, const Do
     separator_ = shard.separator();
   }
   for (size_t s = 0; s < shards.size(); ++s) {
-    const uint16_t* t = shards[s].tokens();
-    const int64_t n = shards[s].size();
+    const TokenShard& t = shards[s];
+    const int64_t n = t.size();
     int64_t begin = 0;
     for (int64_t i = 1; i <= n; ++i) {
       if (i < n && t[i] != separator_) continue;
@@ -149,10 +149,10 @@ DocumentBatch DocumentBatcher::assemble(std::span<const Piece> pieces, std::span
     for (int64_t p : rows[static_cast<size_t>(i)]) {
       const Piece& piece = pieces[static_cast<size_t>(p)];
       HT_CHECK(at + piece.length <= (i + 1) * T, "data: row {} holds more than its {} tokens", i, T);
-      const uint16_t* tokens = shards_[static_cast<size_t>(piece.shard)].tokens() + piece.start;
+      const TokenShard& shard = shards_[static_cast<size_t>(piece.shard)];
       const int64_t targets = piece.length - 1 + (piece.continues ? 1 : 0);
-      std::copy(tokens, tokens + piece.length, out.x.begin() + at);
-      std::copy(tokens + 1, tokens + 1 + targets, out.y.begin() + at);
+      shard.copy(piece.start, piece.length, out.x.data() + at);
+      shard.copy(piece.start + 1, targets, out.y.data() + at);
       at += piece.length;
       out.cu_seqlens.push_back(at);
     }

@@ -34,31 +34,46 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int64_t kMaxShardTokens = std::numeric_limits<int32_t>::max();
-constexpr int32_t kMaxTokenId = std::numeric_limits<uint16_t>::max();
+constexpr int32_t kMaxNarrowId = std::numeric_limits<uint16_t>::max();  // version 1 holds ids up to this
 
-// The bytes of one shard being built: the header (filled in by take()) and the tokens so far.
+// The tokens of one shard being built; write() picks the version (1 when every id fits 16 bits).
 class ShardBuffer {
  public:
-  ShardBuffer() : bytes_(kShardHeaderBytes, '\0') {}
-  int64_t size() const { return static_cast<int64_t>((bytes_.size() - kShardHeaderBytes) / 2); }
-  bool fits(int32_t id) const { return id >= 0 && id <= kMaxTokenId; }
+  int64_t size() const { return static_cast<int64_t>(ids_.size()); }
+  bool fits(int32_t id) const { return id >= 0; }
   void push(int32_t id) {  // the caller has checked fits(id)
-    bytes_.push_back(static_cast<char>(id & 0xff));
-    bytes_.push_back(static_cast<char>(id >> 8));
+    ids_.push_back(id);
+    widest_ = std::max(widest_, id);
   }
   // Writes the shard to path and empties the buffer; separator >= 0 is recorded in the header.
   void write(const std::string& path, int32_t separator) {
     HT_USAGE_CHECK(size() <= kMaxShardTokens, "{}: {} tokens do not fit one shard (at most {})", path, size(),
                    kMaxShardTokens);
-    const std::array<int32_t, 5> head = {kShardMagic, kShardVersion, static_cast<int32_t>(size()),
-                                         separator >= 0 ? kShardDocumentsMagic : 0, separator >= 0 ? separator : 0};
-    std::memcpy(bytes_.data(), head.data(), sizeof(head));
-    write_file_atomic(path, bytes_);
-    bytes_.assign(kShardHeaderBytes, '\0');
+    const bool wide = widest_ > kMaxNarrowId;
+    const size_t width = wide ? sizeof(uint32_t) : sizeof(uint16_t);
+    std::string bytes(kShardHeaderBytes + width * ids_.size(), '\0');
+    const std::array<int32_t, 5> head = {kShardMagic, wide ? kShardVersionWide : kShardVersion,
+                                         static_cast<int32_t>(size()), separator >= 0 ? kShardDocumentsMagic : 0,
+                                         separator >= 0 ? separator : 0};
+    std::memcpy(bytes.data(), head.data(), sizeof(head));
+    char* out = bytes.data() + kShardHeaderBytes;
+    for (size_t i = 0; i < ids_.size(); ++i) {
+      if (wide) {
+        const auto v = static_cast<uint32_t>(ids_[i]);
+        std::memcpy(out + 4 * i, &v, 4);
+      } else {
+        const auto v = static_cast<uint16_t>(ids_[i]);
+        std::memcpy(out + 2 * i, &v, 2);
+      }
+    }
+    write_file_atomic(path, bytes);
+    ids_.clear();
+    widest_ = 0;
   }
 
  private:
-  std::string bytes_;
+  std::vector<int32_t> ids_;
+  int32_t widest_ = 0;
 };
 
 // Reads a whole input; "-" is stdin.
@@ -105,9 +120,7 @@ class SplitWriter {
 
   void push(int32_t id, const std::string& input) {
     HT_USAGE_CHECK(buffer_.fits(id),
-                   "data prepare: {}: the tokenizer produced id {}, which does not fit a uint16 token shard "
-                   "(ids must be in [0, 65536))",
-                   input, id);
+                   "data prepare: {}: the tokenizer produced id {}, not a token id (ids are >= 0)", input, id);
     buffer_.push(id);
     if (summary_.val_tokens < val_target_) {
       if (++summary_.val_tokens == val_target_) write("val_000000.bin");
@@ -161,8 +174,7 @@ void write_token_shard(const std::string& path, const std::vector<int32_t>& toke
   ShardBuffer buffer;
   for (size_t i = 0; i < tokens.size(); ++i) {
     HT_USAGE_CHECK(buffer.fits(tokens[i]),
-                   "{}: token id {} at position {} does not fit a uint16 token shard (ids must be in [0, 65536))",
-                   path, tokens[i], i);
+                   "{}: token id {} at position {} is not a token id (ids are >= 0)", path, tokens[i], i);
     buffer.push(tokens[i]);
   }
   buffer.write(path, separator);
@@ -191,28 +203,32 @@ TokenShard::TokenShard(const std::string& path) : path_(path) {
                  "cannot read the header of {}: {}", path, std::strerror(errno));
   HT_USAGE_CHECK(head[0] == kShardMagic, "{}: bad magic {} (expected {}): not an llm.c token shard", path, head[0],
                  kShardMagic);
-  HT_USAGE_CHECK(head[1] == kShardVersion,
-                 "{}: unsupported version {} (expected {}: uint16 tokens; version 2 shards hold uint32 tokens)", path,
-                 head[1], kShardVersion);
+  HT_USAGE_CHECK(head[1] == kShardVersion || head[1] == kShardVersionWide,
+                 "{}: unsupported version {} (expected {}: uint16 tokens, or {}: uint32 tokens)", path, head[1],
+                 kShardVersion, kShardVersionWide);
+  const bool wide = head[1] == kShardVersionWide;
+  const int64_t width = wide ? 4 : 2;
   const int64_t count = head[2];
   HT_USAGE_CHECK(count >= 0, "{}: header says {} tokens: not an llm.c token shard", path, count);
-  const int64_t expected = static_cast<int64_t>(kShardHeaderBytes) + 2 * count;
+  const int64_t expected = static_cast<int64_t>(kShardHeaderBytes) + width * count;
   if (file_bytes != expected) {
-    const int64_t held = (file_bytes - static_cast<int64_t>(kShardHeaderBytes)) / 2;
-    const bool stray = (file_bytes - static_cast<int64_t>(kShardHeaderBytes)) % 2 != 0;
-    HT_USAGE_ERROR("{}: header says {} tokens but the file holds {}{} ({} bytes; a {}-token shard is {} bytes)", path,
-                   count, held, stray ? " and a stray byte" : "", file_bytes, count, expected);
+    const int64_t held = (file_bytes - static_cast<int64_t>(kShardHeaderBytes)) / width;
+    const bool stray = (file_bytes - static_cast<int64_t>(kShardHeaderBytes)) % width != 0;
+    HT_USAGE_ERROR("{}: header says {} tokens but the file holds {}{} ({} bytes; a {}-token version-{} shard is {} "
+                   "bytes)",
+                   path, count, held, stray ? " and stray bytes" : "", file_bytes, count, head[1], expected);
   }
 
   void* map = ::mmap(nullptr, static_cast<size_t>(file_bytes), PROT_READ, MAP_PRIVATE, fd, 0);
   HT_CHECK(map != MAP_FAILED, "cannot map {}: {}", path, std::strerror(errno));
   map_ = map;
   map_bytes_ = static_cast<size_t>(file_bytes);
-  tokens_ = reinterpret_cast<const uint16_t*>(static_cast<const char*>(map) + kShardHeaderBytes);
+  tokens_ = static_cast<const char*>(map) + kShardHeaderBytes;
+  wide_ = wide;
   size_ = count;
   if (head[3] == kShardDocumentsMagic) {
-    HT_USAGE_CHECK(head[4] >= 0 && head[4] <= kMaxTokenId, "{}: the header's document separator {} is not a token id",
-                   path, head[4]);
+    HT_USAGE_CHECK(head[4] >= 0 && (wide || head[4] <= kMaxNarrowId),
+                   "{}: the header's document separator {} is not a token id", path, head[4]);
     separator_ = head[4];
   }
 }
@@ -224,6 +240,7 @@ TokenShard::TokenShard(TokenShard&& other) noexcept
       map_(std::exchange(other.map_, nullptr)),
       map_bytes_(std::exchange(other.map_bytes_, 0)),
       tokens_(std::exchange(other.tokens_, nullptr)),
+      wide_(other.wide_),
       size_(std::exchange(other.size_, 0)),
       separator_(std::exchange(other.separator_, -1)) {}
 
@@ -234,6 +251,7 @@ TokenShard& TokenShard::operator=(TokenShard&& other) noexcept {
     map_ = std::exchange(other.map_, nullptr);
     map_bytes_ = std::exchange(other.map_bytes_, 0);
     tokens_ = std::exchange(other.tokens_, nullptr);
+    wide_ = other.wide_;
     size_ = std::exchange(other.size_, 0);
     separator_ = std::exchange(other.separator_, -1);
   }
@@ -248,9 +266,19 @@ void TokenShard::unmap() noexcept {
   size_ = 0;
 }
 
-uint16_t TokenShard::token(int64_t i) const {
+int32_t TokenShard::token(int64_t i) const {
   HT_CHECK(i >= 0 && i < size_, "{}: token index {} is outside [0, {})", path_, i, size_);
-  return tokens_[i];
+  return (*this)[i];
+}
+
+void TokenShard::copy(int64_t start, int64_t count, int32_t* out) const {
+  if (wide_) {
+    const uint32_t* from = static_cast<const uint32_t*>(tokens_) + start;
+    std::transform(from, from + count, out, [](uint32_t t) { return static_cast<int32_t>(t); });
+  } else {
+    const uint16_t* from = static_cast<const uint16_t*>(tokens_) + start;
+    std::copy(from, from + count, out);
+  }
 }
 
 // ---- prepare_token_shards ----

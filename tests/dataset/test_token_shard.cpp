@@ -66,10 +66,10 @@ std::vector<int32_t> bytes_of(const std::string& text) {
 // Byte ids, with a chosen eot id (the byte tokenizer has none), except that '~' becomes 70000.
 class EotByteTokenizer final : public Tokenizer {
  public:
-  explicit EotByteTokenizer(int32_t eot) : eot_(eot) {}
+  explicit EotByteTokenizer(int32_t eot, int32_t tilde = 70000) : eot_(eot), tilde_(tilde) {}
   std::vector<int32_t> encode(std::string_view text) const override {
     std::vector<int32_t> ids = bytes_of(std::string(text));
-    for (int32_t& id : ids) id = id == '~' ? 70000 : id;
+    for (int32_t& id : ids) id = id == '~' ? tilde_ : id;
     return ids;
   }
   std::string decode(const std::vector<int32_t>&) const override { return {}; }
@@ -77,7 +77,7 @@ class EotByteTokenizer final : public Tokenizer {
   int32_t eot_id() const override { return eot_; }
 
  private:
-  int32_t eot_;
+  int32_t eot_, tilde_;
 };
 
 }  // namespace
@@ -101,9 +101,10 @@ TEST_CASE("write_token_shard writes the llm.c layout and TokenShard reads it bac
   const TokenShard shard(path);
   CHECK(shard.path() == path);
   REQUIRE(shard.size() == 7);
+  CHECK(shard.version() == 1);
   for (int64_t i = 0; i < 7; ++i) {
     CHECK(shard.token(i) == tokens[static_cast<size_t>(i)]);
-    CHECK(shard.tokens()[i] == tokens[static_cast<size_t>(i)]);
+    CHECK(shard[i] == tokens[static_cast<size_t>(i)]);
   }
   CHECK_THROWS_WITH(shard.token(7), Catch::Contains("token index 7 is outside [0, 7)"));
   CHECK_THROWS_AS(shard.token(-1), Error);
@@ -133,13 +134,43 @@ TEST_CASE("TokenShard is move-only and moving keeps the mapping", "[token_shard]
   CHECK(b.path() == dir.file("a.bin"));
 }
 
-TEST_CASE("write_token_shard rejects ids outside uint16 and names the id", "[token_shard]") {
+TEST_CASE("ids past 65535 make a version-2 shard of uint32 tokens, read back as written", "[token_shard]") {
+  TempDir dir("wide");
+  const std::vector<int32_t> tokens = {100257, 0, 65535, 65536, 128001, 7, 2147483647};
+  const std::string path = dir.file("w.bin");
+  write_token_shard(path, tokens, /*separator=*/100257);
+  const std::string bytes = read_bytes(path);
+  REQUIRE(bytes.size() == 1024 + 4 * tokens.size());
+  CHECK(header_int(bytes, 1) == 2);
+  CHECK(header_int(bytes, 2) == 7);
+  CHECK(header_int(bytes, 4) == 100257);
+  std::vector<int32_t> decoded;  // little-endian uint32 after the header, decoded here
+  for (size_t i = 1024; i + 3 < bytes.size(); i += 4) {
+    uint32_t v = 0;
+    for (int b = 3; b >= 0; --b) v = (v << 8) | static_cast<unsigned char>(bytes[i + static_cast<size_t>(b)]);
+    decoded.push_back(static_cast<int32_t>(v));
+  }
+  CHECK(decoded == tokens);
+  const TokenShard shard(path);
+  CHECK(shard.version() == 2);
+  CHECK(shard.separator() == 100257);
+  REQUIRE(shard.size() == 7);
+  for (int64_t i = 0; i < 7; ++i) CHECK(shard[i] == tokens[static_cast<size_t>(i)]);
+  std::vector<int32_t> some(3);
+  shard.copy(2, 3, some.data());
+  CHECK(some == std::vector<int32_t>{65535, 65536, 128001});
+  // One id below 65536 less keeps the narrow format.
+  write_token_shard(path, {100, 65535});
+  CHECK(TokenShard(path).version() == 1);
+  CHECK(read_bytes(path).size() == 1024 + 4);
+}
+
+TEST_CASE("write_token_shard rejects negative ids and names the id", "[token_shard]") {
   TempDir dir("bad_ids");
   const std::string path = dir.file("x.bin");
-  CHECK_THROWS_AS(write_token_shard(path, {1, 2, 65536}), UsageError);
-  CHECK_THROWS_WITH(
-      write_token_shard(path, {1, 2, 65536}),
-      path + ": token id 65536 at position 2 does not fit a uint16 token shard (ids must be in [0, 65536))");
+  CHECK_THROWS_AS(write_token_shard(path, {1, 2, -3}), UsageError);
+  CHECK_THROWS_WITH(write_token_shard(path, {1, 2, -3}),
+                    path + ": token id -3 at position 2 is not a token id (ids are >= 0)");
   CHECK_THROWS_WITH(write_token_shard(path, {-1}), Catch::Contains("token id -1 at position 0"));
   CHECK_FALSE(fs::exists(path));
   CHECK(fs::is_empty(dir.path));
@@ -160,18 +191,23 @@ TEST_CASE("corrupt token shards are UsageErrors naming the file and the fault", 
   write_raw(path, 123, 1, 0, 0);
   CHECK(message() == path + ": bad magic 123 (expected 20240520): not an llm.c token shard");
 
-  write_raw(path, 20240520, 2, 4, 16);  // llm.c's uint32 version
-  CHECK(message() == path + ": unsupported version 2 (expected 1: uint16 tokens; version 2 shards hold uint32 tokens)");
+  write_raw(path, 20240520, 3, 4, 16);
+  CHECK(message() == path + ": unsupported version 3 (expected 1: uint16 tokens, or 2: uint32 tokens)");
 
   write_raw(path, 20240520, 1, 1000, 2 * 412);  // truncated
-  CHECK(message() ==
-        path + ": header says 1000 tokens but the file holds 412 (1848 bytes; a 1000-token shard is 3024 bytes)");
+  CHECK(message() == path + ": header says 1000 tokens but the file holds 412 (1848 bytes; a 1000-token version-1 "
+                            "shard is 3024 bytes)");
 
   write_raw(path, 20240520, 1, 3, 2 * 5);  // extra bytes
-  CHECK(message() == path + ": header says 3 tokens but the file holds 5 (1034 bytes; a 3-token shard is 1030 bytes)");
+  CHECK(message() ==
+        path + ": header says 3 tokens but the file holds 5 (1034 bytes; a 3-token version-1 shard is 1030 bytes)");
+
+  write_raw(path, 20240520, 2, 4, 2 * 4);  // version 2 sized as version 1: uint32 tokens take 4 bytes
+  CHECK(message() ==
+        path + ": header says 4 tokens but the file holds 2 (1032 bytes; a 4-token version-2 shard is 1040 bytes)");
 
   write_raw(path, 20240520, 1, 3, 2 * 3 + 1);  // one stray byte
-  CHECK_THAT(message(), Catch::StartsWith(path + ": header says 3 tokens but the file holds 3 and a stray byte"));
+  CHECK_THAT(message(), Catch::StartsWith(path + ": header says 3 tokens but the file holds 3 and stray bytes"));
 
   write_raw(path, 20240520, 1, -5, 0);
   CHECK(message() == path + ": header says -5 tokens: not an llm.c token shard");
@@ -285,6 +321,21 @@ TEST_CASE("prepare_token_shards refuses a folder that holds shards and leaves it
                     Catch::Contains(foreign + " already holds 1 .bin file (weights.bin)"));
 }
 
+TEST_CASE("prepare_token_shards writes ids past 65535 into version-2 shards", "[token_shard]") {
+  TempDir dir("prepare_wide");
+  const std::string a = dir.file("a.txt"), out = dir.file("out");
+  std::ofstream(a) << "ab~c";
+  const EotByteTokenizer wide(70001);  // the separator and '~' (70000) need 32 bits
+  const PrepareSummary s = prepare_token_shards(wide, {a}, out, 0, 100);
+  REQUIRE(s.files.size() == 1);
+  const TokenShard shard(s.files[0]);
+  CHECK(shard.version() == 2);
+  CHECK(shard.separator() == 70001);
+  std::vector<int32_t> got(static_cast<size_t>(shard.size()));
+  shard.copy(0, shard.size(), got.data());
+  CHECK(got == std::vector<int32_t>{70001, 'a', 'b', 70000, 'c'});
+}
+
 TEST_CASE("prepare_token_shards leaves no shard behind when it fails", "[token_shard]") {
   TempDir dir("prepare_fail");
   const std::string a = dir.file("a.txt"), out = dir.file("out");
@@ -306,19 +357,16 @@ TEST_CASE("prepare_token_shards leaves no shard behind when it fails", "[token_s
                     "data prepare: " + dir.file("missing.txt") + ": no such file");
   CHECK(fs::is_empty(out));
 
-  // An id past uint16: the eot of the first document...
-  const EotByteTokenizer wide_eot(70000);
-  CHECK_THROWS_WITH(prepare_token_shards(wide_eot, {a}, out, 0, 2),
-                    "data prepare: " + a +
-                        ": the tokenizer produced id 70000, which does not fit a uint16 token shard (ids must be in "
-                        "[0, 65536))");
-  CHECK(fs::is_empty(out));
-  // ...or in the second document, after the first filled 5 shards: they are removed again.
+  // A negative id: in the first document...
   const std::string b = dir.file("b.txt");
   std::ofstream(b) << "ok~";
-  const EotByteTokenizer wide_text(-1);
-  CHECK_THROWS_WITH(prepare_token_shards(wide_text, {a, b}, out, 2, 2),
-                    Catch::StartsWith("data prepare: " + b + ": the tokenizer produced id 70000"));
+  const EotByteTokenizer negative_text(70000, -7);
+  CHECK_THROWS_WITH(prepare_token_shards(negative_text, {b}, out, 0, 2),
+                    "data prepare: " + b + ": the tokenizer produced id -7, not a token id (ids are >= 0)");
+  CHECK(fs::is_empty(out));
+  // ...or in the second document, after the first filled 5 shards: they are removed again.
+  CHECK_THROWS_WITH(prepare_token_shards(negative_text, {a, b}, out, 2, 2),
+                    Catch::StartsWith("data prepare: " + b + ": the tokenizer produced id -7"));
   CHECK(fs::is_empty(out));
 
   CHECK_THROWS_WITH(prepare_token_shards(*tokenizer, {a}, out, 0, 0),

@@ -3,8 +3,9 @@
 # tests/data/tiktoken through --jsonl and back with --decode, special-token text as plain text
 # unless --allow-special, a byte-for-byte round trip of invalid UTF-8, and exit code 2 with a
 # one-line message for a missing --pattern, an unknown one, --pattern with another tokenizer and a
-# bad ranks file (named by line); a job with data.tokenizer = "tiktoken" trains and `hetu generate`
-# continues a prompt with its tokenizer.
+# bad ranks file (named by line); `hetu data prepare` writes cl100k's ids into a uint32 (version 2)
+# shard, the ids of `hetu tokenize` after the separator; a job with data.tokenizer = "tiktoken"
+# trains on such shards and `hetu generate` continues a prompt with its tokenizer.
 # Usage: tiktoken_cli.sh HETU_BINARY SOURCE_DIR
 set -uo pipefail
 hetu=$1
@@ -51,19 +52,29 @@ printf 'IQ== 0\nIg== x\n' > "$tmp/bad.tiktoken"
 expect_usage "tiktoken ranks file $tmp/bad.tiktoken:2: rank \"x\" is not an integer" \
   "$hetu" tokenize --tokenizer tiktoken --vocab "$tmp/bad.tiktoken" --pattern cl100k
 
-# data prepare picks the tokenizer; its ids (<|endoftext|> = 100257) do not fit the uint16 shards
-# of format version 1 yet, which is refused by name rather than truncated.
+# data prepare picks the tokenizer; its ids (<|endoftext|> = 100257) need the uint32 shards of
+# format version 2, which it writes: the shard's ids are hetu tokenize's, the separator first.
 printf 'Hello, world!' > "$tmp/doc.txt"
-expect_usage "the tokenizer produced id 100257, which does not fit a uint16 token shard" \
-  "$hetu" data prepare --tokenizer tiktoken --vocab "$ranks" --pattern cl100k --out "$tmp/shards" "$tmp/doc.txt"
+"$hetu" data prepare --tokenizer tiktoken --vocab "$ranks" --pattern cl100k --out "$tmp/shards" "$tmp/doc.txt" > /dev/null \
+  || fail "tiktoken data prepare"
+ids=$("$hetu" tokenize --tokenizer tiktoken --vocab "$ranks" --pattern cl100k < "$tmp/doc.txt") || fail "tokenize"
+/usr/bin/python3 - "$tmp/shards/train_000000.bin" "$ids" <<'PY' || fail "the tiktoken shard is not version 2 with the tokenized ids"
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+magic, version, count = struct.unpack("<3i", data[:12])
+got = list(struct.unpack(f"<{count}I", data[1024:]))
+want = [100257] + [int(t) for t in sys.argv[2].replace(",", " ").split()]
+assert (magic, version, len(data)) == (20240520, 2, 1024 + 4 * count), (magic, version, len(data))
+assert got == want, (got, want)
+PY
 expect_usage "data prepare: tiktoken tokenizer needs --pattern" \
   "$hetu" data prepare --tokenizer tiktoken --vocab "$ranks" --out "$tmp/x" "$tmp/doc.txt"
 
-# A tiktoken job (its ranks file a copy, moved below): byte shards (ids < 256 fit any vocab) train two steps, generate uses cl100k.
-"$hetu" data prepare --tokenizer byte --out "$tmp/bytes-data" --val-tokens 2000 "$src/tests/data/byte-corpus.txt" > /dev/null \
-  || fail "byte data prepare"
+# A tiktoken job (its ranks file a copy, moved below): cl100k shards of the test corpus train two steps, generate uses cl100k.
+"$hetu" data prepare --tokenizer tiktoken --vocab "$ranks" --pattern cl100k --out "$tmp/cl100k-data" --val-tokens 500 \
+  "$src/tests/data/byte-corpus.txt" > /dev/null || fail "tiktoken data prepare of the corpus"
 cp "$ranks" "$tmp/job.tiktoken"
-"$hetu" train "$src/configs/gpt2-tiny-cpu.toml" --set "data.train=\"$tmp/bytes-data/train_*.bin\"" --set model.layers=1 \
+"$hetu" train "$src/configs/gpt2-tiny-cpu.toml" --set "data.train=\"$tmp/cl100k-data/train_*.bin\"" --set model.layers=1 \
   --set model.hidden=32 --set model.heads=2 --set model.max_seq_len=32 --set training.seq_len=16 \
   --set training.global_batch=2 --set training.micro_batch=1 --set training.threads=1 --set training.steps=2 \
   --set training.eval_every=0 --set "job.out_dir=\"$tmp/run\"" --set 'data.tokenizer="tiktoken"' \
