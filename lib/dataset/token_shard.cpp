@@ -36,44 +36,54 @@ namespace fs = std::filesystem;
 constexpr int64_t kMaxShardTokens = std::numeric_limits<int32_t>::max();
 constexpr int32_t kMaxNarrowId = std::numeric_limits<uint16_t>::max();  // version 1 holds ids up to this
 
-// The tokens of one shard being built; write() picks the version (1 when every id fits 16 bits).
+// The bytes of one shard being built: the header (filled in by write()) and the tokens so far,
+// uint16 until an id past 65535 arrives, when the tokens so far are widened to uint32 once.
 class ShardBuffer {
  public:
-  int64_t size() const { return static_cast<int64_t>(ids_.size()); }
+  ShardBuffer() : bytes_(kShardHeaderBytes, '\0') {}
+  int64_t size() const { return static_cast<int64_t>((bytes_.size() - kShardHeaderBytes) / width()); }
   bool fits(int32_t id) const { return id >= 0; }
   void push(int32_t id) {  // the caller has checked fits(id)
-    ids_.push_back(id);
-    widest_ = std::max(widest_, id);
+    if (!wide_ && id > kMaxNarrowId) widen();
+    if (wide_) {
+      append(static_cast<uint32_t>(id));
+    } else {
+      append(static_cast<uint16_t>(id));
+    }
   }
   // Writes the shard to path and empties the buffer; separator >= 0 is recorded in the header.
   void write(const std::string& path, int32_t separator) {
     HT_USAGE_CHECK(size() <= kMaxShardTokens, "{}: {} tokens do not fit one shard (at most {})", path, size(),
                    kMaxShardTokens);
-    const bool wide = widest_ > kMaxNarrowId;
-    const size_t width = wide ? sizeof(uint32_t) : sizeof(uint16_t);
-    std::string bytes(kShardHeaderBytes + width * ids_.size(), '\0');
-    const std::array<int32_t, 5> head = {kShardMagic, wide ? kShardVersionWide : kShardVersion,
+    const std::array<int32_t, 5> head = {kShardMagic, wide_ ? kShardVersionWide : kShardVersion,
                                          static_cast<int32_t>(size()), separator >= 0 ? kShardDocumentsMagic : 0,
                                          separator >= 0 ? separator : 0};
-    std::memcpy(bytes.data(), head.data(), sizeof(head));
-    char* out = bytes.data() + kShardHeaderBytes;
-    for (size_t i = 0; i < ids_.size(); ++i) {
-      if (wide) {
-        const auto v = static_cast<uint32_t>(ids_[i]);
-        std::memcpy(out + 4 * i, &v, 4);
-      } else {
-        const auto v = static_cast<uint16_t>(ids_[i]);
-        std::memcpy(out + 2 * i, &v, 2);
-      }
-    }
-    write_file_atomic(path, bytes);
-    ids_.clear();
-    widest_ = 0;
+    std::memcpy(bytes_.data(), head.data(), sizeof(head));
+    write_file_atomic(path, bytes_);
+    bytes_.assign(kShardHeaderBytes, '\0');
+    wide_ = false;
   }
 
  private:
-  std::vector<int32_t> ids_;
-  int32_t widest_ = 0;
+  size_t width() const { return wide_ ? sizeof(uint32_t) : sizeof(uint16_t); }
+  template <typename T> void append(T v) {  // little-endian, as the host (static_assert above)
+    const size_t at = bytes_.size();
+    bytes_.resize(at + sizeof(T));
+    std::memcpy(bytes_.data() + at, &v, sizeof(T));
+  }
+  void widen() {
+    std::string narrow = std::move(bytes_);
+    bytes_.assign(kShardHeaderBytes, '\0');
+    wide_ = true;
+    for (size_t at = kShardHeaderBytes; at < narrow.size(); at += sizeof(uint16_t)) {
+      uint16_t v = 0;
+      std::memcpy(&v, narrow.data() + at, sizeof(v));
+      append(static_cast<uint32_t>(v));
+    }
+  }
+
+  std::string bytes_;
+  bool wide_ = false;
 };
 
 // Reads a whole input; "-" is stdin.
