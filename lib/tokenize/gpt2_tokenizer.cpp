@@ -16,10 +16,18 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "lib/tokenize/vocab_file.h"
 #include "lib/util/error.h"
 
 namespace hetu::tokenize {
 namespace {
+
+std::string read_or_fail(const std::string& path) {
+  std::string reason;
+  std::optional<std::string> text = read_vocab_file(path, reason);
+  if (!text) HT_USAGE_ERROR("gpt2 tokenizer: cannot read {}: {}", path, reason);
+  return std::move(*text);
+}
 
 // OpenAI's pattern, verbatim. PCRE2_UCP gives \s, \p{L} and \p{N} their Unicode meaning.
 constexpr const char* kPattern =
@@ -81,19 +89,6 @@ bool token_to_bytes(std::string_view token, const std::array<int16_t, kAlphabetE
   return !out.empty();
 }
 
-std::string read_file(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) HT_USAGE_ERROR("gpt2 tokenizer: cannot read {}: {}", path, std::strerror(errno));
-  std::string text;
-  char buffer[1 << 16];
-  size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) text.append(buffer, n);
-  const bool failed = std::ferror(file) != 0;
-  std::fclose(file);
-  if (failed) HT_USAGE_ERROR("gpt2 tokenizer: error reading {}", path);
-  return text;
-}
-
 uint64_t pair_key(int32_t left, int32_t right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
 }
@@ -137,7 +132,7 @@ Gpt2Tokenizer::Gpt2Tokenizer(const std::string& vocab_dir) {
 // encoder.json: {"token": id, ...} with ids 0..N-1, each once; fills id_to_bytes_,
 // byte_to_id_ and eot_id_ and returns bytes -> id for load_merges().
 std::unordered_map<std::string, int32_t> Gpt2Tokenizer::load_encoder(const std::string& path) {
-  const std::string text = read_file(path);
+  const std::string text = read_or_fail(path);
   nlohmann::json encoder;
   try {
     encoder = nlohmann::json::parse(text);
@@ -182,7 +177,7 @@ std::unordered_map<std::string, int32_t> Gpt2Tokenizer::load_encoder(const std::
 // vocab.bpe: "#version: 0.2", then one merge "left right" per line, rank = order. As in
 // encoder.py's dict, a repeated pair keeps its last rank.
 void Gpt2Tokenizer::load_merges(const std::string& path, const std::unordered_map<std::string, int32_t>& bytes_to_id) {
-  const std::string text = read_file(path);
+  const std::string text = read_or_fail(path);
   const auto& inverse = alphabet_inverse();
   std::string left_bytes, bytes;
   int32_t rank = 0;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "lib/tokenize/vocab_file.h"
 #include "lib/util/error.h"
 
 namespace hetu::tokenize {
@@ -49,19 +50,6 @@ bool decode_base64(std::string_view text, std::string& out) {
   return !out.empty();
 }
 
-std::string read_whole_file(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) HT_USAGE_ERROR("tiktoken ranks file {}: cannot read it: {}", path, std::strerror(errno));
-  std::string text;
-  char buffer[1 << 16];
-  size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) text.append(buffer, n);
-  const bool failed = std::ferror(file) != 0;
-  std::fclose(file);
-  if (failed) HT_USAGE_ERROR("tiktoken ranks file {}: error reading it", path);
-  return text;
-}
-
 uint64_t load_word(const char* p, size_t n) {
   uint64_t w = 0;
   std::memcpy(&w, p, n);
@@ -98,7 +86,12 @@ int32_t TiktokenRanks::insert(int32_t rank) {
   return kNone;
 }
 
-TiktokenRanks load_tiktoken_ranks(const std::string& path) { return parse_tiktoken_ranks(read_whole_file(path), path); }
+TiktokenRanks load_tiktoken_ranks(const std::string& path) {
+  std::string reason;
+  std::optional<std::string> text = read_vocab_file(path, reason);
+  if (!text) HT_USAGE_ERROR("tiktoken ranks file {}: cannot read it: {}", path, reason);
+  return parse_tiktoken_ranks(*text, path);
+}
 
 TiktokenRanks parse_tiktoken_ranks(std::string_view text, const std::string& path) {
   // First pass: (rank, bytes) per line, then lay the bytes out in rank order.
