@@ -23,11 +23,15 @@ Tensor LanguageModel::stage_forward(const Tensor& input, std::span<const int64_t
   const autograd::Recompute mode = part().recompute;
   std::optional<autograd::SelectiveRecomputeGuard> selective;
   if (mode == autograd::Recompute::selective) selective.emplace();
+  // The reruns come in backward, after cu_seqlens' owner may be gone: the blocks' closures
+  // share one copy.
+  std::shared_ptr<const std::vector<int64_t>> offsets;
+  if (mode == autograd::Recompute::full) {
+    offsets = std::make_shared<const std::vector<int64_t>>(cu_seqlens.begin(), cu_seqlens.end());
+  }
   for (int64_t i = part().first_layer; i <= part().last(config_); ++i) {
     if (mode == autograd::Recompute::full) {
-      // The rerun comes in backward, after cu_seqlens' owner may be gone: the closure keeps a copy.
-      const std::vector<int64_t> offsets(cu_seqlens.begin(), cu_seqlens.end());
-      x = autograd::recompute_full([this, i, offsets](const Tensor& in) { return block(i, in, nullptr, offsets); }, x);
+      x = autograd::recompute_full([this, i, offsets](const Tensor& in) { return block(i, in, nullptr, *offsets); }, x);
     } else {
       x = block(i, x, nullptr, cu_seqlens);
     }
